@@ -1,0 +1,41 @@
+"""hfkv: exact KV-cache and state memory of Hugging Face models, from config.json alone.
+
+    >>> import hfkv
+    >>> report = hfkv.inspect("fixtures/deepseek-ai__DeepSeek-V3.2/config.json", kv_cache_dtype="fp8")
+    >>> report.alpha_bytes_per_token
+    39284
+
+``inspect`` takes a local file or folder, or a Hub repo id (``org/name`` or ``org/name@revision``),
+and the knobs of ``Options`` as keyword arguments. ``inspect_config`` takes a config dict.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .errors import ConfigError, HfkvError, SourceError, UnsupportedModelError, UsageError
+from .report import Options, Report, inspect_config
+
+__version__ = "0.1.0"
+__all__ = [
+    "inspect", "inspect_config", "Options", "Report",
+    "HfkvError", "ConfigError", "SourceError", "UnsupportedModelError", "UsageError",
+]
+
+
+def inspect(source: str, *, hub: Any = None, revision: str | None = None, **options: Any) -> Report:
+    """Report on one model.
+
+    ``source``: a ``config.json`` path, a model folder, or a Hub repo id. ``hub``: a
+    ``hfkv.hub.HubClient`` (endpoint, token, cache) for Hub sources; one with the environment's
+    settings is made when omitted. ``options``: any field of ``Options``
+    (``kv_cache_dtype="fp8"``, ``tensor_parallel_size=8``, ``contexts=(4096,)``, ``budget_bytes=...``).
+    Raises ``SourceError`` when the config cannot be obtained and ``ConfigError`` when it cannot be
+    understood; both name the source.
+    """
+    from .source import load_config
+
+    loaded = load_config(source, hub=hub, revision=revision)
+    return inspect_config(
+        loaded.data, model=loaded.name, options=Options(**options), commit=loaded.commit, source=loaded.source
+    )

@@ -1,0 +1,110 @@
+"""The accounting core: pure functions over a list of ``LayerSpec``.
+
+No I/O, no model names. Every function takes the layers, a ``Precision`` and a tensor-parallel size
+``tp``; all bytes are per request (per GPU when ``tp`` > 1) unless the name says otherwise.
+
+    M(S) = Σ_l σ_l·n_l(S)·E_l + C_l          (exact, with the floors and mins)
+    M(S) ≈ α·S + γ   for S past every window  (α = Σ σ·E/m, γ = Σ W·E_window + Σ C)
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Sequence
+
+from .dtypes import Precision
+from .specs import LayerSpec
+
+Layers = Sequence[LayerSpec]
+
+# Largest context the searches consider: 2^40 tokens, far past any real model.
+SEARCH_LIMIT = 1 << 40
+
+
+def request_bytes(layers: Layers, S: int, p: Precision, tp: int = 1) -> Fraction:
+    """Exact M(S) of one request at context S."""
+    return sum((layer.memory(S, p, tp) for layer in layers), Fraction(0))
+
+
+def read_bytes(layers: Layers, S: int, p: Precision, tp: int = 1) -> Fraction:
+    """r(S): bytes one decode step of one request reads."""
+    return sum((layer.read_bytes(S, p, tp) for layer in layers), Fraction(0))
+
+
+def alpha(layers: Layers, p: Precision, tp: int = 1) -> Fraction:
+    """α: bytes per token of context once S is past every window."""
+    return sum((layer.slope(p, tp) for layer in layers), Fraction(0))
+
+
+def gamma(layers: Layers, p: Precision, tp: int = 1) -> Fraction:
+    """γ: bytes per request that do not grow with S (full windows plus fixed state)."""
+    return sum((layer.intercept(p, tp) for layer in layers), Fraction(0))
+
+
+def crossover(alpha_: Fraction, gamma_: Fraction) -> Fraction | None:
+    """S* = γ/α, where a request's fixed cost equals its per-token cost; None when α = 0."""
+    return None if alpha_ == 0 else Fraction(gamma_) / alpha_
+
+
+def recurrent_state_bytes(layers: Layers, p: Precision, tp: int = 1) -> Fraction:
+    """Σ C over the recurrent parts (linear, Mamba, conv): what a state snapshot costs."""
+    return sum((layer.recurrent_state_bytes(p, tp) for layer in layers), Fraction(0))
+
+
+def prefix_cache_extra(state: Fraction, prefix_tokens: int, snapshot_interval: int) -> Fraction:
+    """Extra bytes for state snapshots of a cached prefix: floor(P/Δ)·C."""
+    if snapshot_interval <= 0:
+        raise ValueError("snapshot interval must be positive")
+    return (prefix_tokens // snapshot_interval) * state
+
+
+def speculative_extra(state: Fraction, draft_tokens: int) -> Fraction:
+    """Extra bytes while d draft tokens are verified: d·C."""
+    return draft_tokens * state
+
+
+def max_concurrency(budget: int, per_request: Fraction) -> int | None:
+    """B_max = floor(budget / M): requests that fit; None when a request costs nothing."""
+    if per_request <= 0:
+        return None
+    return int(Fraction(budget) // per_request)
+
+
+def max_context(
+    layers: Layers, budget: int, batch: int, p: Precision, tp: int = 1, extra: Fraction = Fraction(0)
+) -> int | None:
+    """Largest S with batch·(M(S) + extra) ≤ budget.
+
+    0 when not even one token fits; None when the memory stops growing before ``SEARCH_LIMIT``
+    (every layer is windowed or recurrent), i.e. any context fits.
+    """
+
+    def fits(S: int) -> bool:
+        return batch * (request_bytes(layers, S, p, tp) + extra) <= budget
+
+    if not fits(1):
+        return 0
+    lo, hi = 1, 2
+    while fits(hi):  # M(S) is non-decreasing, so an exponential probe brackets the answer
+        lo, hi = hi, hi * 2
+        if hi > SEARCH_LIMIT:
+            return None
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+    return lo
+
+
+def equivalent_tokens(state: Fraction, entry_bytes_per_token: Fraction) -> Fraction | None:
+    """S_eq: the context at which a full-attention layer's cache equals a fixed state C."""
+    if entry_bytes_per_token <= 0:
+        return None
+    return Fraction(state) / entry_bytes_per_token
+
+
+def as_number(value: Fraction | None) -> int | float | None:
+    """An int when the figure is integral, else a float (JSON-friendly)."""
+    if value is None:
+        return None
+    value = Fraction(value)
+    return int(value) if value.denominator == 1 else float(value)

@@ -1,0 +1,214 @@
+"""The ``hfkv`` command line: a thin layer over ``hfkv.inspect``.
+
+``hfkv MODEL [MODEL ...]`` reports on each model; ``scan``, ``watch``, ``compare`` and ``plot`` are
+subcommands loaded from their own modules on demand. Exit codes: 0 success, 1 a model could not be
+fetched or read, 2 bad usage or a config hfkv cannot understand.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import os
+import sys
+from typing import Any, Callable
+
+import click
+
+from .errors import HfkvError, UsageError
+from .units import parse_size, parse_token_list, parse_tokens
+
+# Subcommands live in their own modules: name -> "module:attribute".
+SUBCOMMANDS = {
+    "scan": "hfkv.scan:scan_command",
+    "watch": "hfkv.watch:watch_command",
+    "compare": "hfkv.compare:compare_command",
+    "plot": "hfkv.plot:plot_command",
+}
+DTYPES = ["auto", "bf16", "fp16", "fp8", "fp4", "fp32"]
+
+
+def quiet_libraries() -> None:
+    """Before huggingface_hub or transformers are imported: no telemetry call, no bars, no noise."""
+    os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
+
+
+def fail(message: str, code: int) -> None:
+    click.echo(f"hfkv: error: {message}", err=True)
+    sys.exit(code)
+
+
+def _convert(kind: Callable[[str], Any]) -> Callable:
+    def callback(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+        if value is None:
+            return None
+        try:
+            return kind(value)
+        except UsageError as err:
+            raise click.BadParameter(str(err)) from None
+
+    return callback
+
+
+def accounting_options(fn: Callable) -> Callable:
+    """The precision, parallelism and question options shared by every command that reports."""
+    options = [
+        click.option("--kv-cache-dtype", type=click.Choice(DTYPES), default="auto", show_default=True,
+                     help="KV cache dtype; auto = the config's dtype, or fp8 when quantization_config declares an fp8 KV cache."),
+        click.option("--state-dtype", type=click.Choice(DTYPES[1:]), default="fp32", show_default=True,
+                     help="Recurrent-state dtype (linear attention, Mamba)."),
+        click.option("--conv-dtype", type=click.Choice(DTYPES), default="auto", show_default=True,
+                     help="Conv-state dtype; auto = the model's 16-bit dtype."),
+        click.option("--indexer-dtype", type=click.Choice(DTYPES[1:]), default="fp8", show_default=True,
+                     help="Indexer-key dtype; fp8/fp4 add a 4-byte scale per 128 values."),
+        click.option("--tensor-parallel-size", "--tp", "tp", type=click.IntRange(min=1), default=1, show_default=True,
+                     help="Tensor-parallel size; all bytes are then per GPU."),
+        click.option("--context", "contexts", callback=_convert(parse_token_list),
+                     help="Context lengths, comma-separated (4k = 4096). Default: 4k,32k,128k and the model's maximum."),
+        click.option("--max-model-len", callback=_convert(parse_tokens),
+                     help="Longest context of interest; replaces the model's maximum in the default contexts."),
+        click.option("--budget", "--kv-cache-memory-bytes", "budget", callback=_convert(parse_size),
+                     help="KV memory per GPU (e.g. 60GiB), for max concurrency."),
+        click.option("--batch", type=click.IntRange(min=1), help="Concurrent requests: report the longest context that fits the budget."),
+        click.option("--prefix-cache", callback=_convert(parse_tokens), help="Cached prefix length P: adds floor(P/Δ) state snapshots."),
+        click.option("--snapshot-interval", callback=_convert(parse_tokens), help="Δ, tokens between state snapshots."),
+        click.option("--spec-tokens", "--num-speculative-tokens", "spec_tokens", type=click.IntRange(min=0), default=0,
+                     help="Draft tokens d verified per step: adds d state copies."),
+    ]
+    return functools.reduce(lambda f, opt: opt(f), reversed(options), fn)
+
+
+def hub_options(fn: Callable) -> Callable:
+    """Hub options shared by every command that fetches configs (HF_TOKEN / HF_ENDPOINT also apply)."""
+    options = [
+        click.option("--revision", help="Branch, tag or commit for Hub repos (or write org/name@revision)."),
+        click.option("--token", envvar=None, help="Hub token (else HF_TOKEN, else the stored token). Never printed."),
+        click.option("--endpoint", help="Hub endpoint (else HF_ENDPOINT, e.g. a mirror)."),
+        click.option("--offline", is_flag=True, help="Use the local cache only (also HF_HUB_OFFLINE=1)."),
+    ]
+    return functools.reduce(lambda f, opt: opt(f), reversed(options), fn)
+
+
+def build_options(params: dict[str, Any], max_positions_override: bool = True) -> "Options":
+    """``Options`` from the parsed CLI parameters."""
+    from .report import Options
+
+    if params.get("prefix_cache") and not params.get("snapshot_interval"):
+        raise click.UsageError("--prefix-cache needs --snapshot-interval")
+    contexts = params.get("contexts")
+    if contexts is None and params.get("max_model_len"):
+        from .report import DEFAULT_CONTEXTS
+
+        limit = params["max_model_len"]
+        contexts = sorted({c for c in DEFAULT_CONTEXTS if c <= limit} | {limit})
+    return Options(
+        kv_cache_dtype=params["kv_cache_dtype"], state_dtype=params["state_dtype"],
+        conv_dtype=params["conv_dtype"], indexer_dtype=params["indexer_dtype"],
+        tensor_parallel_size=params["tp"], contexts=tuple(contexts) if contexts else None,
+        budget_bytes=params.get("budget"), batch=params.get("batch"),
+        prefix_cache_tokens=params.get("prefix_cache"), snapshot_interval=params.get("snapshot_interval"),
+        spec_tokens=params.get("spec_tokens") or 0,
+    )
+
+
+def build_hub(params: dict[str, Any]) -> Any:
+    """A ``HubClient`` from the Hub options, or None when no option asks for a non-default client."""
+    from .hub import HubClient
+
+    return HubClient(
+        endpoint=params.get("endpoint"), token=params.get("token"), offline=bool(params.get("offline")),
+    )
+
+
+class DefaultGroup(click.Group):
+    """A group whose unknown first word is a MODEL for the default ``report`` command."""
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name in SUBCOMMANDS:
+            module, _, attr = SUBCOMMANDS[name].partition(":")
+            try:
+                return getattr(importlib.import_module(module), attr)
+            except ImportError as err:  # listed in --help, fails with one line when run
+                reason = f"the '{name}' command is not available in this install ({err})"
+                return click.Command(name, help=f"(unavailable: {err})", callback=lambda: fail(reason, 2))
+        return super().get_command(ctx, name)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return ["report"] + list(SUBCOMMANDS)
+
+    def resolve_command(self, ctx: click.Context, args: list[str]):
+        if args and args[0] not in SUBCOMMANDS and args[0] != "report" and not args[0].startswith("-"):
+            args = ["report"] + args
+        elif args and args[0].startswith("-") and args[0] not in ("--help", "-h", "--version"):
+            args = ["report"] + args
+        return super().resolve_command(ctx, args)
+
+
+@click.group(
+    cls=DefaultGroup,
+    context_settings={"help_option_names": ["-h", "--help"], "ignore_unknown_options": True},
+)
+@click.version_option(package_name="hfkv")
+def main() -> None:
+    """KV-cache and state memory of Hugging Face models, from config.json alone.
+
+    \b
+    hfkv MODEL [MODEL ...]    report (MODEL: org/name[@rev], config.json, or a folder)
+    hfkv scan FILE|-          one row per repo of a list
+    hfkv watch --author ORG   a report for each new model of an organisation
+    hfkv compare A B ...      side by side
+    hfkv plot A [B ...]       memory and concurrency against context
+    """
+    quiet_libraries()
+
+
+@main.command("report")
+@click.argument("models", nargs=-1, required=True)
+@accounting_options
+@hub_options
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "markdown"]), default="table", show_default=True)
+def report_command(models: tuple[str, ...], fmt: str, **params: Any) -> None:
+    """Report on each MODEL: layers by kind, α, γ, S*, and per context bytes, reads and B_max."""
+    from . import render
+    from .report import inspect_config
+    from .source import load_config, looks_like_repo_id
+
+    options = build_options(params)
+    hub = build_hub(params) if any(looks_like_repo_id(m) for m in models) else None
+    reports, errors, code = [], [], 0
+    for model in models:
+        try:
+            loaded = load_config(model, hub=hub, revision=params.get("revision"))
+            report = inspect_config(loaded.data, model=loaded.name, options=options, commit=loaded.commit, source=loaded.source)
+        except HfkvError as err:
+            click.echo(f"hfkv: error: {err}", err=True)
+            errors.append({"model": model, "error": f"{err.kind}: {err.message}"})
+            code = max(code, err.exit_code)
+            continue
+        reports.append(report)
+        if fmt == "table":
+            render.render_table(report)
+        elif fmt == "markdown":
+            click.echo(render.render_markdown(report))
+    if fmt == "json" and (reports or errors):
+        if len(models) == 1 and reports:
+            click.echo(render.to_json(reports[0]))
+        elif len(models) > 1:
+            click.echo(render.to_json(reports, errors))
+    sys.exit(code)
+
+
+def entry() -> None:
+    """Console entry point: ``main`` with a last guard, so no input ever ends in a traceback."""
+    try:
+        main(standalone_mode=True)
+    except KeyboardInterrupt:
+        click.echo("hfkv: interrupted", err=True)
+        sys.exit(130)
+    except Exception as err:  # a bug in hfkv: still one line, and a non-zero exit
+        detail = str(err).splitlines()[0][:300] if str(err) else ""
+        click.echo(f"hfkv: error: internal error ({type(err).__name__}: {detail}); please report it", err=True)
+        sys.exit(1)

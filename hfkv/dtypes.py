@@ -1,0 +1,88 @@
+"""Element sizes and the precision settings of one report.
+
+Sizes are ``Fraction`` so that fp4 (half a byte) stays exact; a figure is turned into an ``int``
+only when it is integral.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from pydantic import BaseModel, ConfigDict
+
+from .errors import UsageError
+
+# Canonical dtype names and their bytes per element.
+BYTES = {
+    "fp32": Fraction(4),
+    "bf16": Fraction(2),
+    "fp16": Fraction(2),
+    "fp8": Fraction(1),
+    "fp4": Fraction(1, 2),
+}
+
+_ALIASES = {
+    "float32": "fp32", "float": "fp32", "f32": "fp32",
+    "bfloat16": "bf16",
+    "float16": "fp16", "half": "fp16", "f16": "fp16",
+    "float8": "fp8", "fp8_e4m3": "fp8", "fp8_e5m2": "fp8", "float8_e4m3fn": "fp8",
+    "float8_e5m2": "fp8", "fp8_ds_mla": "fp8", "e4m3": "fp8",
+    "float4": "fp4", "nvfp4": "fp4", "mxfp4": "fp4", "fp4_e2m1": "fp4",
+}
+
+# Block quantisation used for fp8/fp4 latents and indexer keys: one fp32 scale per 128 values.
+SCALE_BLOCK = 128
+SCALE_BYTES = 4
+
+
+def canonical(name: str | None) -> str | None:
+    """The canonical dtype name ('bf16', 'fp8', ...) for any spelling, or None when unknown."""
+    if name is None:
+        return None
+    key = str(name).strip().lower().replace("torch.", "")
+    if key in BYTES:
+        return key
+    return _ALIASES.get(key)
+
+
+def require(name: str, option: str) -> str:
+    """Canonical dtype for a user option, or a UsageError naming the option."""
+    dt = canonical(name)
+    if dt is None:
+        raise UsageError(f"{option}: unknown dtype '{name}' (choose from {', '.join(BYTES)})")
+    return dt
+
+
+def ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def block_scaled_bytes(values: int, dtype: str) -> Fraction:
+    """Bytes of ``values`` elements in ``dtype``; 8- and 4-bit add one fp32 scale per 128 values."""
+    data = values * BYTES[dtype]
+    if BYTES[dtype] < 2:
+        data += ceil_div(values, SCALE_BLOCK) * SCALE_BYTES
+    return data
+
+
+class Precision(BaseModel):
+    """Storage dtypes of one report: KV entries, recurrent state, conv state, indexer keys."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kv: str = "bf16"
+    state: str = "fp32"
+    conv: str = "bf16"
+    indexer: str = "fp8"
+
+    @property
+    def kv_bytes(self) -> Fraction:
+        return BYTES[self.kv]
+
+    @property
+    def state_bytes(self) -> Fraction:
+        return BYTES[self.state]
+
+    @property
+    def conv_bytes(self) -> Fraction:
+        return BYTES[self.conv]

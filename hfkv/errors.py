@@ -1,0 +1,66 @@
+"""Exceptions hfkv raises. Every message is one line meant for a person.
+
+Exit codes used by the CLI: ``ConfigError`` and ``UsageError`` give 2, ``SourceError`` (a repo or
+file that could not be fetched or read) gives 1.
+"""
+
+from __future__ import annotations
+
+
+class HfkvError(Exception):
+    """Base class of every error hfkv raises on purpose."""
+
+    exit_code = 1
+    kind = "error"
+
+    def __init__(self, message: str, *, source: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.source = source
+
+    def __str__(self) -> str:
+        return f"{self.source}: {self.message}" if self.source else self.message
+
+    def with_source(self, source: str) -> "HfkvError":
+        """Name the file or repo the error belongs to, unless one is named already."""
+        if self.source is None:
+            self.source = source
+        return self
+
+
+class ConfigError(HfkvError):
+    """A config.json that hfkv cannot turn into layer specs (missing, mistyped or absurd keys)."""
+
+    exit_code = 2
+    kind = "config"
+
+    def __init__(self, key: str | None, problem: str, *, source: str | None = None) -> None:
+        self.key = key
+        text = f"key '{key}': {problem}" if key else problem
+        super().__init__(text, source=source)
+
+
+class UnsupportedModelError(ConfigError):
+    """A model hfkv recognises but does not account for (encoder-decoder, encoder-only, ...)."""
+
+    kind = "unsupported"
+
+    def __init__(self, problem: str, *, source: str | None = None) -> None:
+        super().__init__(None, f"unsupported: {problem}", source=source)
+
+
+class SourceError(HfkvError):
+    """The config could not be obtained: missing file, Hub failure, not JSON, too large."""
+
+    exit_code = 1
+
+    def __init__(self, kind: str, message: str, *, source: str | None = None) -> None:
+        super().__init__(message, source=source)
+        self.kind = kind
+
+
+class UsageError(HfkvError):
+    """Bad command-line or API arguments."""
+
+    exit_code = 2
+    kind = "usage"

@@ -1,0 +1,71 @@
+"""Parsing and printing of sizes and token counts (binary units throughout)."""
+
+from __future__ import annotations
+
+import re
+from fractions import Fraction
+
+from .errors import UsageError
+
+_SIZE_UNITS = {
+    "": 1, "b": 1,
+    "k": 1024, "kb": 1000, "kib": 1024,
+    "m": 1024**2, "mb": 1000**2, "mib": 1024**2,
+    "g": 1024**3, "gb": 1000**3, "gib": 1024**3,
+    "t": 1024**4, "tb": 1000**4, "tib": 1024**4,
+}
+_TOKEN_UNITS = {"": 1, "k": 1024, "m": 1024**2}
+
+
+def parse_size(text: str) -> int:
+    """Bytes from '80GiB', '80G' (binary), '80GB' (decimal) or a plain integer."""
+    m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([a-zA-Z]*)\s*", str(text))
+    if not m or m.group(2).lower() not in _SIZE_UNITS:
+        raise UsageError(f"cannot read size '{text}' (try 80GiB, 141GB or 1073741824)")
+    value = Fraction(m.group(1)) * _SIZE_UNITS[m.group(2).lower()]
+    if value <= 0:
+        raise UsageError(f"size '{text}' must be positive")
+    return int(value)
+
+
+def parse_tokens(text: str) -> int:
+    """Tokens from '4k' (4096), '1m' (1048576) or a plain integer."""
+    m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([kKmM]?)\s*", str(text))
+    if not m:
+        raise UsageError(f"cannot read token count '{text}' (try 4096, 32k or 1m)")
+    value = Fraction(m.group(1)) * _TOKEN_UNITS[m.group(2).lower()]
+    if value.denominator != 1 or value <= 0:
+        raise UsageError(f"token count '{text}' must be a positive whole number")
+    return int(value)
+
+
+def parse_token_list(text: str) -> list[int]:
+    """Comma-separated token counts, deduplicated and sorted."""
+    items = [t for t in str(text).split(",") if t.strip()]
+    if not items:
+        raise UsageError("--context needs at least one length")
+    return sorted({parse_tokens(t) for t in items})
+
+
+def format_bytes(n: float | int | Fraction | None) -> str:
+    """'1.50 GiB' style, binary units; exact integers below 1 KiB."""
+    if n is None:
+        return "-"
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if abs(value) < 1024 or unit == "PiB":
+            if unit == "B":
+                return f"{value:.0f} B" if value == int(value) else f"{value:.2f} B"
+            return f"{value:.2f} {unit}"
+        value /= 1024
+    raise AssertionError("unreachable")
+
+
+def format_tokens(n: int | None) -> str:
+    """'128K' for exact binary multiples, else the plain integer with separators."""
+    if n is None:
+        return "-"
+    for unit, size in (("M", 1024**2), ("K", 1024)):
+        if n >= size and n % size == 0:
+            return f"{n // size}{unit}"
+    return f"{n:,}"

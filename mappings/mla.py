@@ -1,0 +1,88 @@
+"""Multi-head latent attention (DeepSeek V2/V3, Kimi K2, MiniCPM3, ...) and DSA (DeepSeek V3.2, GLM-5):
+one latent of ``kv_lora_rank`` + ``qk_rope_head_dim`` values per token, plus, for DSA, an indexer
+key on every layer that computes its own top-k.
+"""
+
+from __future__ import annotations
+
+from hfkv.config import ConfigView
+from hfkv.specs import LayerSpec, Layout
+
+from .common import dsa_indexer, mla_latent, mtp_note, num_layers
+from .registry import register
+
+_MLA_READS = ("num_hidden_layers", "kv_lora_rank", "qk_rope_head_dim", "num_nextn_predict_layers")
+
+
+@register(
+    family="mla",
+    model_types=(
+        "deepseek_v2", "deepseek_v3", "kimi_k2", "kimi_k25", "kimi_vl", "minicpm3", "glm4_moe_lite",
+        "sarvam_mla", "axk1", "pangu_ultra_moe", "mistral_large_3", "deepseek_vl_v2",
+    ),
+    architectures=("MiniCPM3ForCausalLM", "DeepseekV3ForCausalLM", "DeepseekV2ForCausalLM"),
+    reads=_MLA_READS,
+    fixtures={
+        "deepseek_v2": "deepseek-ai__DeepSeek-V2-Lite", "deepseek_v3": "deepseek-ai__DeepSeek-V3",
+        "kimi_k2": "moonshotai__Kimi-K2-Instruct", "kimi_k25": "moonshotai__Kimi-K2.5-transformers-defaults",
+        "minicpm3": "openbmb__MiniCPM3-4B-transformers-defaults",
+    },
+)
+def mla(cfg: ConfigView) -> Layout:
+    """Every layer caches one latent: E = (d_c + d_r)·e, n = S, replicated across TP ranks."""
+    n = num_layers(cfg)
+    latent = mla_latent(cfg)
+    layers = [LayerSpec(index=i, kind="mla", parts=(latent,)) for i in range(n)]
+    return Layout(layers=layers, notes=mtp_note(cfg))
+
+
+def dsa_skips_indexer(cfg: ConfigView, i: int) -> bool:
+    """True when layer i reuses the previous layer's top-k and so keeps no indexer keys (0-based i).
+
+    SGLang's order: ``indexer_types[i] == "shared"``, ``cli_factor``, ``index_topk_pattern[i] == 'S'``,
+    then ``index_topk_freq`` counted from ``index_skip_topk_offset`` (default: from layer 1).
+    """
+    types = cfg.value("indexer_types")
+    if isinstance(types, list) and i < len(types):
+        return types[i] == "shared"
+    cli_factor = cfg.integer("cli_factor", default=1, minimum=1)
+    if cli_factor > 1:
+        return i % cli_factor != 0
+    pattern = cfg.value("index_topk_pattern")
+    if isinstance(pattern, str) and i < len(pattern):
+        return pattern[i] == "S"
+    freq = cfg.integer("index_topk_freq", default=1, minimum=1)
+    offset = cfg.optional_int("index_skip_topk_offset")
+    if offset is not None:
+        return max(i - offset + 1, 0) % freq != 0
+    return max(i - 1, 0) % freq != 0
+
+
+@register(
+    family="dsa",
+    model_types=("deepseek_v32", "glm_moe_dsa"),
+    architectures=("DeepseekV32ForCausalLM", "GlmMoeDsaForCausalLM"),
+    reads=_MLA_READS + (
+        "index_topk", "index_head_dim", "indexer_types", "index_topk_freq", "index_topk_pattern",
+        "index_skip_topk_offset", "cli_factor",
+    ),
+    fixtures={"deepseek_v32": "deepseek-ai__DeepSeek-V3.2", "glm_moe_dsa": "zai-org__GLM-5-transformers-defaults"},
+)
+def dsa(cfg: ConfigView) -> Layout:
+    """MLA plus indexer keys on the layers that compute top-k; decode reads ``index_topk`` latents."""
+    n = num_layers(cfg)
+    topk = cfg.optional_int("index_topk", minimum=1)
+    latent = mla_latent(cfg, topk=topk)
+    indexer = dsa_indexer(cfg)
+    cfg.mark("index_n_heads")
+    layers = []
+    for i in range(n):
+        if dsa_skips_indexer(cfg, i):
+            layers.append(LayerSpec(index=i, kind="dsa-shared-topk", parts=(latent,)))
+        else:
+            layers.append(LayerSpec(index=i, kind="dsa", parts=(latent, indexer)))
+    notes = mtp_note(cfg)
+    skipped = sum(1 for layer in layers if len(layer.parts) == 1)
+    if skipped:
+        notes.append(f"{skipped} layer(s) reuse the previous layer's top-k and keep no indexer keys")
+    return Layout(layers=layers, notes=notes)

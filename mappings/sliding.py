@@ -1,0 +1,73 @@
+"""Full/sliding-window hybrids. ``layer_types`` decides when present; otherwise each model type's
+transformers default pattern (0-based layer index i, n layers) and default window apply.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from hfkv.config import ConfigView
+from hfkv.specs import Layout
+
+from .common import pattern_layout
+from .registry import register
+
+Rule = Callable[[int, int], bool]
+
+
+def _every(period: int) -> Rule:
+    """Sliding unless (i + 1) is a multiple of ``period``: the last layer of each group is full."""
+    return lambda i, n: (i + 1) % period != 0
+
+
+def _pattern_key(key: str, default: int) -> Callable[[ConfigView], Rule]:
+    return lambda cfg: _every(cfg.integer(key, default=default, minimum=1))
+
+
+def _exaone4(cfg: ConfigView) -> Rule:
+    pattern = cfg.value("sliding_window_pattern", 4)
+    if isinstance(pattern, str) and pattern:  # e.g. "LLLG": L = local (sliding), G = global
+        return lambda i, n: pattern[i % len(pattern)] == "L"
+    return _every(cfg.integer("sliding_window_pattern", default=4, minimum=1))
+
+
+def _gemma4(cfg: ConfigView) -> Rule:
+    return lambda i, n: (i + 1) % 6 != 0 and i != n - 1  # the last layer is always full
+
+
+# model type -> (default window, rule factory, head_dim differs from hidden/heads)
+_TABLE: dict[str, tuple[int | None, Callable[[ConfigView], Rule], bool]] = {
+    "gpt_oss": (128, lambda cfg: _every(2), False),
+    "gemma2": (4096, lambda cfg: _every(2), True),
+    "gemma3": (4096, _pattern_key("sliding_window_pattern", 6), True),
+    "gemma3_text": (4096, _pattern_key("sliding_window_pattern", 6), True),
+    "cohere2": (4096, _pattern_key("sliding_window_pattern", 4), False),
+    "exaone4": (4096, _exaone4, False),
+    "olmo3": (4096, lambda cfg: _every(4), False),
+    "afmoe": (1024, _pattern_key("global_attn_every_n_layers", 4), False),
+    "granite_swa": (128, lambda cfg: (lambda i, n: i % 4 != 0), False),
+    "granitemoe_swa": (128, lambda cfg: (lambda i, n: i % 4 != 0), False),
+    "laguna": (None, lambda cfg: (lambda i, n: True), False),
+    "mellum": (None, lambda cfg: (lambda i, n: True), False),
+    "muse_glimmer": (2048, lambda cfg: (lambda i, n: True), False),
+}
+
+
+@register(
+    family="sliding",
+    model_types=tuple(_TABLE),
+    reads=(
+        "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim", "sliding_window",
+        "layer_types", "sliding_window_pattern", "global_attn_every_n_layers",
+    ),
+    fixtures={
+        "gpt_oss": "openai__gpt-oss-120b", "gemma2": "google__gemma-2-2b-it", "gemma3": "google__gemma-3-4b-it",
+    },
+)
+def sliding_hybrid(cfg: ConfigView) -> Layout:
+    """Sliding layers keep min(S, W) entries, full layers S; the pattern comes from ``layer_types`` or the default."""
+    model_type = cfg.text_model_type if cfg.text_model_type in _TABLE else cfg.model_type
+    window, rule_for, head_dim_defaults = _TABLE[model_type]
+    return pattern_layout(
+        cfg, default_window=window, default_rule=rule_for(cfg), head_dim_defaults=head_dim_defaults
+    )
