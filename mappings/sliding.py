@@ -31,10 +31,6 @@ def _exaone4(cfg: ConfigView) -> Rule:
     return _every(cfg.integer("sliding_window_pattern", default=4, minimum=1))
 
 
-def _gemma4(cfg: ConfigView) -> Rule:
-    return lambda i, n: (i + 1) % 6 != 0 and i != n - 1  # the last layer is always full
-
-
 # model type -> (default window, rule factory, head_dim differs from hidden/heads)
 _TABLE: dict[str, tuple[int | None, Callable[[ConfigView], Rule], bool]] = {
     "gpt_oss": (128, lambda cfg: _every(2), False),
