@@ -1,0 +1,486 @@
+"""``hfkv scan FILE|-``: one row per model of a list, fetched concurrently.
+
+The list holds one model per line (``org/name``, ``org/name@rev`` or a local path); blank lines and
+``#`` comments are skipped and a model listed twice is fetched once. Each model becomes one row:
+the single-model JSON object (``Report.to_dict()``) or ``{"model": ..., "error": "<kind>: <message>"}``.
+Rows are written as they complete (jsonl, csv, markdown) and flushed one by one, so an interrupted
+scan loses nothing, and ``--resume`` completes such a file. Exit codes: 0 every model succeeded, 1
+some failed (their rows say why), 2 bad usage.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import re
+import sys
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, Callable, Iterable
+
+import click
+
+from .cli import accounting_options, build_hub, build_options, hub_options
+from .errors import HfkvError, SourceError
+from .units import format_bytes, format_tokens
+
+FORMATS = ("table", "jsonl", "csv", "markdown")
+STREAM_FORMATS = ("jsonl", "csv", "markdown")
+_EXTENSION_FORMATS = {".csv": "csv", ".md": "markdown", ".markdown": "markdown", ".jsonl": "jsonl", ".json": "jsonl"}
+
+
+# -- the list -------------------------------------------------------------------------------------
+
+
+def read_entries(lines: Iterable[str]) -> list[str]:
+    """Models of a list, in order, without blanks, comments or repeats.
+
+    A ``#`` starts a comment at the start of a line or after whitespace (``org/m  # note``), so a
+    path containing ``#`` elsewhere is kept whole.
+    """
+    seen: dict[str, None] = {}
+    for line in lines:
+        text = re.split(r"(?:^|\s)#", line, maxsplit=1)[0].strip()
+        if text:
+            seen.setdefault(text, None)
+    return list(seen)
+
+
+# -- one model ------------------------------------------------------------------------------------
+
+
+@dataclass
+class Row:
+    """The outcome for one model: a report, or the one-line reason there is none."""
+
+    model: str
+    report: Any = None  # hfkv.report.Report
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.report.to_dict() if self.ok else {"model": self.model, "error": self.error}
+
+
+def _transient(err: BaseException) -> bool:
+    """A transport failure worth one more try (connection reset, the shared client closed under us).
+
+    huggingface_hub closes its process-wide HTTP client on a ConnectError, which kills other
+    threads' in-flight requests with ReadError or RuntimeError("...closed") (docs/hub.md §8.5).
+    """
+    if isinstance(err, SourceError):
+        return False  # HubClient already classified (and, for network errors, retried) it
+    if isinstance(err, RuntimeError) and "closed" in str(err):
+        return True
+    try:
+        import httpx2
+    except ImportError:  # pragma: no cover - huggingface_hub 2.4 always brings it
+        return False
+    return isinstance(err, httpx2.TransportError)
+
+
+def _describe(err: BaseException) -> str:
+    """``kind: message`` for an error row; an unexpected exception is ``internal: Type: first line``."""
+    if isinstance(err, HfkvError):
+        return f"{err.kind}: {err.message}"
+    lines = str(err).strip().splitlines()
+    detail = lines[0][:300] if lines else ""
+    return f"internal: {type(err).__name__}" + (f": {detail}" if detail else "")
+
+
+def _weights_section(hub: Any, entry: str, revision: str | None) -> dict[str, Any]:
+    """Parameter counts for ``--weights``; a failure is noted in the row, it does not fail it."""
+    from .source import looks_like_repo_id, split_revision
+
+    if hub is None or not looks_like_repo_id(entry):
+        return {"weights_error": "unavailable: parameter counts need a Hub repo"}
+    repo, at = split_revision(entry)
+    try:
+        found = hub.weights(repo, at or revision)
+    except HfkvError as err:
+        return {"weights_error": f"{err.kind}: {err.message}"}
+    if hasattr(found, "to_dict"):
+        found = found.to_dict()
+    elif hasattr(found, "model_dump"):
+        found = found.model_dump(mode="json")
+    return {"weights": found}
+
+
+@dataclass
+class Job:
+    """What every model of a scan shares."""
+
+    options: Any  # hfkv.report.Options
+    hub: Any = None
+    revision: str | None = None
+    weights: bool = False
+
+    def run(self, entry: str) -> Row:
+        """Fetch and report one model. Never raises (apart from KeyboardInterrupt and the like)."""
+        for attempt in (1, 2):
+            try:
+                return self._report(entry)
+            except Exception as err:  # noqa: BLE001 - one model's bug must not end the scan
+                if attempt == 1 and _transient(err):
+                    continue
+                return Row(entry, error=_describe(err))
+        raise AssertionError("unreachable")
+
+    def _report(self, entry: str) -> Row:
+        from .report import inspect_config
+        from .source import load_config
+
+        loaded = load_config(entry, hub=self.hub, revision=self.revision)
+        report = inspect_config(loaded.data, model=entry, options=self.options, commit=loaded.commit, source=loaded.source)
+        if self.weights:
+            report.extra.update(_weights_section(self.hub, entry, self.revision))
+        return Row(entry, report=report)
+
+
+# -- columns --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Columns:
+    """The summary columns of csv, table and markdown rows.
+
+    With explicit contexts (``--context``/``--max-model-len``) every report has the same contexts,
+    one column each. Otherwise the default contexts get a column each (empty when past the model's
+    maximum) plus the model's maximum and its bytes.
+    """
+
+    contexts: tuple[int, ...]
+    with_max: bool
+
+    @classmethod
+    def for_options(cls, options: Any) -> "Columns":
+        from .report import DEFAULT_CONTEXTS
+
+        if options.contexts:
+            return cls(tuple(options.contexts), with_max=False)
+        return cls(tuple(DEFAULT_CONTEXTS), with_max=True)
+
+    def names(self) -> list[str]:
+        ctx = [f"bytes@{format_tokens(c)}" for c in self.contexts]
+        tail = ["max_context", "bytes@max"] if self.with_max else []
+        return ["model", "model_type", "mapper", "kv_dtype", "alpha_bytes_per_token", "gamma_bytes_per_request",
+                "crossover_tokens", *ctx, *tail, "error"]
+
+    def titles(self) -> list[str]:
+        ctx = [f"{format_tokens(c)}" for c in self.contexts]
+        tail = ["max context", "at max"] if self.with_max else []
+        return ["model", "model_type", "mapper", "KV dtype", "α (B/token)", "γ (B/request)", "S* (tokens)",
+                *ctx, *tail, "error"]
+
+    def values(self, row: Row) -> list[Any]:
+        """Raw cells (numbers or None); an error row has only its model and error."""
+        width = len(self.names())
+        if not row.ok:
+            return [row.model] + [None] * (width - 2) + [row.error]
+        r = row.report
+        per_context = {c.tokens: c.kv_bytes_per_request for c in r.contexts}
+        cells = [r.model, r.model_type, r.mapper, r.kv_cache_dtype, r.alpha_bytes_per_token,
+                 r.gamma_bytes_per_request, r.crossover_tokens]
+        cells += [per_context.get(c) for c in self.contexts]
+        if self.with_max:
+            top = r.max_position_embeddings
+            cells += [top, per_context.get(top) if top else None]
+        return cells + [None]
+
+    def human(self, row: Row) -> list[str]:
+        """Cells for people: bytes in binary units, token counts rounded, '-' for nothing."""
+        return [_human_cell(name, value) for name, value in zip(self.names(), self.values(row))]
+
+
+def _human_cell(name: str, value: Any) -> str:
+    if value is None:
+        return "" if name == "error" else "-"
+    if name.startswith("bytes@") or name == "gamma_bytes_per_request":
+        return format_bytes(value)
+    if name in ("crossover_tokens", "max_context"):
+        return f"{round(value):,}"
+    if name == "alpha_bytes_per_token":
+        return f"{value:,} B" if float(value).is_integer() else f"{value:,.2f} B"
+    return str(value)
+
+
+def _plain(value: Any) -> str:
+    """A number for csv and tables: integers exact, fractions to 4 places."""
+    if isinstance(value, float) and not value.is_integer():
+        return f"{value:.4f}".rstrip("0")
+    return str(int(value)) if isinstance(value, (int, float)) else str(value)
+
+
+# -- writers --------------------------------------------------------------------------------------
+
+
+class Writer:
+    """Formats rows as lines for a streaming output, and reads back what an earlier run wrote."""
+
+    def __init__(self, columns: Columns) -> None:
+        self.columns = columns
+
+    def header(self) -> list[str]:
+        return []
+
+    def line(self, row: Row) -> str:
+        raise NotImplementedError
+
+    def key(self, entry: str) -> str:
+        """How ``entry`` appears in the file's model field."""
+        return entry
+
+    def parse(self, line: str) -> tuple[str, bool] | None:
+        """(model key, succeeded) of a complete row written earlier, or None if it is not one."""
+        raise NotImplementedError
+
+
+class JsonlWriter(Writer):
+    def line(self, row: Row) -> str:
+        return json.dumps(row.to_dict())
+
+    def parse(self, line: str) -> tuple[str, bool] | None:
+        try:
+            data = json.loads(line)
+        except ValueError:
+            return None
+        if not isinstance(data, dict) or not isinstance(data.get("model"), str):
+            return None
+        return data["model"], "error" not in data
+
+
+class CsvWriter(Writer):
+    def header(self) -> list[str]:
+        return [self._join(self.columns.names())]
+
+    def line(self, row: Row) -> str:
+        return self._join(["" if v is None else _plain(v) if isinstance(v, (int, float)) else v
+                           for v in self.columns.values(row)])
+
+    @staticmethod
+    def _join(cells: list[Any]) -> str:
+        buf = io.StringIO()
+        csv.writer(buf, lineterminator="").writerow(cells)
+        return buf.getvalue()
+
+    def parse(self, line: str) -> tuple[str, bool] | None:
+        cells = next(csv.reader([line]), [])
+        if len(cells) != len(self.columns.names()) or not cells[0]:
+            return None
+        return cells[0], not cells[-1]
+
+
+class MarkdownWriter(Writer):
+    _CELL_SPLIT = re.compile(r"(?<!\\)\|")
+
+    def header(self) -> list[str]:
+        from .render import md_escape
+
+        titles = self.columns.titles()
+        rule = ["---" if t in ("model", "model_type", "mapper", "KV dtype", "error") else "---:" for t in titles]
+        return ["| " + " | ".join(md_escape(t) for t in titles) + " |", "|" + "|".join(rule) + "|"]
+
+    def line(self, row: Row) -> str:
+        from .render import md_escape
+
+        return "| " + " | ".join(md_escape(c) for c in self.columns.human(row)) + " |"
+
+    def key(self, entry: str) -> str:
+        from .render import md_escape
+
+        return md_escape(entry)
+
+    def parse(self, line: str) -> tuple[str, bool] | None:
+        if not line.startswith("|") or not line.rstrip().endswith("|"):
+            return None
+        cells = [c.strip() for c in self._CELL_SPLIT.split(line.strip())[1:-1]]
+        if len(cells) != len(self.columns.names()) or not cells[0] or set(cells[0]) <= set("-:"):
+            return None
+        return cells[0], not cells[-1]
+
+
+WRITERS: dict[str, type[Writer]] = {"jsonl": JsonlWriter, "csv": CsvWriter, "markdown": MarkdownWriter}
+
+
+# -- resume ---------------------------------------------------------------------------------------
+
+
+def resume_file(path: Path, writer: Writer) -> dict[str, bool]:
+    """Rows an interrupted run already wrote to ``path``: {model key: succeeded}.
+
+    Only complete lines count; a truncated last line (no newline: the run died mid-write), an
+    unreadable line or a repeated model is dropped by rewriting the file (atomically) with the header
+    and the good rows, so the rows appended next start on a fresh line. A header that does not match
+    this run's columns is a usage error: appending would mix two shapes in one file.
+    """
+    if not path.exists():
+        return {}
+    text = path.read_text(encoding="utf-8", errors="replace")
+    complete = text.split("\n")[:-1]  # the piece after the last newline is unfinished
+    header = writer.header()
+    if complete[: len(header)] != header and complete != header[: len(complete)]:
+        raise click.UsageError(f"{path} was not written by a scan with these columns (format or --context differ)")
+    done: dict[str, bool] = {}
+    kept: list[str] = []
+    for line in complete[len(header):]:
+        parsed = writer.parse(line)
+        if parsed and parsed[0] not in done:
+            done[parsed[0]] = parsed[1]
+            kept.append(line)
+    # A file holding no complete row is emptied, so the header is written afresh.
+    wanted = "".join(line + "\n" for line in header + kept) if len(complete) >= len(header) and complete else ""
+    if wanted != text:
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(wanted, encoding="utf-8")
+        os.replace(tmp, path)
+    return done
+
+
+# -- output ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class Output:
+    """Where rows go as they complete: a file (flushed per row) or stdout, around a progress bar."""
+
+    writer: Writer | None  # None: the table format, printed once at the end
+    stream: IO[str] | None
+    bar: Any = None
+    rows: list[Row] = field(default_factory=list)
+
+    def start(self, fresh: bool) -> None:
+        if self.writer and fresh:
+            for line in self.writer.header():
+                self._emit(line)
+
+    def add(self, row: Row) -> None:
+        self.rows.append(row)
+        if self.writer:
+            self._emit(self.writer.line(row))
+        if self.bar is not None:
+            self.bar.update(1)
+
+    def _emit(self, line: str) -> None:
+        if self.bar is not None and self.stream is sys.stdout:
+            self.bar.write(line, file=sys.stdout)  # clears and redraws the bar around the line
+        else:
+            self.stream.write(line + "\n")
+        self.stream.flush()
+
+
+def _progress(total: int) -> Any:
+    """A tqdm bar on stderr when stderr is a terminal; None otherwise (nothing is printed)."""
+    if total == 0 or not sys.stderr.isatty():
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=total, file=sys.stderr, unit="model", dynamic_ncols=True, leave=False)
+
+
+def print_table(rows: list[Row], columns: Columns) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(highlight=False)
+    if not console.is_terminal:
+        console = Console(highlight=False, width=240)  # piped: no terminal width to respect
+    table = Table()
+    for title in columns.titles():
+        text_column = title in ("model", "model_type", "mapper", "KV dtype", "error")
+        table.add_column(title, justify="left" if text_column else "right", overflow="fold")
+    for row in rows:
+        table.add_row(*columns.human(row))
+    console.print(table)
+
+
+def run(entries: list[str], job: Job, out: Output, jobs: int) -> list[Row]:
+    """Fetch every entry with ``jobs`` threads; rows go to ``out`` in completion order."""
+    if not entries:
+        return []
+    pool = ThreadPoolExecutor(max_workers=min(jobs, len(entries)), thread_name_prefix="hfkv-scan")
+    try:
+        futures = {pool.submit(job.run, entry): entry for entry in entries}
+        for future in as_completed(futures):
+            out.add(future.result())
+    finally:
+        # On Ctrl-C: drop what has not started; rows already written stay written.
+        pool.shutdown(wait=True, cancel_futures=True)
+    return out.rows
+
+
+# -- the command ----------------------------------------------------------------------------------
+
+
+def choose_format(fmt: str | None, output: str | None) -> str:
+    """--format, else the output file's extension, else table on a terminal and jsonl otherwise."""
+    if fmt:
+        return fmt
+    if output:
+        return _EXTENSION_FORMATS.get(Path(output).suffix.lower(), "jsonl")
+    return "table" if sys.stdout.isatty() else "jsonl"
+
+
+@click.command("scan")
+@click.argument("list_file", metavar="FILE|-", type=click.File("r", encoding="utf-8"))
+@accounting_options
+@hub_options
+@click.option("--jobs", "-j", type=click.IntRange(min=1, max=256), default=16, show_default=True,
+              help="Concurrent fetches.")
+@click.option("--format", "fmt", type=click.Choice(FORMATS),
+              help="Row format. Default: table on a terminal, else jsonl (with --output: from its extension).")
+@click.option("--output", "-o", type=click.Path(dir_okay=False, writable=True),
+              help="Write rows to PATH as they complete (flushed per row).")
+@click.option("--resume", is_flag=True, help="Skip models already in --output PATH and append the rest.")
+@click.option("--weights", is_flag=True, help="Also fetch parameter counts (one more Hub request per repo).")
+def scan_command(list_file: IO[str], jobs: int, fmt: str | None, output: str | None, resume: bool,
+                 weights: bool, **params: Any) -> None:
+    """One row per model listed in FILE (or stdin with -): org/name[@rev] or a local path per line.
+
+    Blank lines and # comments are skipped; a model listed twice is fetched once. Exit code 0 when
+    every model succeeded, 1 when some failed (their rows say why), 2 on bad usage.
+    """
+    from .source import looks_like_repo_id
+
+    fmt = choose_format(fmt, output)
+    if resume and not output:
+        raise click.UsageError("--resume needs --output PATH")
+    if fmt == "table" and output:
+        raise click.UsageError("--format table is for the terminal; use jsonl, csv or markdown with --output")
+    options = build_options(params)
+    columns = Columns.for_options(options)
+    entries = read_entries(list_file)
+
+    writer = WRITERS[fmt](columns) if fmt in WRITERS else None
+    done: dict[str, bool] = {}
+    if resume:
+        done = resume_file(Path(output), writer)
+    todo = [e for e in entries if writer is None or writer.key(e) not in done]
+    earlier_failures = sum(1 for e in entries if writer and done.get(writer.key(e)) is False)
+
+    hub = build_hub(params) if any(looks_like_repo_id(e) for e in todo) else None
+    job = Job(options=options, hub=hub, revision=params.get("revision"), weights=weights)
+    stream = open(output, "a" if resume else "w", encoding="utf-8") if output else sys.stdout
+    bar = _progress(len(todo))
+    out = Output(writer=writer, stream=stream, bar=bar)
+    try:
+        out.start(fresh=not resume or stream.tell() == 0)
+        rows = run(todo, job, out, jobs)
+    finally:
+        if bar is not None:
+            bar.close()
+        if output:
+            stream.close()
+    if writer is None:
+        order = {e: i for i, e in enumerate(entries)}
+        print_table(sorted(rows, key=lambda r: order[r.model]), columns)
+    failed = sum(1 for r in rows if not r.ok) + earlier_failures
+    if failed:
+        click.echo(f"hfkv: {failed} of {len(entries)} models failed (see their rows)", err=True)
+    sys.exit(1 if failed else 0)
+
