@@ -1,0 +1,212 @@
+"""The layer specs and the accounting core, on hand-built layers (no config, no mapper)."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import pytest
+
+from hfkv import accounting as acc
+from hfkv.dtypes import Precision
+from hfkv.specs import (
+    ChunkedLocal,
+    CompressedKV,
+    FullAttention,
+    IndexerKeys,
+    LayerSpec,
+    LinearAttentionState,
+    MambaState,
+    MLALatent,
+    ShortConvState,
+    SlidingWindow,
+)
+
+BF16 = Precision(kv="bf16")
+FP8 = Precision(kv="fp8")
+
+
+def layer(i, *parts, kind="x"):
+    return LayerSpec(index=i, kind=kind, parts=parts)
+
+
+# -- entry widths ---------------------------------------------------------------------------------
+
+
+def test_gqa_entry_bytes():
+    part = FullAttention(kv_heads=8, head_dim=128)
+    assert part.entry_bytes(BF16) == 4096  # 2 × 8 × 128 × 2
+    assert part.entry_bytes(FP8) == 2048  # 2 × 8 × 128 × 1
+    assert part.entry_bytes(Precision(kv="fp4")) == 1024  # 2 × 8 × 128 × 0.5
+
+
+def test_asymmetric_k_and_v_heads():
+    part = FullAttention(kv_heads=4, head_dim=192, v_head_dim=128)
+    assert part.entry_bytes(BF16) == 2560  # 4 × (192 + 128) × 2
+
+
+def test_tp_splits_kv_heads_then_replicates():
+    part = FullAttention(kv_heads=4, head_dim=128)
+    assert part.entry_bytes(BF16, tp=2) == 1024  # 2 heads × 2 × 128 × 2
+    assert part.entry_bytes(BF16, tp=4) == 512  # 1 head × 2 × 128 × 2
+    assert part.entry_bytes(BF16, tp=8) == 512  # past TP = K: max(1, 4 // 8) = 1 head, replicated
+
+
+def test_mla_latent_bf16_fp8_and_replicated():
+    part = MLALatent(kv_lora_rank=512, rope_dim=64)
+    assert part.entry_bytes(BF16) == 1152  # (512 + 64) × 2
+    assert part.entry_bytes(FP8) == 656  # 512 × 1 + 64 × 2 + (512 / 128) × 4
+    assert part.entry_bytes(Precision(kv="fp4")) == 288  # (512 + 64) × 0.5
+    assert part.entry_bytes(BF16, tp=8) == 1152  # the latent has no head axis: every rank holds it
+
+
+def test_indexer_key_bytes():
+    part = IndexerKeys(head_dim=128)
+    assert part.entry_bytes(BF16) == 132  # default indexer dtype fp8: 128 × 1 + (128 / 128) × 4
+    assert part.entry_bytes(Precision(indexer="fp4")) == 68  # 128 × 0.5 + 4
+    assert part.entry_bytes(Precision(indexer="bf16")) == 256  # 128 × 2, no scales
+
+
+# -- entries and memory ---------------------------------------------------------------------------
+
+
+def test_window_and_chunk_entries():
+    sw = SlidingWindow(kv_heads=8, head_dim=64, window=128)
+    assert [sw.entries(s) for s in (1, 128, 129, 10**6)] == [1, 128, 128, 128]
+    ch = ChunkedLocal(kv_heads=8, head_dim=128, chunk=8192)
+    assert ch.entries(20000) == 8192
+
+
+def test_compressed_entries_floor():
+    part = CompressedKV(head_dim=512, rope_dim=64, ratio=128)
+    assert part.entries(127) == 0
+    assert part.entries(255) == 1  # floor(255 / 128)
+    assert part.entry_bytes(BF16) == 1024  # (448 + 64) × 2
+
+
+def test_shared_layer_owns_nothing_but_reads_the_source():
+    part = FullAttention(kv_heads=1, head_dim=256, source_layer=14)
+    assert part.copies == 0
+    assert part.memory(4096, BF16) == 0
+    assert part.read_bytes(4096, BF16) == 4096 * 1024  # S × 2 × 1 × 256 × 2
+    spec = layer(20, part)
+    assert spec.copies == 0 and spec.source_layer == 14
+
+
+def test_gdn_state_and_tp_split():
+    gdn = LinearAttentionState(variant="gdn", num_qk_heads=16, num_v_heads=32, head_k_dim=128, head_v_dim=128, conv_kernel=4)
+    # recurrent 32 × 128 × 128 × 4 = 2097152; conv 3 × (32 × 128 + 2 × 16 × 128) × 2 = 49152
+    assert gdn.state_bytes(BF16) == 2097152 + 49152
+    # TP 2: 16 v heads, 8 qk heads → 16 × 128 × 128 × 4 + 3 × (16 × 128 + 2 × 8 × 128) × 2 = 1048576 + 24576
+    assert gdn.state_bytes(BF16, tp=2) == 1048576 + 24576
+    assert gdn.entries(10**6) == 0
+    assert gdn.read_bytes(10**6, BF16) == gdn.state_bytes(BF16)  # r = C
+
+
+def test_kda_matches_the_reference_formula():
+    kda = LinearAttentionState(variant="kda", num_qk_heads=32, num_v_heads=32, head_k_dim=128, head_v_dim=128, conv_kernel=4)
+    # C_KDA = N·H²·e_s + 3·(w − 1)·N·H·e_conv = 32 × 128² × 4 + 3 × 3 × 32 × 128 × 2 = 2097152 + 73728
+    assert kda.state_bytes(BF16) == 2170880
+
+
+def test_mamba2_and_mamba1_state():
+    m2 = MambaState(version=2, num_heads=128, head_dim=64, state_size=128, n_groups=8, conv_kernel=4)
+    # ssm 128 × 64 × 128 × 4 = 4194304; conv 3 × (128 × 64 + 2 × 8 × 128) × 2 = 3 × 10240 × 2 = 61440
+    assert m2.state_bytes(BF16) == 4194304 + 61440
+    # TP 16: heads 8, groups ceil(8 / 16) = 1 → 8 × 64 × 128 × 4 + 3 × (512 + 2 × 128) × 2 = 262144 + 4608
+    assert m2.state_bytes(BF16, tp=16) == 262144 + 4608
+    m1 = MambaState(version=1, num_heads=5120, head_dim=1, state_size=16, n_groups=0, conv_kernel=4)
+    # ssm 5120 × 16 × 4 = 327680; conv 3 × 5120 × 2 = 30720
+    assert m1.state_bytes(BF16) == 327680 + 30720
+
+
+def test_short_conv_state():
+    conv = ShortConvState(dim=2048, conv_kernel=3)
+    assert conv.state_bytes(BF16) == 8192  # (3 − 1) × 2048 × 2
+
+
+# -- the core ---------------------------------------------------------------------------------------
+
+
+def hybrid():
+    """2 full GQA layers, 2 sliding (W = 128), 1 GDN layer."""
+    full = FullAttention(kv_heads=8, head_dim=64)  # E = 2 × 8 × 64 × 2 = 2048
+    sw = SlidingWindow(kv_heads=8, head_dim=64, window=128)
+    gdn = LinearAttentionState(variant="gdn", num_qk_heads=2, num_v_heads=4, head_k_dim=64, head_v_dim=64, conv_kernel=4)
+    # C = 4 × 64 × 64 × 4 + 3 × (4 × 64 + 2 × 2 × 64) × 2 = 65536 + 3072 = 68608
+    return [layer(0, full), layer(1, sw), layer(2, full), layer(3, sw), layer(4, gdn)]
+
+
+def test_alpha_gamma_crossover():
+    layers = hybrid()
+    assert acc.alpha(layers, BF16) == 4096  # 2 full layers × 2048
+    assert acc.gamma(layers, BF16) == 2 * 128 * 2048 + 68608  # windows full + GDN state = 592896
+    assert acc.crossover(Fraction(4096), Fraction(592896)) == Fraction(592896, 4096)
+    assert acc.crossover(Fraction(0), Fraction(5)) is None
+
+
+def test_exact_memory_with_mins():
+    layers = hybrid()
+    # S = 100 < W: 2 × 100 × 2048 (full) + 2 × 100 × 2048 (sliding) + 68608
+    assert acc.request_bytes(layers, 100, BF16) == 409600 + 409600 + 68608
+    # S = 1000 > W: 2 × 1000 × 2048 + 2 × 128 × 2048 + 68608 = α·S + γ exactly
+    assert acc.request_bytes(layers, 1000, BF16) == 4096 * 1000 + 592896
+
+
+def test_compressed_alpha_is_fractional_and_exact():
+    layers = [layer(0, CompressedKV(head_dim=512, rope_dim=64, ratio=128))]
+    assert acc.alpha(layers, Precision(kv="fp4")) == Fraction(256, 128)  # 512 × 0.5 / 128 = 2
+    layers = [layer(0, IndexerKeys(head_dim=128, ratio=4))]
+    assert acc.alpha(layers, BF16) == 33  # 132 / 4
+    assert acc.as_number(Fraction(1156, 4)) == 289 and acc.as_number(Fraction(3, 2)) == 1.5
+
+
+def test_dsa_reads_topk_latents_and_all_indexer_keys():
+    spec = layer(0, MLALatent(kv_lora_rank=512, rope_dim=64, topk=2048), IndexerKeys(head_dim=128))
+    # S = 8192: min(8192, 2048) × 1152 + 8192 × 132 = 2359296 + 1081344
+    assert spec.read_bytes(8192, BF16) == 3440640
+    assert spec.memory(8192, BF16) == 8192 * (1152 + 132)
+
+
+def test_max_concurrency_and_bounds():
+    assert acc.max_concurrency(1000, Fraction(300)) == 3
+    assert acc.max_concurrency(1000, Fraction(0)) is None
+    budget = 80 * 2**30
+    per = acc.request_bytes(hybrid(), 32768, BF16)
+    b = acc.max_concurrency(budget, per)
+    assert b * per <= budget < (b + 1) * per
+
+
+def test_max_context_binary_search():
+    layers = hybrid()
+    budget, batch = 10 * 2**30, 4
+    s = acc.max_context(layers, budget, batch, BF16)
+    # largest S with 4 × (4096·S + 592896) ≤ 10 GiB → S = floor((10 × 2^30 / 4 − 592896) / 4096) = 655215
+    assert s == (10 * 2**30 // 4 - 592896) // 4096 == 655215
+    assert acc.max_context(layers, 10, 1, BF16) == 0  # not even one token fits
+    windowed = [layer(0, SlidingWindow(kv_heads=1, head_dim=64, window=64))]
+    assert acc.max_context(windowed, 2**30, 1, BF16) is None  # memory stops growing: any context fits
+
+
+def test_state_copies_for_prefix_cache_and_speculation():
+    state = acc.recurrent_state_bytes(hybrid(), BF16)
+    assert state == 68608  # only the GDN layer's state is recurrent
+    assert acc.prefix_cache_extra(state, 10000, 4096) == 2 * 68608  # floor(10000 / 4096) = 2 snapshots
+    assert acc.speculative_extra(state, 3) == 3 * 68608
+    with pytest.raises(ValueError):
+        acc.prefix_cache_extra(state, 1, 0)
+
+
+def test_equivalent_tokens():
+    # S_eq = N·H²·e_s / (2·K·H·e): G = 4, H = 128, e_s = 4, e = 2 → G·H = 512
+    state = Fraction(16 * 128 * 128 * 4)
+    entry = Fraction(2 * 4 * 128 * 2)
+    assert acc.equivalent_tokens(state, entry) == 512
+
+
+def test_memory_is_non_decreasing_and_linear_in_batch():
+    layers = hybrid() + [layer(5, CompressedKV(head_dim=512, rope_dim=64, ratio=4)), layer(6, ShortConvState(dim=64, conv_kernel=3))]
+    previous = Fraction(-1)
+    for s in range(0, 600, 7):
+        m = acc.request_bytes(layers, s, BF16)
+        assert m >= previous
+        previous = m
