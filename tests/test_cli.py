@@ -1,0 +1,113 @@
+"""The command line: JSON contract, formats, exit codes and one-line errors (run as a real process)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+V32 = str(FIXTURES / "deepseek-ai__DeepSeek-V3.2" / "config.json")
+LLAMA = str(FIXTURES / "meta-llama__Meta-Llama-3.1-8B")
+
+
+def hfkv(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-c", "from hfkv.cli import entry; entry()", *args],
+        capture_output=True, text=True, input=stdin, timeout=120,
+    )
+
+
+def test_json_contract_for_one_model():
+    run = hfkv(V32, "--format", "json", "--context", "4k,32k", "--budget", "60GiB")
+    assert run.returncode == 0, run.stderr
+    data = json.loads(run.stdout)
+    for key in ("model", "model_type", "architectures", "kv_cache_dtype", "tensor_parallel_size",
+                "alpha_bytes_per_token", "gamma_bytes_per_request", "crossover_tokens", "layers", "contexts", "warnings"):
+        assert key in data, key
+    assert data["alpha_bytes_per_token"] == 78324  # 61 × (1152 + 132)
+    assert isinstance(data["alpha_bytes_per_token"], int)
+    layer = data["layers"][0]
+    assert {"index", "kind", "copies", "entry_bytes", "state_bytes"} <= set(layer)
+    assert [c["tokens"] for c in data["contexts"]] == [4096, 32768]
+    # 60 GiB / (4096 × 78324) = 64424509440 / 320815104 → 200
+    assert data["contexts"][0]["max_concurrency"] == 200
+    assert "\x1b[" not in run.stdout  # no colour when piped
+
+
+def test_no_budget_no_max_concurrency_key():
+    data = json.loads(hfkv(LLAMA, "--format", "json", "--context", "1k").stdout)
+    assert "max_concurrency" not in data["contexts"][0]
+    assert data["contexts"][0]["kv_bytes_per_request"] == 1024 * 131072
+
+
+def test_tp_option_before_or_after_the_model():
+    a = json.loads(hfkv("--tp", "8", LLAMA, "--format", "json").stdout)
+    b = json.loads(hfkv(LLAMA, "--tensor-parallel-size", "8", "--format", "json").stdout)
+    assert a["alpha_bytes_per_token"] == b["alpha_bytes_per_token"] == 32 * 2 * 1 * 128 * 2  # 8 KV heads / TP 8
+
+
+def test_several_models_make_a_list_and_keep_the_good_ones(tmp_path):
+    bad = tmp_path / "config.json"
+    bad.write_text('{"model_type": "llama", "num_hidden_layers": "many"}')
+    run = hfkv(LLAMA, str(bad), V32, "--format", "json")
+    assert run.returncode == 2
+    rows = json.loads(run.stdout)
+    assert [r.get("alpha_bytes_per_token") for r in rows[:2]] == [131072, 78324]
+    assert rows[2]["model"] == str(bad) and rows[2]["error"].startswith("config:")
+    assert run.stderr.count("\n") == 1 and "num_hidden_layers" in run.stderr and str(bad) in run.stderr
+
+
+@pytest.mark.parametrize(
+    "content, needle",
+    [
+        ("[1, 2]", "not an object"),
+        ("{not json", "not valid JSON"),
+        ('{"model_type": "brand_new", "num_hidden_layers": 4}', "num_attention_heads"),
+        ('{"model_type": "llama", "num_hidden_layers": 4, "num_attention_heads": 0, "hidden_size": 64}', "num_attention_heads"),
+        ('{"model_type": "llama", "num_hidden_layers": NaN, "num_attention_heads": 4, "hidden_size": 64}', "num_hidden_layers"),
+        ('{"model_type": "qwen2", "num_hidden_layers": 2, "num_attention_heads": 4, "hidden_size": 64, '
+         '"layer_types": ["full_attention"]}', "layer_types"),
+    ],
+)
+def test_bad_configs_give_one_line_and_a_nonzero_exit(tmp_path, content, needle):
+    path = tmp_path / "config.json"
+    path.write_text(content)
+    run = hfkv(str(path))
+    assert run.returncode in (1, 2)
+    assert run.stderr.startswith("hfkv: error: ") and run.stderr.count("\n") == 1, run.stderr
+    assert needle in run.stderr and "Traceback" not in run.stderr
+    assert run.stdout == ""
+
+
+def test_known_model_type_gets_transformers_defaults(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text('{"model_type": "llama", "num_hidden_layers": 4, "torch_dtype": "bfloat16"}')
+    data = json.loads(hfkv(str(path), "--format", "json").stdout)
+    # LlamaConfig defaults: 32 heads, KV heads = heads, hidden 4096 → head_dim 128: 4 × 2 × 32 × 128 × 2
+    assert data["alpha_bytes_per_token"] == 65536
+    assert "num_attention_heads" in data["transformers_defaults"]
+
+
+def test_missing_file_and_bad_usage_exit_codes(tmp_path):
+    assert hfkv(str(tmp_path / "nope.json")).returncode == 1
+    assert hfkv(LLAMA, "--context", "abc").returncode == 2
+    assert hfkv(LLAMA, "--budget", "lots").returncode == 2
+    assert hfkv(LLAMA, "--prefix-cache", "8k").returncode == 2  # needs --snapshot-interval
+
+
+def test_table_and_markdown_formats():
+    table = hfkv(V32, "--budget", "80GiB", "--batch", "8")
+    assert table.returncode == 0
+    assert "α = 78,324 B" in table.stdout and "B_max" in table.stdout and "\x1b[" not in table.stdout
+    md = hfkv(V32, "--format", "markdown")
+    assert md.stdout.startswith("## ") and "| dsa | 61 | 1 |" in md.stdout
+
+
+def test_prefix_cache_and_spec_tokens_extra_state():
+    run = hfkv(LLAMA, "--format", "json", "--prefix-cache", "8k", "--snapshot-interval", "1k", "--spec-tokens", "2")
+    data = json.loads(run.stdout)
+    assert "extra_state_bytes" not in data["contexts"][0]  # a pure-attention model has no recurrent state
