@@ -1,0 +1,85 @@
+"""Models hfkv recognises but does not account for: encoder-decoder and encoder-only models.
+
+Both mappers raise ``UnsupportedModelError`` with one line naming the architecture and the reason,
+so the CLI exits with code 2 instead of printing figures that would mean nothing:
+
+- encoder-decoder (T5, BART, Whisper, ...): the decoder's self-attention grows with the generated
+  context S, but its cross-attention caches the encoder output, whose length is the *input's*, a
+  second free variable that config.json does not fix (α·S + γ has no place for it);
+- encoder-only (BERT, RoBERTa, ModernBERT, ...): bidirectional, no generation, no KV cache.
+
+A checkpoint of an encoder-decoder family saved as its encoder alone (``T5EncoderModel``, used as a
+text encoder by diffusion pipelines) is encoder-only.
+"""
+
+from __future__ import annotations
+
+from hfkv.config import ConfigView
+from hfkv.errors import UnsupportedModelError
+from hfkv.specs import Layout
+
+from .registry import register
+
+ENCODER_DECODER = (
+    "t5", "mt5", "umt5", "longt5", "switch_transformers", "t5gemma", "t5gemma2", "bart", "mbart", "marian",
+    "pegasus", "pegasus_x", "bigbird_pegasus", "led", "plbart", "mvp", "fsmt", "blenderbot", "blenderbot-small",
+    "m2m_100", "nllb-moe", "nllb_moe", "prophetnet", "xlm-prophetnet", "whisper", "moonshine", "speech_to_text",
+    "speecht5", "seamless_m4t", "seamless_m4t_v2", "florence2", "udop", "pix2struct", "dia",
+    "encoder-decoder", "vision-encoder-decoder", "speech-encoder-decoder",
+)
+
+ENCODER_ONLY = (
+    "bert", "roberta", "xlm-roberta", "xlm-roberta-xl", "camembert", "deberta", "deberta-v2", "distilbert",
+    "electra", "albert", "modernbert", "nomic_bert", "eurobert", "mpnet", "megatron-bert", "roformer",
+    "big_bird", "funnel", "ernie", "rembert", "ibert", "luke", "xmod", "canine", "convbert", "squeezebert",
+    "mobilebert", "nystromformer", "yoso", "mra", "data2vec-text", "esm", "layoutlm", "layoutlmv2",
+    "layoutlmv3", "markuplm", "lilt", "bros", "gte", "nezha", "jina_bert", "neobert",
+)
+
+# Encoder halves of encoder-decoder families, saved as stand-alone models.
+_ENCODER_ARCHITECTURES = ("T5EncoderModel", "MT5EncoderModel", "UMT5EncoderModel", "T5GemmaEncoderModel")
+
+_ENCDEC_REASON = (
+    "its decoder's cross-attention caches the encoder output, which grows with the input length, "
+    "not with the context S"
+)
+
+
+def architecture(cfg: ConfigView) -> str:
+    """The name an error should show: the root ``architectures[0]``, else the model type."""
+    return next(iter(cfg.architectures), None) or cfg.model_type or "unknown architecture"
+
+
+def encoder_only_error(cfg: ConfigView) -> UnsupportedModelError:
+    return UnsupportedModelError(f"encoder-only model ({architecture(cfg)}): no KV cache")
+
+
+@register(
+    family="encoder-decoder",
+    model_types=ENCODER_DECODER,
+    architectures=(
+        "T5ForConditionalGeneration", "MT5ForConditionalGeneration", "BartForConditionalGeneration",
+        "MBartForConditionalGeneration", "MarianMTModel", "PegasusForConditionalGeneration",
+        "WhisperForConditionalGeneration", "M2M100ForConditionalGeneration",
+    ),
+    reads=("architectures", "is_encoder_decoder"),
+    fixtures={"t5": "google-t5__t5-base", "bart": "facebook__bart-large-cnn"},
+)
+def encoder_decoder(cfg: ConfigView) -> Layout:
+    """Always raises: encoder-decoder models are not accounted for (see the module docstring)."""
+    if any(arch in _ENCODER_ARCHITECTURES for arch in cfg.architectures):
+        raise encoder_only_error(cfg)
+    raise UnsupportedModelError(f"encoder-decoder ({architecture(cfg)}): {_ENCDEC_REASON}")
+
+
+@register(
+    family="encoder-only",
+    model_types=ENCODER_ONLY,
+    architectures=("BertModel", "BertForMaskedLM", "RobertaModel", "RobertaForMaskedLM", "XLMRobertaModel",
+                   "DistilBertModel", "ModernBertModel", "DebertaV2Model"),
+    reads=("architectures",),
+    fixtures={"bert": "google-bert__bert-base-uncased-transformers-defaults"},
+)
+def encoder_only(cfg: ConfigView) -> Layout:
+    """Always raises: an encoder-only model keeps no KV cache."""
+    raise encoder_only_error(cfg)
