@@ -1,0 +1,287 @@
+"""Serving planner: from a report and a GPU to a KV budget, concurrency, longest context and a decode bound.
+
+Pure apart from reading the report (its layers, precision, tensor-parallel size and contexts). All
+bytes are per GPU, as in the report. The result of ``plan_serving`` is a JSON-able dict meant for
+``report.extra["serving"]``; its keys are stable:
+
+``gpu``                       preset name, or None when only an explicit budget was given
+``gpu_count``                 GPUs of that kind (at least the tensor-parallel size)
+``tensor_parallel_size``      TP of the report (all bytes per GPU)
+``replicas``                  gpu_count // TP: independent engine copies (data parallel)
+``memory_bytes``              datasheet memory per GPU (see ``hfkv.gpus`` for the GB/GiB reading), or None
+``memory_reported_bytes``     what the device reports, when a public record exists, else None
+``bandwidth_bytes_per_s``     datasheet peak memory bandwidth per GPU, or None
+``gpu_memory_utilization``    fraction of memory the engine may use (vLLM ``--gpu-memory-utilization``,
+                              SGLang ``--mem-fraction-static``); None when the budget was explicit
+``weights_bytes``             whole-model weights, or None when unknown
+``weights_bytes_per_gpu``     ceil(weights_bytes / TP), or None
+``kv_budget_bytes``           KV budget per GPU (may be ≤ 0: the weights do not fit), or None
+``budget_source``             "explicit" (kv_cache_memory_bytes or the report's budget), "gpu" or None
+``weights_fit``               False when weights alone exceed the usable memory; None when unknown
+``contexts``                  one dict per report context: ``tokens``, ``bytes_per_request`` (KV +
+                              state + extra state copies), ``read_bytes_per_step`` r(S),
+                              ``max_concurrency`` (per replica; None without a budget or when a request
+                              costs nothing), ``max_concurrency_total`` (× replicas),
+                              ``decode_step_seconds`` {"1": t, "<batch>": t, "<B_max>": t} (lower bounds)
+``batch``                     the concurrency asked about, or None
+``max_context_for_batch``     longest context with ``batch`` requests in the budget (0: not even one
+                              token), None when unbounded or not asked
+``max_context_unbounded``     True when memory stops growing with S (every layer windowed or recurrent)
+``max_length``                {"tokens": S_max, "bytes_per_request": M, "fits": bool | None}: one
+                              request at the model's maximum context
+``decode_includes_weights``   whether the decode bound counts weight reads (False when weights unknown)
+``estimates``                 sentences naming every term that is an estimate or left out
+``notes``                     other remarks
+
+KV budget per GPU = ceil(memory × utilization) − ceil(weights / TP), the way vLLM 0.33 requests
+``ceil(total × gpu_memory_utilization)`` and then subtracts what is not KV. Activations, CUDA graphs,
+NCCL buffers and fragmentation are not modelled, so the real budget is smaller.
+
+Decode step lower bound = (weights read per token per GPU + B·r(S)) / bandwidth: bytes read only,
+at peak bandwidth; it ignores compute, communication and every overhead.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from typing import Any, Iterable
+
+from . import accounting as acc
+from .errors import UsageError
+from .gpus import GpuPreset, get_gpu, parse_gpu
+
+# vLLM 0.33's default --gpu-memory-utilization (older releases used 0.9).
+DEFAULT_GPU_MEMORY_UTILIZATION = Fraction(92, 100)
+
+_ESTIMATE_OVERHEADS = (
+    "activations, CUDA graphs, NCCL buffers and allocator fragmentation are not modelled: "
+    "the engine's real KV budget is smaller (vLLM also subtracts its profiled peak activation "
+    "and a CUDA-graph estimate)"
+)
+_ESTIMATE_WEIGHTS_SPLIT = (
+    "weights per GPU = weights / TP; replicated tensors (norms, sometimes embeddings) make the real share larger"
+)
+_ESTIMATE_DECODE = (
+    "decode step time is a lower bound from bytes read only (weights + B·r(S)) at the datasheet's peak "
+    "bandwidth; compute, communication, kernel launches and sustained-bandwidth losses are ignored"
+)
+_ESTIMATE_PAGES = (
+    "B_max counts exact tokens; engines allocate pages/blocks (vLLM 16 tokens by default), "
+    "so they fit slightly fewer requests"
+)
+
+
+def _fraction(value: Any, what: str) -> Fraction:
+    try:
+        return Fraction(str(value))
+    except (ValueError, ZeroDivisionError):
+        raise UsageError(f"{what}: '{value}' is not a number") from None
+
+
+def _utilization(value: Any) -> Fraction:
+    util = DEFAULT_GPU_MEMORY_UTILIZATION if value is None else _fraction(value, "gpu_memory_utilization")
+    if not 0 < util <= 1:
+        raise UsageError(f"gpu_memory_utilization must be in (0, 1], got {value}")
+    return util
+
+
+def _resolve_gpu(gpu: str | GpuPreset | None, gpu_count: int) -> tuple[GpuPreset | None, int]:
+    """The preset and count; ``NAME:COUNT`` sets the count unless ``gpu_count`` already did."""
+    if gpu is None or isinstance(gpu, GpuPreset):
+        return gpu, gpu_count
+    preset, count = parse_gpu(gpu)
+    return preset, count if gpu_count == 1 else gpu_count
+
+
+def _gpu_count(count: int, tp: int, notes: list[str]) -> int:
+    if not isinstance(count, int) or count < 1:
+        raise UsageError(f"gpu_count must be a positive whole number, got {count}")
+    if count < tp:
+        if count != 1:
+            raise UsageError(f"{count} GPUs cannot hold tensor-parallel size {tp}")
+        notes.append(f"gpu_count raised to the tensor-parallel size {tp}")
+        count = tp
+    if count % tp:
+        notes.append(f"{count % tp} GPU(s) left over: {count} is not a multiple of TP {tp}")
+    return count
+
+
+def usable_bytes(memory_bytes: int, utilization: Fraction) -> int:
+    """ceil(memory × utilization): what the engine may use (vLLM's ``requested_memory``)."""
+    return math.ceil(Fraction(memory_bytes) * utilization)
+
+
+def weights_per_gpu(weights_bytes: int, tp: int) -> int:
+    """ceil(weights / TP)."""
+    return -(-int(weights_bytes) // tp)
+
+
+def _per_request_extra(report) -> Fraction:
+    """Extra state copies per request (speculative tokens, prefix snapshots) as the report computed them."""
+    for ctx in report.contexts:
+        if ctx.extra_state_bytes:
+            return Fraction(ctx.extra_state_bytes)
+    return Fraction(0)
+
+
+def _seconds(bytes_read: Fraction, bandwidth: int) -> float:
+    return float(Fraction(bytes_read) / bandwidth)
+
+
+def _decode_bounds(
+    weights_read: int, reads: Fraction, bandwidth: int | None, batches: Iterable[int]
+) -> dict[str, float] | None:
+    """{"B": seconds} for each batch size: (weights + B·r(S)) / bandwidth."""
+    if not bandwidth:
+        return None
+    return {str(b): _seconds(weights_read + b * reads, bandwidth) for b in sorted(set(batches)) if b >= 1}
+
+
+def plan_serving(
+    report, *, gpu: str | GpuPreset | None = None, gpu_count: int = 1,
+    gpu_memory_utilization: float | str | None = None, kv_cache_memory_bytes: int | None = None,
+    weights_bytes: int | None = None, batch: int | None = None, weights_read_bytes: int | None = None,
+) -> dict[str, Any]:
+    """Plan serving ``report``'s model; see the module docstring for the keys.
+
+    ``gpu`` is a preset name (``"H100"``, ``"H200:8"``) or a ``GpuPreset``. ``kv_cache_memory_bytes``
+    (else the report's own budget) overrides the budget computed from the GPU. ``weights_read_bytes``
+    is what one decode step reads of the weights for the whole model (MoE: the active experts);
+    it defaults to ``weights_bytes``, which is right for dense models only. Raises ``UsageError``.
+    """
+    layers, p, tp = report.layer_specs, report.precision, report.tensor_parallel_size
+    if not layers:
+        raise UsageError("the report carries no layer specs (build it with hfkv.report.inspect_config)")
+    notes: list[str] = []
+    estimates = [_ESTIMATE_OVERHEADS, _ESTIMATE_PAGES]
+    preset, count = _resolve_gpu(gpu, gpu_count)
+    count = _gpu_count(count, tp, notes)
+    if weights_bytes is not None and weights_bytes < 0:
+        raise UsageError(f"weights_bytes must not be negative, got {weights_bytes}")
+    if batch is not None and batch < 1:
+        raise UsageError(f"batch must be at least 1, got {batch}")
+    batch = batch or report.batch
+
+    explicit = kv_cache_memory_bytes if kv_cache_memory_bytes is not None else report.budget_bytes
+    if explicit is not None and explicit <= 0:
+        raise UsageError(f"kv_cache_memory_bytes must be positive, got {explicit}")
+    per_gpu_weights = weights_per_gpu(weights_bytes, tp) if weights_bytes is not None else None
+    if per_gpu_weights is not None and tp > 1:
+        estimates.append(_ESTIMATE_WEIGHTS_SPLIT)
+
+    util = budget = source = weights_fit = None
+    if explicit is not None:
+        budget, source = int(explicit), "explicit"
+        notes.append("KV budget given explicitly: GPU memory, utilization and weights do not enter it")
+    elif preset is not None:
+        util = _utilization(gpu_memory_utilization)
+        if per_gpu_weights is None:
+            notes.append("weights unknown: pass weights_bytes to get a KV budget from the GPU's memory")
+        else:
+            budget, source = usable_bytes(preset.memory_bytes, util) - per_gpu_weights, "gpu"
+            weights_fit = budget > 0
+            if not weights_fit:
+                notes.append(f"the weights ({per_gpu_weights:,} B per GPU) do not fit in {preset.name} at this utilization")
+        if preset.reported_bytes:
+            notes.append(
+                f"{preset.name}: datasheet {preset.memory_quoted} read as {preset.memory_bytes:,} B; the device "
+                f"reports {preset.reported_bytes:,} B, and engines multiply the reported total"
+            )
+    if explicit is None and preset is None:
+        notes.append("no GPU and no budget: concurrency questions are left unanswered")
+
+    bandwidth = preset.bandwidth_bytes_per_s if preset else None
+    weights_read = weights_read_bytes if weights_read_bytes is not None else weights_bytes
+    weights_read_gpu = weights_per_gpu(weights_read, tp) if weights_read is not None else 0
+    if bandwidth:
+        estimates.append(_ESTIMATE_DECODE)
+        if weights_read is None:
+            notes.append("weights unknown: the decode bound counts KV/state reads only")
+        elif weights_read_bytes is None:
+            notes.append("decode bound reads every weight each step (dense); for MoE pass weights_read_bytes")
+
+    extra = _per_request_extra(report)
+    usable_budget = max(budget, 0) if budget is not None else None
+    contexts = []
+    for ctx in report.contexts:
+        S = ctx.tokens
+        per_request = acc.request_bytes(layers, S, p, tp) + extra
+        reads = acc.read_bytes(layers, S, p, tp)
+        b_max = acc.max_concurrency(usable_budget, per_request) if usable_budget is not None else None
+        contexts.append({
+            "tokens": S,
+            "bytes_per_request": acc.as_number(per_request),
+            "read_bytes_per_step": acc.as_number(reads),
+            "max_concurrency": b_max,
+            "max_concurrency_total": None if b_max is None else b_max * (count // tp),
+            "decode_step_seconds": _decode_bounds(
+                weights_read_gpu, reads, bandwidth, [1, batch or 0, b_max or 0]),
+        })
+
+    longest, unbounded = None, False
+    if batch and usable_budget is not None:
+        longest = acc.max_context(layers, usable_budget, batch, p, tp, extra)
+        unbounded = longest is None
+
+    s_max = report.max_position_embeddings or max((c.tokens for c in report.contexts), default=None)
+    max_length = None
+    if s_max:
+        m = acc.request_bytes(layers, s_max, p, tp) + extra
+        max_length = {
+            "tokens": s_max,
+            "bytes_per_request": acc.as_number(m),
+            "fits": None if budget is None else m <= budget,
+        }
+
+    return {
+        "gpu": preset.name if preset else None,
+        "gpu_count": count,
+        "tensor_parallel_size": tp,
+        "replicas": count // tp,
+        "memory_bytes": preset.memory_bytes if preset else None,
+        "memory_reported_bytes": preset.reported_bytes if preset else None,
+        "bandwidth_bytes_per_s": bandwidth,
+        "gpu_memory_utilization": float(util) if util is not None else None,
+        "weights_bytes": weights_bytes,
+        "weights_bytes_per_gpu": per_gpu_weights,
+        "kv_budget_bytes": budget,
+        "budget_source": source,
+        "weights_fit": weights_fit,
+        "contexts": contexts,
+        "batch": batch,
+        "max_context_for_batch": longest,
+        "max_context_unbounded": unbounded,
+        "max_length": max_length,
+        "decode_includes_weights": bool(bandwidth) and weights_read is not None,
+        "estimates": estimates,
+        "notes": notes,
+    }
+
+
+def gpu_budget(
+    preset: GpuPreset, tp: int, weights_bytes: int | None,
+    utilization: Fraction = DEFAULT_GPU_MEMORY_UTILIZATION,
+) -> int:
+    """KV budget per GPU on ``preset``: ceil(memory × utilization) − ceil(weights / TP), at least 0."""
+    weights = weights_per_gpu(weights_bytes, tp) if weights_bytes is not None else 0
+    return max(usable_bytes(preset.memory_bytes, utilization) - weights, 0)
+
+
+def gpu_budgets(
+    names: Iterable[str], report, weights_bytes: int | None = None,
+    gpu_memory_utilization: float | str | None = None,
+) -> dict[str, int]:
+    """{column name: KV budget per GPU} for ``render_markdown(report, budgets=...)``.
+
+    The column is the preset's name; when ``weights_bytes`` is None the weights cannot be subtracted
+    and the name says so (``"H200-141GB (weights unknown)"``), since B_max is then an upper bound.
+    A GPU whose memory the weights fill gets budget 0 (B_max 0).
+    """
+    util = _utilization(gpu_memory_utilization)
+    suffix = "" if weights_bytes is not None else " (weights unknown)"
+    budgets: dict[str, int] = {}
+    for name in names:
+        preset = get_gpu(name)
+        budgets[preset.name + suffix] = gpu_budget(preset, report.tensor_parallel_size, weights_bytes, util)
+    return budgets
