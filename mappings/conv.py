@@ -1,0 +1,69 @@
+"""Short-convolution hybrids: LFM2, LFM2-MoE, LFM2-VL (text model in ``text_config``).
+
+A conv layer keeps the last w − 1 inputs of its ``hidden_size`` channels, w = ``conv_L_cache`` (the
+kernel size, default 3): C = (w − 1)·hidden·e_conv (``ShortConvState``), split over TP. Attention
+layers are GQA. The pattern is ``layer_types`` (conv / full_attention), else the legacy 0-based
+``full_attn_idxs``, else (the transformers default) every layer is attention.
+
+Bidirectional LFM2 encoders (``Lfm2BidirectionalModel``, the LFM2.5 embedding models) share the
+config but keep no KV cache: they are rejected with ``UnsupportedModelError``.
+"""
+
+from __future__ import annotations
+
+from hfkv.config import ConfigView
+from hfkv.errors import UnsupportedModelError
+from hfkv.specs import Layout, ShortConvState
+
+from ._state_keys import ATTENTION, LINEAR, hidden_size, roles_from_indices, roles_from_list
+from .common import num_layers
+from .linear import gqa_parts, hybrid_layout
+from .registry import register
+
+_ENCODER_MARKERS = ("Bidirectional", "Encoder", "ForSequenceClassification", "ForTokenClassification")
+
+
+def reject_encoder(cfg: ConfigView) -> None:
+    """Raise for an encoder-only architecture: it attends both ways and keeps no KV cache."""
+    for arch in cfg.architectures:
+        if any(marker in arch for marker in _ENCODER_MARKERS):
+            raise UnsupportedModelError(f"encoder-only model ({arch}): no KV cache")
+    if cfg.value("is_causal") is False:
+        raise UnsupportedModelError("encoder-only model (is_causal: false): no KV cache")
+
+
+def short_conv_state(cfg: ConfigView, warnings: list[str]) -> ShortConvState:
+    """(w − 1) × hidden channels, w = ``conv_L_cache``; a different ``conv_dim`` is reported."""
+    dim = hidden_size(cfg)
+    conv_dim = cfg.optional_int("conv_dim", minimum=1)
+    if conv_dim is not None and conv_dim != dim:
+        warnings.append(f"conv_dim {conv_dim} differs from hidden_size {dim}: SGLang sizes the conv state by "
+                        "hidden_size (used here), vLLM by conv_dim")
+    return ShortConvState(dim=dim, conv_kernel=cfg.integer("conv_L_cache", minimum=1, defaults=True))
+
+
+@register(
+    family="conv",
+    model_types=("lfm2", "lfm2_moe", "lfm2_vl"),
+    architectures=("Lfm2ForCausalLM", "Lfm2MoeForCausalLM", "Lfm2VlForConditionalGeneration"),
+    reads=(
+        "layer_types", "full_attn_idxs", "conv_L_cache", "conv_dim", "hidden_size", "num_hidden_layers",
+        "num_attention_heads", "num_key_value_heads", "architectures",
+    ),
+    fixtures={"lfm2": "LiquidAI__LFM2-1.2B-transformers-defaults"},
+)
+def lfm2(cfg: ConfigView) -> Layout:
+    """Conv layers (fixed state) and GQA layers per ``layer_types`` / ``full_attn_idxs``."""
+    reject_encoder(cfg)
+    n = num_layers(cfg)
+    notes: list[str] = []
+    warnings: list[str] = []
+    roles = roles_from_list(cfg, "layer_types", n, (ATTENTION, LINEAR))
+    if roles is None:
+        roles = roles_from_indices(cfg, "full_attn_idxs", n, base=0, inside=ATTENTION, outside=LINEAR)
+    if roles is None:
+        roles = [ATTENTION] * n
+        notes.append("no layer_types or full_attn_idxs: every layer is attention (transformers default)")
+    cfg.mark("num_heads", "conv_bias")
+    parts = {LINEAR: ("conv", lambda: (short_conv_state(cfg, warnings),)), ATTENTION: gqa_parts(cfg)}
+    return hybrid_layout(cfg, roles, parts, notes, warnings)
