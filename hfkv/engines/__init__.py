@@ -1,0 +1,124 @@
+"""Engine modes: what SGLang 0.5.23 or vLLM 0.33.0 would allocate and print for a model.
+
+hfkv's own figures are per request (M = α·S + γ). Serving engines instead size one pool from free
+memory, with their own per-token cell, page rounding, window slack and state reservations
+(``/work/shared/docs/engines.md`` §2–§3, read from the engines' sources). ``simulate`` replays those
+rules over a report's layer specs, so the numbers match the engine's startup log.
+
+    simulate(report, engine="sglang" | "vllm", budget_bytes=..., max_model_len=..., **knobs) -> dict
+
+``report`` needs ``layer_specs``, ``precision``, ``tensor_parallel_size``, ``architectures``,
+``model_type`` and ``config`` (the text sub-config, for the raw keys an engine rule reads). The budget
+is the engine's KV budget per GPU: SGLang's ``rest`` after weights (before its Mamba carve-out),
+vLLM's "Available KV cache memory". Without a budget only the per-token cost is returned.
+
+Knobs (``ENGINE_KNOBS``; ``None`` means the engine's own default, which the result's ``assumptions``
+name):
+
+- ``page_size`` (None): SGLang page in tokens; default 1, ``64·index_kpool`` for DSA, 256 for
+  DeepSeek V4 (engines.md §3.1.7).
+- ``block_size`` (None): vLLM block in tokens; default 16, 64 for MLA backends, raised for Mamba
+  hybrids so one attention page holds a Mamba state (§3.2.3).
+- ``swa_full_tokens_ratio`` (None): SGLang hybrid-SWA pool ratio; default 0.8, 0.1 for DeepSeek V4
+  and Inkling (§2.4c).
+- ``max_running_requests`` (None): SGLang running-request cap; default
+  ``min(clamp(tokens/context·512, 2048, 4096), tokens//2)`` (§3.1.6).
+- ``mamba_full_memory_ratio`` (0.9): SGLang's Mamba share r: the state pool takes r/(1+r) of the
+  budget first (§3.1.2).
+- ``enable_prefix_caching`` (None): SGLang radix cache (on; off makes the Mamba running-request ratio
+  1) / vLLM prefix caching (on, off for attention-free models; on = Mamba "align" mode, 2 blocks per
+  request).
+- ``max_num_batched_tokens`` (None): vLLM scheduler tokens per step; default 8192 (API server on a
+  ≥70 GiB non-A100 GPU; 16384 on ≥160 GiB; 2048 on smaller GPUs, §3.2.7).
+- ``async_scheduling`` (True): vLLM async scheduling, two batches in flight (the sliding-window
+  admission bound adds 2·max_num_batched_tokens).
+- ``disable_hybrid_kv_cache_manager`` (False): vLLM; every sliding/chunked layer gets full KV.
+- ``chunked_local_hybrid`` (False): vLLM ``VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE``;
+  off = chunked-local layers (Llama 4) allocated as full attention (§2.5).
+- ``num_speculative_tokens`` (0): vLLM speculative tokens: extra Mamba blocks and conv rows.
+- ``mamba_ssm_dtype`` (None): recurrent-state dtype; default SGLang fp32 (or the config's
+  ``mamba_ssm_dtype``), vLLM the model dtype (Nemotron-H and KDA fp32, Qwen3.5 the config's).
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Any
+
+from hfkv.errors import UsageError
+
+ENGINES = ("sglang", "vllm")
+
+ENGINE_KNOBS: dict[str, tuple[Any, str]] = {
+    "page_size": (None, "SGLang page size in tokens (default 1; 64·index_kpool for DSA; 256 for DeepSeek V4)"),
+    "block_size": (None, "vLLM block size in tokens (default 16; 64 for MLA; raised for Mamba hybrids)"),
+    "swa_full_tokens_ratio": (None, "SGLang hybrid-SWA pool size relative to the full pool (default 0.8; 0.1 DeepSeek V4)"),
+    "max_running_requests": (None, "SGLang running-request cap (default: estimated from the pool)"),
+    "mamba_full_memory_ratio": (0.9, "SGLang: the Mamba state pool takes r/(1+r) of the budget first"),
+    "enable_prefix_caching": (None, "radix/prefix cache (default on; vLLM off for attention-free models)"),
+    "max_num_batched_tokens": (None, "vLLM tokens per scheduler step (default 8192: API server, >=70 GiB non-A100 GPU)"),
+    "async_scheduling": (True, "vLLM async scheduling: two batches in flight"),
+    "disable_hybrid_kv_cache_manager": (False, "vLLM: allocate full KV for sliding and chunked layers"),
+    "chunked_local_hybrid": (False, "vLLM: let chunked-local layers (Llama 4) use the hybrid manager"),
+    "num_speculative_tokens": (0, "vLLM speculative tokens (extra Mamba blocks and conv rows)"),
+    "mamba_ssm_dtype": (None, "recurrent-state dtype (default: the engine's rule)"),
+}
+
+VERSIONS = {"sglang": "0.5.23", "vllm": "0.33.0"}
+
+
+def resolve_knobs(knobs: dict[str, Any]) -> dict[str, Any]:
+    """Every knob with its default filled in; an unknown name is a UsageError."""
+    unknown = sorted(set(knobs) - set(ENGINE_KNOBS))
+    if unknown:
+        raise UsageError(f"unknown engine option(s): {', '.join(unknown)} (known: {', '.join(ENGINE_KNOBS)})")
+    resolved = {name: default for name, (default, _) in ENGINE_KNOBS.items()}
+    resolved.update({name: value for name, value in knobs.items() if value is not None})
+    return resolved
+
+
+def number(value: Fraction | int | float) -> int | float:
+    """An exact figure for JSON: int when integral, else float."""
+    value = Fraction(value)
+    return int(value) if value.denominator == 1 else float(value)
+
+
+def printed(value: float) -> float:
+    """A ratio as the engines log it, with two decimals ("1.85x")."""
+    return float(f"{value:.2f}")
+
+
+def context_length(report: Any, max_model_len: int | None, assumptions: list[str]) -> int | None:
+    """The engine's max model length: the given one, else the model's max_position_embeddings."""
+    if max_model_len is not None:
+        if max_model_len < 1:
+            raise UsageError(f"--max-model-len must be positive, got {max_model_len}")
+        return max_model_len
+    fallback = getattr(report, "max_position_embeddings", None)
+    if fallback:
+        assumptions.append(f"max model length = max_position_embeddings = {fallback}")
+    return fallback
+
+
+def simulate(
+    report: Any, *, engine: str, budget_bytes: int | None = None, max_model_len: int | None = None, **knobs: Any
+) -> dict:
+    """What ``engine`` would allocate for ``report``'s model; the JSON for ``report.extra["engine"]``.
+
+    Always: ``name``, ``version``, ``bytes_per_token`` (the engine's per-token cost per GPU) and
+    ``assumptions``. With a budget: ``kv_cache_tokens`` and ``max_concurrency`` as the engine would
+    print them, plus the engine's own pool figures (vLLM ``block_size``, ``num_blocks``; SGLang
+    ``max_total_num_tokens``, ``max_mamba_cache_size``). Raises UsageError for an unknown engine or knob.
+    """
+    name = (engine or "").lower()
+    if name not in ENGINES:
+        raise UsageError(f"--engine must be one of theory, {', '.join(ENGINES)}; got {engine!r}")
+    if budget_bytes is not None and budget_bytes <= 0:
+        raise UsageError(f"the KV budget must be positive, got {budget_bytes}")
+    resolved = resolve_knobs(knobs)
+    if name == "sglang":
+        from . import sglang as module
+    else:
+        from . import vllm as module
+    result = module.simulate(report, budget_bytes=budget_bytes, max_model_len=max_model_len, knobs=resolved)
+    return {"name": name, "version": VERSIONS[name], **result}
