@@ -376,7 +376,7 @@ def bailing_linear_state(cfg: ConfigView, notes: list[str]) -> tuple[str, PartsF
 @register(
     family="linear",
     model_types=("bailing_hybrid",),
-    architectures=("BailingMoeV2_5ForCausalLM", "BailingMoeV3ForCausalLM"),
+    architectures=("BailingMoeV2_5ForCausalLM", "BailingMoeV3ForCausalLM", "BailingHybridForCausalLM"),
     reads=(
         "layer_group_size", "layer_types", "short_conv_kernel_size", "num_attention_heads", "head_dim",
         "kv_lora_rank", "qk_rope_head_dim", "num_hidden_layers", "num_mtp_layers", "num_nextn_predict_layers",

@@ -262,7 +262,7 @@ _GRANITE_ROLES = (ATTENTION, LINEAR)
         "layer_types|layers_block_type", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
         "mamba_n_heads", "mamba_d_head", "mamba_n_groups", "mamba_d_state", "mamba_d_conv", "mamba_expand",
     ),
-    fixtures={"granitemoehybrid": "ibm-granite__granite-4.0-h-transformers-defaults"},
+    fixtures={"granitemoehybrid": "ibm-granite__granite-speech-3.2-8b-transformers-defaults"},
 )
 def granite_hybrid(cfg: ConfigView) -> Layout:
     """Mamba-2 and attention per ``layer_types``; without it attention iff (i+1) % 6 == 0 (engine default)."""
