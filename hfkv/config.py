@@ -20,6 +20,10 @@ from typing import Any
 from .errors import ConfigError
 
 _MISSING = object()
+# No real dimension, count or window comes near 2^40; larger values are corrupt, and would make
+# the accounting loop or allocate without bound.
+MAX_SIZE = 1 << 40
+MAX_LAYERS = 100_000
 _TEXT_KEYS = ("thinker_config", "llm_config", "language_config", "text_config")
 
 # Keys that describe attention or cache layout; used to warn about keys nobody read.
@@ -133,24 +137,25 @@ class ConfigView:
     # -- typed readers --------------------------------------------------------------------------
 
     def integer(
-        self, *keys: str, default: Any = _MISSING, minimum: int = 0, defaults: bool = False
+        self, *keys: str, default: Any = _MISSING, minimum: int = 0, maximum: int = MAX_SIZE,
+        defaults: bool = False,
     ) -> int:
-        """The first of ``keys`` present, as an int ≥ ``minimum``; ``default`` (or an error) if none."""
+        """The first of ``keys`` present, as an int in [``minimum``, ``maximum``]; ``default`` (or an error) if none."""
         for key in keys:
             raw = self.value(key)
             if raw is not None:
-                return self._as_int(key, raw, minimum)
+                return self._as_int(key, raw, minimum, maximum)
         if defaults:
             for key in keys:
                 raw = self._default(key)
                 if raw is not None:
-                    return self._as_int(key, raw, minimum)
+                    return self._as_int(key, raw, minimum, maximum)
         if default is _MISSING:
             raise ConfigError(self.path(keys[0]), "missing (needed to size the cache)")
         return default
 
-    def optional_int(self, *keys: str, minimum: int = 0, defaults: bool = False) -> int | None:
-        return self.integer(*keys, default=None, minimum=minimum, defaults=defaults)
+    def optional_int(self, *keys: str, minimum: int = 0, maximum: int = MAX_SIZE, defaults: bool = False) -> int | None:
+        return self.integer(*keys, default=None, minimum=minimum, maximum=maximum, defaults=defaults)
 
     def boolean(self, key: str, default: bool = False) -> bool:
         raw = self.value(key)
@@ -179,7 +184,7 @@ class ConfigView:
             return None
         if not isinstance(raw, list):
             raise ConfigError(self.path(key), f"expected a list, got {type(raw).__name__}")
-        values = [self._as_int(f"{key}[{i}]", v, 0) for i, v in enumerate(raw)]
+        values = [self._as_int(f"{key}[{i}]", v, 0) for i, v in enumerate(raw[: MAX_LAYERS + 1])]
         return self._fit_length(key, values, length)
 
     def str_list(self, key: str, *, length: int | None = None, defaults: bool = False) -> list[str] | None:
@@ -199,7 +204,7 @@ class ConfigView:
             )
         return values[:length]
 
-    def _as_int(self, key: str, raw: Any, minimum: int) -> int:
+    def _as_int(self, key: str, raw: Any, minimum: int, maximum: int = MAX_SIZE) -> int:
         if isinstance(raw, bool) or not isinstance(raw, (int, float)):
             raise ConfigError(self.path(key), f"expected an integer, got {raw!r}"[:200])
         if isinstance(raw, float):
@@ -208,6 +213,8 @@ class ConfigView:
             raw = int(raw)
         if raw < minimum:
             raise ConfigError(self.path(key), f"must be at least {minimum}, got {raw}")
+        if raw > maximum:
+            raise ConfigError(self.path(key), f"{raw} is beyond any real model (at most {maximum})")
         return raw
 
     # -- transformers defaults ------------------------------------------------------------------

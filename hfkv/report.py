@@ -261,6 +261,17 @@ def _groups(layers: list[LayerSpec], reports: list[LayerReport], p: dtypes.Preci
     return groups
 
 
+def _tp_warnings(layers: list[LayerSpec], tp: int) -> list[str]:
+    """Engines shard KV heads only when TP divides them or they divide TP; say so otherwise."""
+    heads = sorted({p.kv_heads for layer in layers for p in layer.parts if hasattr(p, "kv_heads")})
+    odd = [k for k in heads if k % tp and tp % k]
+    if not odd:
+        return []
+    listed = ", ".join(str(k) for k in odd)
+    return [f"TP {tp} and {listed} KV heads do not divide one another: engines refuse this layout; "
+            f"figures assume max(1, K // TP) heads per GPU"]
+
+
 def default_contexts(max_positions: int | None) -> list[int]:
     values = {c for c in DEFAULT_CONTEXTS if max_positions is None or c <= max_positions}
     if max_positions:
@@ -282,6 +293,7 @@ def build_report(
     if not layers:
         raise ConfigError(None, "the mapper found no decoder layers")
 
+    warnings += _tp_warnings(layers, tp)
     a, g = acc.alpha(layers, p, tp), acc.gamma(layers, p, tp)
     state = acc.recurrent_state_bytes(layers, p, tp)
     extra = acc.speculative_extra(state, options.spec_tokens)

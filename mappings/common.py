@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
-from hfkv.config import ConfigView
+from hfkv.config import MAX_LAYERS, ConfigView
 from hfkv.errors import ConfigError
 from hfkv.specs import (
     ChunkedLocal,
@@ -38,7 +38,7 @@ MAX_POSITION_KEYS = (
 
 
 def num_layers(cfg: ConfigView) -> int:
-    return cfg.integer(*LAYER_KEYS, minimum=1, defaults=True)
+    return cfg.integer(*LAYER_KEYS, minimum=1, maximum=MAX_LAYERS, defaults=True)
 
 
 def num_heads(cfg: ConfigView) -> int:
