@@ -1,0 +1,309 @@
+"""``hfkv plot A [B ...] --output FILE.png|svg``: memory and concurrency against context length.
+
+Left panel: bytes one request holds against the context (log x from 1K to the longest maximum
+context). One model: the memory stacked by kind of storage (full attention, window, compressed,
+indexer keys, recurrent state), so one sees which part grows and which stays fixed. Several models:
+one line each, on a log y axis, so that a small γ (short requests) and a small α (long requests)
+both show. Right panel: B_max, the requests that fit in the KV budget, against the context.
+
+matplotlib is an optional extra (``hfkv[plot]``), imported only here, with the Agg backend and no
+pyplot (no global figure state, no display needed).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections import Counter
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import click
+
+from .cli import accounting_options, fail, hub_options
+from .compare import Collected, collect_reports, extra_state
+from .report import Report
+from .units import format_bytes, format_tokens
+
+MISSING_EXTRA = "install hfkv[plot] for plots"
+DEFAULT_BUDGET = 64 * 1024**3  # stated in the panel title when --budget is not given
+SHORTEST = 1024  # the x axis starts at 1K unless --context asks for shorter
+POINTS = 240  # context samples per curve (geometric), plus every window edge
+FORMATS = (".png", ".svg")
+
+# Storage kinds of the stacked panel, bottom to top, with their colours.
+# Fixed-size storage at the bottom, so that on the log axis γ shows as a floor and α as the growth.
+STACK = {
+    "recurrent state": "#DD8452",
+    "extra state copies": "#937860",
+    "window": "#55A868",
+    "compressed KV": "#C44E52",
+    "indexer keys": "#8172B2",
+    "full attention": "#4C72B0",
+}
+_STATE_KINDS = {"linear", "mamba", "conv"}
+
+
+def import_matplotlib() -> Any:
+    """matplotlib set to the Agg backend; ImportError when the ``plot`` extra is not installed."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    return matplotlib
+
+
+# -- figures --------------------------------------------------------------------------------------
+
+
+def stack_group(part: Any) -> str:
+    """Which band of the stacked panel a cache part belongs to, from its ``kind``."""
+    if part.kind in _STATE_KINDS:
+        return "recurrent state"
+    if part.kind == "indexer":
+        return "indexer keys"
+    if part.kind == "compressed":
+        return "compressed KV"
+    if part.kind in ("sliding", "chunked") or getattr(part, "window", None):
+        return "window"
+    return "full attention"
+
+
+def context_grid(lo: int, hi: int, reports: list[Report]) -> list[int]:
+    """Geometric samples from lo to hi, plus every window or chunk edge in between (the kinks)."""
+    if hi <= lo:
+        return [lo]
+    ratio = (hi / lo) ** (1 / (POINTS - 1))
+    points = {lo, hi} | {round(lo * ratio**k) for k in range(POINTS)}
+    for report in reports:
+        for layer in report.layer_specs:
+            for part in layer.parts:
+                edge = getattr(part, "window", None) or getattr(part, "chunk", None)
+                if edge and lo < edge < hi:
+                    points |= {edge, edge + 1}
+        if report.max_position_embeddings and lo < report.max_position_embeddings < hi:
+            points.add(report.max_position_embeddings)
+    return sorted(points)
+
+
+def usable(report: Report, grid: list[int]) -> list[int]:
+    """The part of the grid the model can serve (up to its max_position_embeddings when known)."""
+    limit = report.max_position_embeddings
+    return [S for S in grid if not limit or S <= limit] or grid[:1]
+
+
+@dataclass(frozen=True)
+class Curves:
+    """One model sampled on its usable contexts: exact bytes per request by band, and in total."""
+
+    xs: list[int]
+    bands: dict[str, list[Fraction]]  # non-empty bands only, in STACK order
+
+    @property
+    def totals(self) -> list[Fraction]:
+        return [sum(column, Fraction(0)) for column in zip(*self.bands.values())]
+
+
+def curves(report: Report, grid: list[int]) -> Curves:
+    """Sample a model; identical parts (most layers of a model) are evaluated once and counted."""
+    p, tp = report.precision, report.tensor_parallel_size
+    xs = usable(report, grid)
+    counts = Counter(part for layer in report.layer_specs for part in layer.parts)
+    bands: dict[str, list[Fraction]] = {name: [Fraction(0)] * len(xs) for name in STACK}
+    for part, n in counts.items():
+        band = bands[stack_group(part)]
+        for k, S in enumerate(xs):
+            band[k] += n * part.memory(S, p, tp)
+    bands["extra state copies"] = [extra_state(report)] * len(xs)
+    return Curves(xs, {name: values for name, values in bands.items() if any(values)})
+
+
+def concurrency(totals: list[Fraction], budget: int) -> list[float]:
+    """B_max = floor(budget / bytes per request) at each context; NaN where not one request fits."""
+    values = []
+    for cost in totals:
+        n = int(budget // cost) if cost > 0 else 0
+        values.append(float(n) if n else math.nan)
+    return values
+
+
+# -- axes -----------------------------------------------------------------------------------------
+
+
+def short_bytes(value: float) -> str:
+    """'4.5 MiB', '36 KiB', '1 GiB': format_bytes without trailing zeros."""
+    number, unit = format_bytes(value).split(" ")
+    if "." in number:
+        number = number.rstrip("0").rstrip(".")
+    return f"{number} {unit}"
+
+
+def binary_unit(largest: float) -> tuple[int, str]:
+    """(divisor, name) of the binary unit that suits values up to ``largest``."""
+    for power, name in ((4, "TiB"), (3, "GiB"), (2, "MiB"), (1, "KiB")):
+        if largest >= 1024**power:
+            return 1024**power, name
+    return 1, "B"
+
+
+def power_of_two_ticks(lo: float, hi: float, most: int = 8) -> list[float]:
+    """Powers of two spanning [lo, hi], thinned to at most ``most`` (aligned, so 1 KiB/1 MiB stay)."""
+    first, last = math.floor(math.log2(max(lo, 1))), math.ceil(math.log2(max(hi, 1)))
+    step = max(1, math.ceil((last - first + 1) / most))
+    return [2.0**e for e in range(first, last + 1) if e % step == 0]
+
+
+def style_context_axis(ax: Any, lo: int, hi: int) -> None:
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+
+    ax.set_xscale("log", base=2)
+    ax.set_xlim(lo, hi)
+    ticks = [t for t in power_of_two_ticks(lo, hi, most=9) if lo <= t <= hi]
+    ax.xaxis.set_major_locator(FixedLocator(ticks))
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: format_tokens(int(round(v)))))
+    ax.set_xlabel("context length (tokens)")
+    ax.grid(True, which="major", alpha=0.3)
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+
+
+def legend_label(report: Report, label: str, mixed_dtypes: bool) -> str:
+    text = f"{label}: α {short_bytes(report.alpha_bytes_per_token)}/token, γ {short_bytes(report.gamma_bytes_per_request)}"
+    return text + (f" ({report.kv_cache_dtype})" if mixed_dtypes else "")
+
+
+# -- panels ---------------------------------------------------------------------------------------
+
+
+def style_bytes_axis(ax: Any, low: float, high: float, label: str) -> None:
+    """Log y axis with ticks at powers of two labelled in binary units (64 MiB, 1 GiB, ...)."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+
+    ax.set_yscale("log", base=2)
+    low, high = low / 1.5, high * 1.5
+    ax.set_ylim(low, high)
+    ax.yaxis.set_major_locator(FixedLocator(power_of_two_ticks(low, high)))
+    ax.yaxis.set_minor_locator(NullLocator())
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: short_bytes(v)))
+    ax.set_ylabel(label)
+
+
+def draw_stacked(ax: Any, report: Report, c: Curves) -> None:
+    """One model: bytes per request stacked by band, fixed storage at the bottom.
+
+    Linear y (in the binary unit of the largest total): a stacked area on a log axis would
+    misstate the bands' shares.
+    """
+    largest = max((float(t) for t in c.totals), default=1.0)
+    unit, name = binary_unit(largest)
+    below = [0.0] * len(c.xs)
+    for band, values in c.bands.items():
+        above = [b + float(v) / unit for b, v in zip(below, values)]
+        ax.fill_between(c.xs, below, above, color=STACK[band], alpha=0.85, linewidth=0, label=band)
+        below = above
+    ax.plot(c.xs, below, color="0.15", linewidth=1)
+    ax.set_ylim(0, max(below, default=1.0) * 1.05)
+    ax.set_ylabel(f"memory per request ({name})")
+    s_star = report.crossover_tokens
+    if s_star and c.xs[0] < s_star < c.xs[-1]:
+        ax.axvline(s_star, color="0.3", linestyle=":", linewidth=1)
+        # Left of the line in the right half (empty above the curve), else right of it below the legend.
+        right_half = math.log(s_star / c.xs[0]) > math.log(c.xs[-1] / c.xs[0]) / 2
+        ax.annotate(f"S* = γ/α ≈ {format_tokens(round(s_star))}", (s_star, 0.97 if right_half else 0.75),
+                    xycoords=("data", "axes fraction"), xytext=(-4 if right_half else 4, 0), textcoords="offset points",
+                    fontsize=8, color="0.3", va="top", ha="right" if right_half else "left")
+    handles, names = ax.get_legend_handles_labels()
+    ax.legend(handles[::-1], names[::-1], loc="upper left", fontsize=8, frameon=False)  # top band first
+    ax.set_title(f"Memory per request by kind of storage: α {short_bytes(report.alpha_bytes_per_token)}/token, "
+                 f"γ {short_bytes(report.gamma_bytes_per_request)}/request", fontsize=10)
+
+
+def draw_lines(ax: Any, reports: list[Report], labels: list[str], all_curves: list[Curves], mixed: bool) -> None:
+    """Several models: one line each of bytes per request, log y with binary-unit ticks."""
+    ys_all = []
+    for report, label, c in zip(reports, labels, all_curves):
+        ys = [float(t) for t in c.totals]
+        line, = ax.plot(c.xs, ys, linewidth=2, label=legend_label(report, label, mixed))
+        if report.max_position_embeddings == c.xs[-1]:
+            ax.plot(c.xs[-1:], ys[-1:], "o", color=line.get_color(), markersize=4, clip_on=False)
+        ys_all += [y for y in ys if y > 0]
+    if ys_all:
+        style_bytes_axis(ax, min(ys_all), max(ys_all), "memory per request (KV cache + state)")
+    ax.legend(loc="upper left", fontsize=8, frameon=False)
+    ax.set_title("Memory per request (a dot marks the model's maximum context)", fontsize=10)
+
+
+def draw_concurrency(ax: Any, labels: list[str], all_curves: list[Curves], budget: int, given: bool) -> None:
+    """B_max against the context, one line per model, log y."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
+
+    for label, c in zip(labels, all_curves):
+        ax.plot(c.xs, concurrency(c.totals, budget), linewidth=2, label=label, drawstyle="steps-post")
+    ax.set_yscale("log")
+    ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    ax.yaxis.set_minor_locator(NullLocator())
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
+    ax.set_ylabel("concurrent requests that fit (B_max)")
+    where = f"{short_bytes(budget)} of KV memory" + ("" if given else " (default budget; set --budget)")
+    ax.set_title(f"Requests that fit in {where}", fontsize=10)
+    if len(all_curves) > 1:
+        ax.legend(loc="upper right", fontsize=8, frameon=False)
+
+
+def build_figure(out: Collected, lo: int, hi: int, budget: int | None) -> Any:
+    """The two-panel figure (a matplotlib ``Figure``, not attached to pyplot)."""
+    from matplotlib.figure import Figure
+
+    reports, labels = out.reports, out.labels
+    grid = context_grid(lo, hi, reports)
+    all_curves = [curves(r, grid) for r in reports]
+    dtypes = sorted({r.kv_cache_dtype for r in reports})
+    fig = Figure(figsize=(13, 5.2), layout="constrained")
+    left, right = fig.subplots(1, 2)
+    if len(reports) == 1:
+        draw_stacked(left, reports[0], all_curves[0])
+    else:
+        draw_lines(left, reports, labels, all_curves, mixed=len(dtypes) > 1)
+    draw_concurrency(right, labels, all_curves, budget or DEFAULT_BUDGET, given=budget is not None)
+    for ax in (left, right):
+        style_context_axis(ax, lo, hi)
+    tps = sorted({r.tensor_parallel_size for r in reports})
+    dtype = dtypes[0] if len(dtypes) == 1 else "per model (see legend)"
+    tp = "" if tps == [1] else f" · bytes per GPU at TP {', '.join(map(str, tps))}"
+    fig.suptitle(f"KV cache per request: {' vs '.join(labels)}\nKV dtype {dtype}{tp}", fontsize=12)
+    return fig
+
+
+def context_range(out: Collected, params: dict[str, Any]) -> tuple[int, int]:
+    """x-axis range: 1K (or the shortest --context) to the longest context of the report set."""
+    hi = max(out.contexts)
+    lo = min(SHORTEST, min(params["contexts"])) if params.get("contexts") else SHORTEST
+    return min(lo, hi), hi
+
+
+@click.command("plot")
+@click.argument("models", nargs=-1, required=True)
+@click.option("--output", "-o", required=True, type=click.Path(dir_okay=False),
+              help="Image file to write: .png or .svg.")
+@accounting_options
+@hub_options
+def plot_command(models: tuple[str, ...], output: str, **params: Any) -> None:
+    """Plot memory per request and B_max against context length for MODELS."""
+    if Path(output).suffix.lower() not in FORMATS:
+        raise click.BadParameter(f"'{output}': the file name must end in .png or .svg", param_hint="--output")
+    try:
+        import_matplotlib()
+    except ImportError:
+        fail(MISSING_EXTRA, 2)
+    out = collect_reports(models, params)
+    if not out.reports:
+        sys.exit(out.exit_code)
+    fig = build_figure(out, *context_range(out, params), params.get("budget"))
+    try:
+        fig.savefig(output, dpi=150)
+    except OSError as err:
+        fail(f"cannot write {output}: {err.strerror or err}", 1)
+    click.echo(f"wrote {output}")
+    sys.exit(out.exit_code)
