@@ -1,0 +1,365 @@
+"""Hub access: config.json (and, on request, parameter counts) from a Hugging Face Hub repo.
+
+``HubClient`` holds the endpoint, token and cache explicitly and passes them to every huggingface_hub
+call, so nothing depends on when ``huggingface_hub.constants`` was imported (docs/hub.md §1).
+
+Contract:
+* ``load_config`` downloads ``config.json`` only (one HEAD + one GET cold, one HEAD warm, none
+  offline or for a cached commit), parses it as data, records the commit it read. It never asks for
+  ``.py`` files and never passes ``trust_remote_code``: a config with ``auto_map`` is read as JSON.
+* Every failure becomes ``SourceError(kind, one line, source=repo_id)``; kinds: ``gated``,
+  ``not-found``, ``no-config``, ``bad-revision``, ``rate-limited``, ``network``, ``offline``,
+  ``invalid-json``, ``too-large``, ``hub-error``, ``cache``.
+* ``weights`` never raises: parameter counts per dtype, or None.
+* Secrets: the token is never formatted into a message, repr or log line. Messages are built from
+  our own words, the status code and the server's message (scrubbed of anything token-shaped); never
+  from ``str()`` of an httpx request, response or headers, which carry ``Authorization``.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import re
+import threading
+from fractions import Fraction
+from pathlib import Path
+from typing import Any, Callable, TypeVar
+from urllib.parse import urlsplit
+
+from .errors import SourceError
+from .source import MAX_CONFIG_BYTES, LoadedConfig, parse_config_bytes
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+CONFIG_FILE = "config.json"
+_COMMIT = re.compile(r"^[0-9a-f]{40}$")
+# Hub tokens are "hf_" + 30-odd letters/digits; anything of that shape is redacted from server text.
+_TOKEN_SHAPE = re.compile(r"(?<![A-Za-z0-9])hf_[A-Za-z0-9]{16,}")
+
+# Bytes per stored element, by safetensors dtype name (safetensors 0.8: F4 and F6_* are sub-byte floats).
+DTYPE_BYTES: dict[str, Fraction] = {
+    "F64": Fraction(8), "I64": Fraction(8), "U64": Fraction(8), "C64": Fraction(8),
+    "F32": Fraction(4), "I32": Fraction(4), "U32": Fraction(4),
+    "F16": Fraction(2), "BF16": Fraction(2), "I16": Fraction(2), "U16": Fraction(2),
+    "F8_E4M3": Fraction(1), "F8_E5M2": Fraction(1), "F8_E8M0": Fraction(1), "F8_E4M3FNUZ": Fraction(1),
+    "F8_E5M2FNUZ": Fraction(1), "I8": Fraction(1), "U8": Fraction(1), "BOOL": Fraction(1),
+    "F6_E2M3": Fraction(3, 4), "F6_E3M2": Fraction(3, 4), "F4": Fraction(1, 2), "U4": Fraction(1, 2),
+}
+# Integer containers that quantisation formats pack several weights into (MXFP4/NVFP4/bnb-4bit blocks in
+# U8, GPTQ/AWQ int4 in I32): their element count is not the weight count, but their bytes are the bytes.
+PACKED_DTYPES = ("U8", "I32", "U32")
+
+
+class HubClient:
+    """Endpoint, token and cache for every Hub call hfkv makes.
+
+    ``endpoint``: default ``HF_ENDPOINT``, else huggingface.co. ``token``: a string, ``False`` (send
+    none), ``True`` (require the stored one) or None (huggingface_hub resolves ``HF_TOKEN``, then the
+    token file). ``cache_dir``: default ``HF_HUB_CACHE``, else ``$HF_HOME/hub``. ``offline``: default
+    ``HF_HUB_OFFLINE``; offline, only the cache is read. ``timeout``: seconds to wait for the metadata
+    (HEAD) answer before falling back to the cache or the library's retries (default: the library's 10).
+    """
+
+    def __init__(
+        self, *, endpoint: str | None = None, token: str | bool | None = None, cache_dir: str | None = None,
+        offline: bool | None = None, timeout: float | None = None,
+    ) -> None:
+        from huggingface_hub import constants
+
+        self.endpoint = (endpoint or os.environ.get("HF_ENDPOINT") or constants.ENDPOINT).rstrip("/")
+        self._token = token  # private: never shown (see __repr__)
+        self.cache_dir = str(cache_dir or _default_cache(constants.HF_HUB_CACHE))
+        self.offline = bool(offline) if offline is not None else (
+            _truthy(os.environ.get("HF_HUB_OFFLINE")) or bool(constants.HF_HUB_OFFLINE))
+        self.timeout = timeout
+        self._api: Any = None
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        token = {None: "implicit", True: "stored", False: "none"}.get(self._token, "explicit")  # type: ignore[arg-type]
+        return f"HubClient(endpoint={self.endpoint!r}, cache_dir={self.cache_dir!r}, offline={self.offline}, token={token})"
+
+    @property
+    def host(self) -> str:
+        """The endpoint's host[:port], for messages (no scheme, path or user info)."""
+        parts = urlsplit(self.endpoint)
+        return parts.hostname + (f":{parts.port}" if parts.port else "") if parts.hostname else self.endpoint
+
+    @property
+    def api(self) -> Any:
+        """An ``HfApi`` bound to this client's endpoint and token (for listings, model_info, ...)."""
+        with self._lock:
+            if self._api is None:
+                from huggingface_hub import HfApi
+
+                self._api = HfApi(endpoint=self.endpoint, token=self._token)
+            return self._api
+
+    # -- config.json --------------------------------------------------------------------------------
+
+    def load_config(self, repo_id: str, revision: str | None = None) -> LoadedConfig:
+        """``config.json`` of ``repo_id`` at ``revision`` (default branch when None), parsed as data.
+
+        ``commit`` is the 40-hex commit of the snapshot read (from the cache path, so also offline).
+        Raises ``SourceError`` (see the module docstring for the kinds).
+        """
+        from huggingface_hub import hf_hub_download
+
+        extra = {} if self.timeout is None else {"etag_timeout": self.timeout}
+        log.debug("fetching %s from %s (revision %s, offline %s, token %s)",
+                  repo_id, self.host, revision or "main", self.offline, self._token_state())
+        try:
+            path = _retry_once(lambda: hf_hub_download(
+                repo_id, CONFIG_FILE, revision=revision, endpoint=self.endpoint, token=self._token,
+                cache_dir=self.cache_dir, local_files_only=self.offline, **extra,
+            ))
+        except Exception as err:
+            error = self._source_error(err, repo_id, revision)
+            if error is None:
+                raise
+            raise error from None  # the library's exception holds the request and its headers: drop it
+        raw = _read_limited(Path(path), repo_id)
+        data = parse_config_bytes(raw, repo_id)
+        commit = Path(path).parent.name
+        return LoadedConfig(name=repo_id, data=data, source="hub",
+                            commit=commit if _COMMIT.match(commit) else None, revision=revision)
+
+    # -- parameter counts ---------------------------------------------------------------------------
+
+    def weights(self, repo_id: str, revision: str | None = None) -> dict[str, Any] | None:
+        """Parameter counts per dtype and the bytes they take, or None when nothing is known.
+
+        One API request (``model_info(expand=["safetensors"])``, the Hub's own count); only when that
+        field is missing, the safetensors headers (2 + one per shard resolver requests). Offline, or on
+        any failure, None: the caller warns. ``parameters_exact`` is False when packed integer tensors
+        (``PACKED_DTYPES``) are present: bytes stay exact, the parameter count counts stored elements.
+        """
+        if self.offline:
+            return None
+        try:
+            info = _retry_once(lambda: self.api.model_info(repo_id, revision=revision, expand=["safetensors"],
+                                                            timeout=self.timeout))
+        except Exception as err:  # never fatal: the report stands without weights
+            log.debug("weights of %s: model_info failed (%s)", repo_id, type(err).__name__)
+            return None
+        st = getattr(info, "safetensors", None)
+        if st is not None:
+            return weights_summary(dict(st.parameters or {}), st.total, source="hub-api")
+        try:
+            meta = _retry_once(lambda: self.api.get_safetensors_metadata(repo_id, revision=revision))
+        except Exception as err:
+            log.debug("weights of %s: no safetensors headers (%s)", repo_id, type(err).__name__)
+            return None
+        return weights_summary(dict(meta.parameter_count), None, source="safetensors-headers")
+
+    # -- errors --------------------------------------------------------------------------------------
+
+    def _token_state(self) -> str:
+        return "sent" if self._token_sent() else "none"
+
+    def _token_sent(self) -> bool:
+        """Whether a token goes out with requests (resolved like huggingface_hub; the value is not kept)."""
+        if self._token is False:
+            return False
+        if isinstance(self._token, str):
+            return True
+        from huggingface_hub import constants
+        from huggingface_hub.utils import get_token
+
+        if self._token is None and constants.HF_HUB_DISABLE_IMPLICIT_TOKEN:
+            return False
+        try:
+            return get_token() is not None
+        except Exception:
+            return False
+
+    def _scrub(self, text: str) -> str:
+        """One line of server text, with the token (ours, or anything token-shaped) removed."""
+        line = " ".join(str(text).split())
+        if isinstance(self._token, str) and self._token:
+            line = line.replace(self._token, "<token>")
+        line = _TOKEN_SHAPE.sub("<token>", line)
+        return line[:200]
+
+    def _source_error(self, err: BaseException, repo_id: str, revision: str | None) -> SourceError | None:
+        """The ``SourceError`` for a failed config download (docs/hub.md §8.5 order), or None if unknown."""
+        from huggingface_hub.errors import (
+            GatedRepoError, HFValidationError, LocalEntryNotFoundError, OfflineModeIsEnabled,
+            RemoteEntryNotFoundError, RepositoryNotFoundError, RevisionNotFoundError,
+        )
+
+        def fail(kind: str, message: str) -> SourceError:
+            return SourceError(kind, message, source=repo_id)
+
+        token_hint = "" if self._token_sent() else " (no token was sent: set HF_TOKEN or pass --token)"
+        if isinstance(err, GatedRepoError):
+            why = " (the token sent has not been granted access)" if self._token_sent() else token_hint
+            return fail("gated", f"gated repo: request access on {self.endpoint}/{repo_id}, "
+                                 f"then set HF_TOKEN or pass --token{why}")
+        if isinstance(err, RepositoryNotFoundError):
+            return fail("not-found", f"repo not found on {self.host}, or private" +
+                        (token_hint or " and the token sent cannot see it"))
+        if isinstance(err, RevisionNotFoundError):
+            return fail("bad-revision", f"revision '{revision}' not found (expected a branch, tag or commit)")
+        if isinstance(err, RemoteEntryNotFoundError):
+            return fail("no-config", f"repo has no {CONFIG_FILE} at revision '{revision or 'main'}'")
+        if isinstance(err, LocalEntryNotFoundError):
+            cause = err.__cause__
+            if cause is None or isinstance(cause, OfflineModeIsEnabled):
+                return self._offline_error(repo_id, revision)
+            return self._source_error(cause, repo_id, revision) or fail("hub-error", self._scrub(str(err)))
+        if isinstance(err, OfflineModeIsEnabled):
+            return self._offline_error(repo_id, revision)
+        if isinstance(err, HFValidationError):
+            return fail("not-found", "not a valid Hub repo id or revision: " + self._scrub(str(err).splitlines()[0]))
+        http = self._http_error(err, repo_id)
+        if http is not None:
+            return http
+        if _is_transport_error(err):
+            return fail("network", f"cannot reach the Hub at {self.host} ({_transport_reason(err)}); check the "
+                                   "network and HF_ENDPOINT/--endpoint, or use --offline for a cached copy")
+        if isinstance(err, OSError):  # the cache: permissions, disk full
+            return fail("cache", f"cannot use the cache at {self.cache_dir}: {err.strerror or type(err).__name__}")
+        return None
+
+    def _http_error(self, err: BaseException, repo_id: str) -> SourceError | None:
+        """``rate-limited`` / ``hub-error`` for an HTTP error the named cases did not cover."""
+        from huggingface_hub.errors import DisabledRepoError, FileMetadataError, HfHubHTTPError
+
+        if isinstance(err, DisabledRepoError):
+            return SourceError("hub-error", f"the repo is disabled on {self.host} (HTTP 403)", source=repo_id)
+        if isinstance(err, FileMetadataError):
+            return SourceError("hub-error", f"{self.host} did not answer like a Hugging Face Hub (no commit or "
+                                            "ETag header): check HF_ENDPOINT/--endpoint and any proxy", source=repo_id)
+        if not isinstance(err, HfHubHTTPError) or getattr(err, "response", None) is None:
+            return None
+        status = err.response.status_code
+        if status == 429:
+            wait = retry_after_seconds(err.response.headers)
+            when = f"the Hub asks to wait {wait} s" if wait is not None else "retry later"
+            hint = "" if self._token_sent() else "; a token (HF_TOKEN or --token) raises the limit"
+            return SourceError("rate-limited", f"rate-limited by {self.host} (HTTP 429): {when}{hint}", source=repo_id)
+        message = self._scrub(err.server_message or "") or "no message"
+        if status == 401:
+            message += " (the token was rejected: check HF_TOKEN or --token)" if self._token_sent() else ""
+        return SourceError("hub-error", f"{self.host} answered HTTP {status}: {message}", source=repo_id)
+
+    def _offline_error(self, repo_id: str, revision: str | None) -> SourceError:
+        at = f"@{revision}" if revision else ""
+        return SourceError("offline", f"offline, and {CONFIG_FILE} of {repo_id}{at} is not in the cache "
+                                      f"{self.cache_dir}; run once online (without --offline or HF_HUB_OFFLINE=1)",
+                           source=repo_id)
+
+
+# -- helpers --------------------------------------------------------------------------------------------
+
+
+def attach_weights(report: Any, info: dict[str, Any] | None) -> Any:
+    """Put ``info`` (from ``HubClient.weights``) into ``report.extra``; None leaves the report as it is."""
+    if info is not None:
+        report.extra["weights"] = info
+        report.extra["weights_bytes"] = info.get("weights_bytes")
+    return report
+
+
+def weights_summary(parameters: dict[str, int], total: int | None, *, source: str) -> dict[str, Any] | None:
+    """``{"parameters", "total_parameters", "weights_bytes", "parameters_exact", "source"[, "note"]}``.
+
+    Bytes are elements × ``DTYPE_BYTES`` rounded up to a whole byte; an unknown dtype makes them None.
+    """
+    counts = {dtype: int(n) for dtype, n in parameters.items() if n}
+    if not counts:
+        return None
+    unknown = sorted(d for d in counts if d not in DTYPE_BYTES)
+    size = sum((DTYPE_BYTES[d] * n for d, n in counts.items() if d in DTYPE_BYTES), Fraction(0))
+    packed = sorted(d for d in counts if d in PACKED_DTYPES)
+    result: dict[str, Any] = {
+        "parameters": counts,
+        "total_parameters": int(total) if total else sum(counts.values()),
+        "weights_bytes": None if unknown else math.ceil(size),
+        "parameters_exact": not packed,
+        "source": source,
+    }
+    notes = []
+    if packed:
+        notes.append(f"{'/'.join(packed)} tensors may pack several quantised weights per element: "
+                     "weights_bytes is exact, the parameter count is approximate")
+    if unknown:
+        notes.append(f"unknown dtype {', '.join(unknown)}: weights_bytes not computed")
+    if notes:
+        result["note"] = "; ".join(notes)
+    return result
+
+
+def retry_after_seconds(headers: Any) -> int | None:
+    """The wait a 429 asks for: ``RateLimit: "api";r=0;t=N`` first, else ``Retry-After: N`` (seconds)."""
+    from huggingface_hub.utils import parse_ratelimit_headers
+
+    info = parse_ratelimit_headers(headers)
+    if info is not None:
+        return info.reset_in_seconds
+    value = headers.get("Retry-After") if hasattr(headers, "get") else None
+    return int(value) if value is not None and str(value).strip().isdigit() else None
+
+
+def _retry_once(call: Callable[[], T]) -> T:
+    """``call()``, tried a second time after a raw transport failure.
+
+    In a thread pool, huggingface_hub closes its shared HTTP client when any thread hits a
+    ConnectError, killing other threads' requests with ReadError or RuntimeError("...client has been
+    closed") (docs/hub.md §8.5); a reset connection surfaces the same way. The second try gets a new client.
+    """
+    try:
+        return call()
+    except Exception as err:
+        if not _is_transport_error(err):
+            raise
+        log.debug("transient %s, retrying once", type(err).__name__)
+        return call()
+
+
+def _is_transport_error(err: BaseException) -> bool:
+    import httpx2
+
+    return isinstance(err, httpx2.TransportError) or (isinstance(err, RuntimeError) and "client has been closed" in str(err))
+
+
+def _transport_reason(err: BaseException) -> str:
+    import httpx2
+
+    if isinstance(err, httpx2.ConnectError):
+        return "could not connect"
+    if isinstance(err, httpx2.TimeoutException):
+        return "timed out"
+    if isinstance(err, RuntimeError):
+        return "HTTP client closed under the request"
+    return "connection dropped mid-response"
+
+
+def _read_limited(path: Path, repo_id: str) -> bytes:
+    """The file's bytes; ``too-large`` past the config size limit (checked before reading)."""
+    try:
+        size = path.stat().st_size
+        if size > MAX_CONFIG_BYTES:
+            raise SourceError("too-large", f"{CONFIG_FILE} is {size} bytes, over the {MAX_CONFIG_BYTES}-byte limit",
+                              source=repo_id)
+        return path.read_bytes()
+    except OSError as err:
+        raise SourceError("cache", f"cannot read the cached {CONFIG_FILE}: {err.strerror or type(err).__name__}",
+                          source=repo_id) from None
+
+
+def _default_cache(library_default: str) -> str:
+    """``HF_HUB_CACHE``, else ``$HF_HOME/hub``, read now (the library froze its value at import)."""
+    if os.environ.get("HF_HUB_CACHE"):
+        return os.environ["HF_HUB_CACHE"]
+    if os.environ.get("HF_HOME"):
+        return os.path.join(os.environ["HF_HOME"], "hub")
+    return library_default
+
+
+def _truthy(value: str | None) -> bool:
+    return (value or "").strip().upper() in {"1", "ON", "YES", "TRUE"}

@@ -1,0 +1,259 @@
+"""Every Hub failure is one actionable line (``SourceError`` kind + message, exit code 1 through the CLI),
+and the transport faults the library recovers from (reset, truncated body, slow answer, stale cache) are
+recovered from with a pinned number of requests.
+
+The library's retries on an uncached file sleep 1+2+4+8+8 s (or Retry-After+1 s each); tests that go
+through them use ``no_sleep`` and assert the waits it was asked for instead of sleeping.
+"""
+
+from __future__ import annotations
+
+import socket
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import pytest
+from click.testing import CliRunner
+
+from fakehub import Fault
+from hfkv.cli import main
+from hfkv.errors import SourceError
+from hfkv.hub import HubClient, _retry_once
+
+CONFIG = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": 512, "num_attention_heads": 8,
+          "num_key_value_heads": 8, "num_hidden_layers": 2, "max_position_embeddings": 2048, "torch_dtype": "bfloat16"}
+WRONG_TOKEN = "hf_WRONGtoken0123456789abcdef"
+UNGRANTED = "hf_UNGRANTEDtoken0123456789ab"
+
+
+def closed_port_url() -> str:
+    """A local URL where nothing listens (connection refused at once)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"http://127.0.0.1:{port}"
+
+
+@dataclass
+class Case:
+    """One failure: how to provoke it, and what hfkv must say."""
+
+    kind: str
+    fragments: tuple[str, ...]
+    setup: Callable[[Any], None] = lambda hub: hub.add_model("org/broken", {"config.json": CONFIG})
+    repo: str = "org/broken"
+    client: dict[str, Any] = field(default_factory=dict)  # HubClient kwargs (endpoint/offline/token)
+    revision: str | None = None
+    requests: int | None = None  # requests the fake sees for the repo
+    waits: list[float] | None = None  # sleeps huggingface_hub asked for
+
+
+def _fault(fault: Fault, files: dict | None = None) -> Callable[[Any], None]:
+    def setup(hub: Any) -> None:
+        hub.add_model("org/broken", files or {"config.json": CONFIG})
+        hub.faults["org/broken"] = fault
+    return setup
+
+
+def _gated(hub: Any) -> None:
+    hub.add_model("org/broken", {"config.json": CONFIG}, gated="manual")
+    hub.ungranted_tokens.add(UNGRANTED)
+
+
+CASES = {
+    "gated-no-token": Case("gated", ("gated repo", "request access on http://127.0.0.1:", "/org/broken",
+                                     "HF_TOKEN", "--token", "no token was sent"), _gated, requests=1),
+    "gated-ungranted-token": Case("gated", ("request access", "not been granted"), _gated,
+                                  client={"token": UNGRANTED}, requests=1),
+    "missing-no-token": Case("not-found", ("not found", "private", "no token was sent", "HF_TOKEN"),
+                             lambda hub: None, repo="org/nothing-here", requests=1),
+    "missing-with-token": Case("not-found", ("not found", "private", "token sent cannot see it"),
+                               lambda hub: None, repo="org/nothing-here", client={"token": "hf_valid"}, requests=1),
+    "private-no-token": Case("not-found", ("private", "no token was sent"),
+                             lambda hub: hub.add_model("org/broken", {"config.json": CONFIG}, private=True), requests=1),
+    "no-config": Case("no-config", ("no config.json", "'main'"),
+                      lambda hub: hub.add_model("org/broken", {"README.md": "weights only"}), requests=1),
+    "bad-revision": Case("bad-revision", ("revision 'nope' not found",), revision="nope", requests=1),
+    "rate-limited-retry-after": Case(
+        "rate-limited", ("HTTP 429", "wait 7 s", "HF_TOKEN"), _fault(Fault(status=429, headers={"Retry-After": "7"})),
+        # one HEAD without retries, then the library's 1 + 5 retries, each after Retry-After + 1 s
+        requests=7, waits=[8.0] * 5),
+    "rate-limited-ratelimit-header": Case(
+        "rate-limited", ("wait 42 s",), _fault(Fault(status=429, headers={"RateLimit": '"resolvers";r=0;t=42'})),
+        requests=7, waits=[43.0] * 5),
+    "server-error": Case("hub-error", ("HTTP 503", "maintenance window"),
+                         _fault(Fault(status=503, message="Service unavailable:\nmaintenance window")),
+                         requests=7, waits=[1, 2, 4, 8, 8]),
+    "disabled": Case("hub-error", ("disabled",),
+                     lambda hub: hub.add_model("org/broken", {"config.json": CONFIG}, disabled=True), requests=1),
+    "rejected-token": Case("hub-error", ("HTTP 401", "Invalid credentials", "token was rejected"),
+                           client={"token": WRONG_TOKEN}, requests=1),
+    "not-a-hub": Case("hub-error", ("did not answer like a Hugging Face Hub", "--endpoint"),
+                      _fault(Fault(status=200, message="a plain web server")), requests=1),
+    "connection-refused": Case("network", ("cannot reach the Hub at 127.0.0.1:", "could not connect", "--offline"),
+                               client={"endpoint": "CLOSED"}, waits=[1, 2, 4, 8, 8]),
+    "connection-reset": Case("network", ("cannot reach the Hub", "dropped"), _fault(Fault(kind="reset")),
+                             requests=2),  # our one retry, no library retry for a reset HEAD
+    "truncated-body": Case("network", ("dropped",), _fault(Fault(kind="truncate", methods=("GET",))),
+                           requests=14),  # (HEAD + GET + 5 resumed GETs) × our 2 tries
+    "offline-not-cached": Case("offline", ("offline", "not in the cache", "HF_HUB_OFFLINE"),
+                               client={"offline": True}, requests=0),
+    "invalid-json": Case("invalid-json", ("not valid JSON", "line 1"),
+                         lambda hub: hub.add_model("org/broken", {"config.json": b'{"model_type": '}), requests=2),
+    "invalid-utf8": Case("invalid-json", ("not UTF-8",), _fault(Fault(kind="invalid-utf8", methods=("GET",))),
+                         requests=2),
+    "invalid-repo-id": Case("not-found", ("not a valid Hub repo id",), lambda hub: None, repo="org/bad..name",
+                            requests=0),
+}
+
+
+def _client(case: Case, hub: Any, cache: str) -> HubClient:
+    kwargs = dict(case.client)
+    if kwargs.get("endpoint") == "CLOSED":
+        kwargs["endpoint"] = closed_port_url()
+    kwargs.setdefault("endpoint", hub.url)
+    return HubClient(cache_dir=cache, **kwargs)
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_failure_is_one_actionable_line(name, fake_hub, hub_cache, no_sleep):
+    case = CASES[name]
+    case.setup(fake_hub)
+    client = _client(case, fake_hub, hub_cache)
+    with pytest.raises(SourceError) as caught:
+        client.load_config(case.repo, revision=case.revision)
+    err = caught.value
+    assert err.kind == case.kind, str(err)
+    assert err.source == case.repo
+    assert "\n" not in str(err) and len(str(err)) < 400
+    for fragment in case.fragments:
+        assert fragment in err.message, (fragment, err.message)
+    if case.requests is not None:
+        assert len(fake_hub.requests(case.repo)) == case.requests, fake_hub.calls(case.repo)
+    if case.waits is not None:
+        assert no_sleep == case.waits
+    assert not any(str(e["file"]).endswith(".py") for e in fake_hub.log)
+
+
+@pytest.mark.parametrize("name", ["gated-no-token", "missing-no-token", "no-config", "bad-revision",
+                                  "rate-limited-retry-after", "server-error", "connection-refused",
+                                  "connection-reset", "offline-not-cached", "invalid-utf8", "rejected-token"])
+def test_cli_failure_exit_code_1_and_one_line(name, fake_hub, no_sleep):
+    case = CASES[name]
+    case.setup(fake_hub)
+    endpoint = closed_port_url() if case.client.get("endpoint") == "CLOSED" else fake_hub.url
+    args = [case.repo + (f"@{case.revision}" if case.revision else ""), "--endpoint", endpoint]
+    if case.client.get("offline"):
+        args.append("--offline")
+    if case.client.get("token"):
+        args += ["--token", case.client["token"]]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 1, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"hfkv: error: {case.repo}: "), result.stderr
+    assert case.fragments[0] in lines[0]
+    assert result.stdout == ""
+
+
+# -- faults the client recovers from ----------------------------------------------------------------------
+
+
+def test_server_error_with_cached_copy_serves_cache_and_its_commit(fake_hub, hub_client, no_sleep):
+    fake_hub.add_model("org/flaky", {"config.json": CONFIG})
+    cached = hub_client.load_config("org/flaky").commit
+    fake_hub.add_revision("org/flaky", "main", {"config.json": dict(CONFIG, num_hidden_layers=3)})
+    fake_hub.reset()
+    fake_hub.faults["org/flaky"] = Fault(status=503, message="down")
+    loaded = hub_client.load_config("org/flaky")
+    # the HEAD fails, the library falls back to the cache at once: the *cached* commit is what was read
+    assert loaded.commit == cached != fake_hub.commit("org/flaky")
+    assert loaded.data["num_hidden_layers"] == 2
+    assert len(fake_hub.requests("org/flaky")) == 1 and no_sleep == []
+
+
+def test_connection_reset_once_is_retried(fake_hub, hub_client):
+    fake_hub.add_model("org/reset-once", {"config.json": CONFIG})
+    fake_hub.faults["org/reset-once"] = Fault(kind="reset", times=1)
+    loaded = hub_client.load_config("org/reset-once")
+    assert loaded.commit == fake_hub.commit("org/reset-once")
+    assert [e["method"] for e in fake_hub.requests("org/reset-once")] == ["HEAD", "HEAD", "GET"]
+
+
+def test_truncated_body_once_is_resumed_with_range(fake_hub, hub_client, no_sleep):
+    fake_hub.add_model("org/cut-once", {"config.json": CONFIG})
+    fake_hub.faults["org/cut-once"] = Fault(kind="truncate", methods=("GET",), times=1)
+    loaded = hub_client.load_config("org/cut-once")
+    assert loaded.data == CONFIG
+    entries = fake_hub.requests("org/cut-once")
+    assert [e["method"] for e in entries] == ["HEAD", "GET", "GET"]
+    # httpx buffers the cut chunk, so nothing was kept and the second GET starts from byte 0 again
+    assert no_sleep == [1]  # the library's resume waits 1 s
+
+
+def test_redirect_to_other_origin_drops_authorization(fake_hub, hub_cache):
+    fake_hub.add_model("org/on-cdn", {"config.json": CONFIG}, gated="auto")
+    fake_hub.faults["org/on-cdn"] = Fault(kind="redirect")
+    client = HubClient(endpoint=fake_hub.url, cache_dir=hub_cache, token=fake_hub.token)
+    loaded = client.load_config("org/on-cdn")
+    assert loaded.data == CONFIG and loaded.commit == fake_hub.commit("org/on-cdn")
+    head, get = fake_hub.requests("org/on-cdn")
+    assert (head["method"], head["host"], head["auth"]) == ("HEAD", fake_hub.url[7:], fake_hub.token)
+    assert (get["method"], get["host"], get["auth"]) == ("GET", fake_hub.cdn_url[7:], None)
+    assert get["path"].startswith("/cdn/")
+
+
+def test_slow_metadata_answer_past_timeout_is_retried(fake_hub, hub_cache, no_sleep):
+    fake_hub.add_model("org/slow", {"config.json": CONFIG})
+    fake_hub.faults["org/slow"] = Fault(kind="slow", delay=0.6, times=1, methods=("HEAD",))
+    client = HubClient(endpoint=fake_hub.url, cache_dir=hub_cache, timeout=0.2)
+    assert client.load_config("org/slow").data == CONFIG
+
+
+def test_latency_does_not_change_requests(fake_hub, hub_client):
+    fake_hub.latency = 0.02
+    hub_client.load_config("meta-llama/Llama-2-7b-hf")
+    assert [e["method"] for e in fake_hub.requests("meta-llama/Llama-2-7b-hf")] == ["HEAD", "GET"]
+
+
+@pytest.mark.parametrize("transient", [RuntimeError("Cannot send a request, as the client has been closed."), "read-error"])
+def test_closed_shared_client_in_a_thread_pool_is_retried_once(transient, fake_hub, hub_client, monkeypatch):
+    """Another thread's ConnectError closes the shared HTTP client under us (docs/hub.md §8.5)."""
+    import httpx2
+    import huggingface_hub
+
+    real = huggingface_hub.hf_hub_download
+    failures = [httpx2.ReadError("[Errno 9] Bad file descriptor") if transient == "read-error" else transient]
+
+    def flaky(*args: Any, **kwargs: Any) -> str:
+        if failures:
+            raise failures.pop()
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", flaky)
+    assert hub_client.load_config("meta-llama/Llama-2-7b-hf").data["num_hidden_layers"] == 32
+    assert fake_hub.calls("meta-llama/Llama-2-7b-hf")[0][0] == "HEAD"
+
+
+def test_retry_once_gives_up_after_second_failure():
+    calls = []
+
+    def always_closed() -> None:
+        calls.append(1)
+        raise RuntimeError("Cannot send a request, as the client has been closed.")
+
+    with pytest.raises(RuntimeError):
+        _retry_once(always_closed)
+    assert len(calls) == 2
+    with pytest.raises(ValueError):
+        _retry_once(lambda: (_ for _ in ()).throw(ValueError("not transient")))
+
+
+def test_other_runtime_errors_are_not_hidden(fake_hub, hub_client, monkeypatch):
+    import huggingface_hub
+
+    def broken(*args: Any, **kwargs: Any) -> str:
+        raise RuntimeError("etag is empty due to uncovered problems")
+
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", broken)
+    with pytest.raises(RuntimeError, match="uncovered"):
+        hub_client.load_config("org/x")
