@@ -8,7 +8,7 @@ from __future__ import annotations
 from hfkv.config import ConfigView
 from hfkv.specs import LayerSpec, Layout
 
-from .common import dsa_indexer, mla_latent, mtp_note, num_layers
+from .common import dsa_indexer, effective_window, mla_latent, mtp_note, num_layers, sliding_window
 from .registry import register
 
 _MLA_READS = ("num_hidden_layers", "kv_lora_rank", "qk_rope_head_dim", "num_nextn_predict_layers")
@@ -18,7 +18,7 @@ _MLA_READS = ("num_hidden_layers", "kv_lora_rank", "qk_rope_head_dim", "num_next
     family="mla",
     model_types=(
         "deepseek_v2", "deepseek_v3", "kimi_k2", "kimi_k25", "kimi_vl", "minicpm3", "glm4_moe_lite",
-        "sarvam_mla", "axk1", "pangu_ultra_moe", "mistral_large_3", "deepseek_vl_v2",
+        "sarvam_mla", "axk1", "pangu_ultra_moe", "mistral_large_3", "deepseek_vl_v2", "unlimited_language",
     ),
     architectures=("MiniCPM3ForCausalLM", "DeepseekV3ForCausalLM", "DeepseekV2ForCausalLM"),
     reads=_MLA_READS,
@@ -31,9 +31,13 @@ _MLA_READS = ("num_hidden_layers", "kv_lora_rank", "qk_rope_head_dim", "num_next
 def mla(cfg: ConfigView) -> Layout:
     """Every layer caches one latent: E = (d_c + d_r)·e, n = S, replicated across TP ranks."""
     n = num_layers(cfg)
-    latent = mla_latent(cfg)
-    layers = [LayerSpec(index=i, kind="mla", parts=(latent,)) for i in range(n)]
-    return Layout(layers=layers, notes=mtp_note(cfg))
+    notes = mtp_note(cfg)
+    # An all-sliding MLA model (Unlimited-OCR) bounds every latent by its window.
+    window = effective_window(cfg, sliding_window(cfg), notes)
+    latent = mla_latent(cfg, window=window)
+    kind = "mla" if window is None else "mla-sliding"
+    layers = [LayerSpec(index=i, kind=kind, parts=(latent,)) for i in range(n)]
+    return Layout(layers=layers, notes=notes)
 
 
 def dsa_skips_indexer(cfg: ConfigView, i: int) -> bool:
@@ -60,8 +64,8 @@ def dsa_skips_indexer(cfg: ConfigView, i: int) -> bool:
 
 @register(
     family="dsa",
-    model_types=("deepseek_v32", "glm_moe_dsa"),
-    architectures=("DeepseekV32ForCausalLM", "GlmMoeDsaForCausalLM"),
+    model_types=("deepseek_v32", "glm_moe_dsa", "hy_v4"),
+    architectures=("DeepseekV32ForCausalLM", "GlmMoeDsaForCausalLM", "HYV4ForCausalLM"),
     reads=_MLA_READS + (
         "index_topk", "index_head_dim", "indexer_types", "index_topk_freq", "index_topk_pattern",
         "index_skip_topk_offset", "cli_factor",

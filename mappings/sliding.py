@@ -31,6 +31,21 @@ def _exaone4(cfg: ConfigView) -> Rule:
     return _every(cfg.integer("sliding_window_pattern", default=4, minimum=1))
 
 
+def _smollm3(cfg: ConfigView) -> Rule:
+    """Sliding only on NoPE layers (``no_rope_layers[i] == 0``); the window itself needs use_sliding_window."""
+    flags = cfg.int_list("no_rope_layers") or []
+    return lambda i, n: i < len(flags) and flags[i] == 0
+
+
+def _beam(cfg: ConfigView) -> Rule:
+    return lambda i, n: i != n - 1  # the last layer is forced full
+
+
+def _every_layer(cfg: ConfigView) -> Rule:
+    """No documented default pattern: like vLLM without layer_types, the window applies to every layer."""
+    return lambda i, n: True
+
+
 # model type -> (default window, rule factory, head_dim differs from hidden/heads)
 _TABLE: dict[str, tuple[int | None, Callable[[ConfigView], Rule], bool]] = {
     "gpt_oss": (128, lambda cfg: _every(2), False),
@@ -43,9 +58,23 @@ _TABLE: dict[str, tuple[int | None, Callable[[ConfigView], Rule], bool]] = {
     "afmoe": (1024, _pattern_key("global_attn_every_n_layers", 4), False),
     "granite_swa": (128, lambda cfg: (lambda i, n: i % 4 != 0), False),
     "granitemoe_swa": (128, lambda cfg: (lambda i, n: i % 4 != 0), False),
-    "laguna": (None, lambda cfg: (lambda i, n: True), False),
-    "mellum": (None, lambda cfg: (lambda i, n: True), False),
-    "muse_glimmer": (2048, lambda cfg: (lambda i, n: True), False),
+    "cohere2_moe": (4096, _pattern_key("sliding_window_pattern", 4), False),
+    "smollm3": (None, _smollm3, False),
+    "beam": (None, _beam, False),
+    "plamo3": (None, _pattern_key("sliding_window_pattern", 1), False),
+    "laguna": (None, _every_layer, False),
+    "mellum": (None, _every_layer, False),
+    "muse_glimmer": (2048, _every_layer, False),
+    "exaone_moe": (None, _every_layer, False),
+    "apertus": (None, _every_layer, False),
+    "rnj1": (None, _every_layer, False),
+    "dory": (None, _every_layer, False),
+    "domyn_edge": (None, _every_layer, False),
+    "flint": (None, _every_layer, False),
+    "iquest_q1": (None, _every_layer, False),
+    "spark2_5": (None, _every_layer, False),
+    "xllm": (None, _every_layer, False),
+    "k2_horizon": (None, _every_layer, False),
 }
 
 
@@ -54,7 +83,7 @@ _TABLE: dict[str, tuple[int | None, Callable[[ConfigView], Rule], bool]] = {
     model_types=tuple(_TABLE),
     reads=(
         "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim", "sliding_window",
-        "layer_types", "sliding_window_pattern", "global_attn_every_n_layers",
+        "layer_types", "sliding_window_pattern", "global_attn_every_n_layers", "no_rope_layers",
     ),
     fixtures={
         "gpt_oss": "openai__gpt-oss-120b", "gemma2": "google__gemma-2-2b-it", "gemma3": "google__gemma-3-4b-it",

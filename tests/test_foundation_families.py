@@ -309,3 +309,28 @@ def test_generic_mapper_warns_about_unread_keys():
 def test_inspect_reads_a_folder():
     rep = hfkv.inspect(str(FIXTURES / "meta-llama__Meta-Llama-3.1-8B"))
     assert rep.alpha_bytes_per_token == 131072 and rep.source == "file"
+
+
+def test_readme_coverage_table_matches_the_registry():
+    from hfkv.coverage import END, START, coverage_markdown
+
+    readme = (FIXTURES.parent / "README.md").read_text()
+    section = readme[readme.index(START) + len(START):readme.index(END)].strip()
+    assert section == coverage_markdown().strip(), "run: python -m hfkv.coverage --write"
+
+
+def test_every_registered_fixture_exists():
+    from hfkv.mappings import all_mappers
+
+    for mapper in all_mappers():
+        for model_type, folder in mapper.fixtures.items():
+            assert (FIXTURES / folder / "config.json").is_file(), (mapper.name, model_type, folder)
+
+
+def test_smollm3_slides_only_nope_layers():
+    data = {"model_type": "smollm3", "num_hidden_layers": 4, "num_attention_heads": 16, "num_key_value_heads": 4,
+            "hidden_size": 2048, "use_sliding_window": True, "sliding_window": 4096, "no_rope_layers": [1, 1, 1, 0],
+            "max_position_embeddings": 65536, "torch_dtype": "bfloat16"}
+    rep = inspect_config(data)
+    assert [layer.kind for layer in rep.layers] == ["full", "full", "full", "sliding"]
+    assert rep.alpha_bytes_per_token == 3 * 2 * 4 * 128 * 2  # 3 full layers, head_dim 2048 / 16 = 128
