@@ -24,7 +24,7 @@ from typing import IO, Any, Callable, Iterable
 import click
 
 from .cli import accounting_options, build_hub, build_options, hub_options
-from .errors import HfkvError, SourceError
+from .errors import HfkvError
 from .units import format_bytes, format_tokens
 
 FORMATS = ("table", "jsonl", "csv", "markdown")
@@ -68,23 +68,6 @@ class Row:
         return self.report.to_dict() if self.ok else {"model": self.model, "error": self.error}
 
 
-def _transient(err: BaseException) -> bool:
-    """A transport failure worth one more try (connection reset, the shared client closed under us).
-
-    huggingface_hub closes its process-wide HTTP client on a ConnectError, which kills other
-    threads' in-flight requests with ReadError or RuntimeError("...closed") (docs/hub.md §8.5).
-    """
-    if isinstance(err, SourceError):
-        return False  # HubClient already classified (and, for network errors, retried) it
-    if isinstance(err, RuntimeError) and "closed" in str(err):
-        return True
-    try:
-        import httpx2
-    except ImportError:  # pragma: no cover - huggingface_hub 2.4 always brings it
-        return False
-    return isinstance(err, httpx2.TransportError)
-
-
 def _describe(err: BaseException) -> str:
     """``kind: message`` for an error row; an unexpected exception is ``internal: Type: first line``."""
     if isinstance(err, HfkvError):
@@ -92,24 +75,6 @@ def _describe(err: BaseException) -> str:
     lines = str(err).strip().splitlines()
     detail = lines[0][:300] if lines else ""
     return f"internal: {type(err).__name__}" + (f": {detail}" if detail else "")
-
-
-def _weights_section(hub: Any, entry: str, revision: str | None) -> dict[str, Any]:
-    """Parameter counts for ``--weights``; a failure is noted in the row, it does not fail it."""
-    from .source import looks_like_repo_id, split_revision
-
-    if hub is None or not looks_like_repo_id(entry):
-        return {"weights_error": "unavailable: parameter counts need a Hub repo"}
-    repo, at = split_revision(entry)
-    try:
-        found = hub.weights(repo, at or revision)
-    except HfkvError as err:
-        return {"weights_error": f"{err.kind}: {err.message}"}
-    if hasattr(found, "to_dict"):
-        found = found.to_dict()
-    elif hasattr(found, "model_dump"):
-        found = found.model_dump(mode="json")
-    return {"weights": found}
 
 
 @dataclass
@@ -122,15 +87,15 @@ class Job:
     weights: bool = False
 
     def run(self, entry: str) -> Row:
-        """Fetch and report one model. Never raises (apart from KeyboardInterrupt and the like)."""
-        for attempt in (1, 2):
-            try:
-                return self._report(entry)
-            except Exception as err:  # noqa: BLE001 - one model's bug must not end the scan
-                if attempt == 1 and _transient(err):
-                    continue
-                return Row(entry, error=_describe(err))
-        raise AssertionError("unreachable")
+        """Fetch and report one model. Never raises (apart from KeyboardInterrupt and the like).
+
+        Transport failures are not retried here: ``HubClient`` already retries each request once
+        after one (docs/hub.md §8.5), so a second layer would make it up to four tries.
+        """
+        try:
+            return self._report(entry)
+        except Exception as err:  # noqa: BLE001 - one model's bug must not end the scan
+            return Row(entry, error=_describe(err))
 
     def _report(self, entry: str) -> Row:
         from .report import inspect_config
@@ -139,8 +104,19 @@ class Job:
         loaded = load_config(entry, hub=self.hub, revision=self.revision)
         report = inspect_config(loaded.data, model=entry, options=self.options, commit=loaded.commit, source=loaded.source)
         if self.weights:
-            report.extra.update(_weights_section(self.hub, entry, self.revision))
+            self._add_weights(report, loaded)
         return Row(entry, report=report)
+
+    def _add_weights(self, report: Any, loaded: Any) -> None:
+        """Parameter counts into ``report.extra`` (``HubClient.weights`` never raises); a warning if none."""
+        from .hub import attach_weights
+
+        info = None
+        if loaded.source == "hub" and self.hub is not None:
+            info = self.hub.weights(loaded.name, loaded.revision)
+        if info is None:
+            report.warnings.append("parameter counts unavailable (local file, offline, or not on the Hub)")
+        attach_weights(report, info)
 
 
 # -- columns --------------------------------------------------------------------------------------
@@ -157,24 +133,27 @@ class Columns:
 
     contexts: tuple[int, ...]
     with_max: bool
+    with_weights: bool = False
 
     @classmethod
-    def for_options(cls, options: Any) -> "Columns":
+    def for_options(cls, options: Any, weights: bool = False) -> "Columns":
         from .report import DEFAULT_CONTEXTS
 
         if options.contexts:
-            return cls(tuple(options.contexts), with_max=False)
-        return cls(tuple(DEFAULT_CONTEXTS), with_max=True)
+            return cls(tuple(options.contexts), with_max=False, with_weights=weights)
+        return cls(tuple(DEFAULT_CONTEXTS), with_max=True, with_weights=weights)
 
     def names(self) -> list[str]:
         ctx = [f"bytes@{format_tokens(c)}" for c in self.contexts]
         tail = ["max_context", "bytes@max"] if self.with_max else []
+        tail += ["total_parameters", "weights_bytes"] if self.with_weights else []
         return ["model", "model_type", "mapper", "kv_dtype", "alpha_bytes_per_token", "gamma_bytes_per_request",
                 "crossover_tokens", *ctx, *tail, "error"]
 
     def titles(self) -> list[str]:
         ctx = [f"{format_tokens(c)}" for c in self.contexts]
         tail = ["max context", "at max"] if self.with_max else []
+        tail += ["parameters", "weights"] if self.with_weights else []
         return ["model", "model_type", "mapper", "KV dtype", "α (B/token)", "γ (B/request)", "S* (tokens)",
                 *ctx, *tail, "error"]
 
@@ -191,6 +170,9 @@ class Columns:
         if self.with_max:
             top = r.max_position_embeddings
             cells += [top, per_context.get(top) if top else None]
+        if self.with_weights:
+            found = r.extra.get("weights") or {}
+            cells += [found.get("total_parameters"), found.get("weights_bytes")]
         return cells + [None]
 
     def human(self, row: Row) -> list[str]:
@@ -201,9 +183,9 @@ class Columns:
 def _human_cell(name: str, value: Any) -> str:
     if value is None:
         return "" if name == "error" else "-"
-    if name.startswith("bytes@") or name == "gamma_bytes_per_request":
+    if name.startswith("bytes@") or name in ("gamma_bytes_per_request", "weights_bytes"):
         return format_bytes(value)
-    if name in ("crossover_tokens", "max_context"):
+    if name in ("crossover_tokens", "max_context", "total_parameters"):
         return f"{round(value):,}"
     if name == "alpha_bytes_per_token":
         return f"{value:,} B" if float(value).is_integer() else f"{value:,.2f} B"
@@ -453,7 +435,7 @@ def scan_command(list_file: IO[str], jobs: int, fmt: str | None, output: str | N
     if fmt == "table" and output:
         raise click.UsageError("--format table is for the terminal; use jsonl, csv or markdown with --output")
     options = build_options(params)
-    columns = Columns.for_options(options)
+    columns = Columns.for_options(options, weights)
     entries = read_entries(list_file)
 
     writer = WRITERS[fmt](columns) if fmt in WRITERS else None

@@ -1,0 +1,333 @@
+"""``hfkv scan`` against the fake Hub: good and bad rows, exit codes, request counts, formats, resume."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import hfkv
+from fakehub import Fault
+from hfkv.cli import main
+from hfkv.scan import read_entries
+
+ROOT = Path(__file__).resolve().parents[1]
+QWEN3 = "Qwen/Qwen3-8B"
+LLAMA2 = "meta-llama/Llama-2-7b-hf"
+GPT_OSS = "openai/gpt-oss-120b"
+DEEPSEEK = "deepseek-ai/DeepSeek-V3"
+GOOD = (QWEN3, LLAMA2, GPT_OSS)
+
+# Hand-derived figures (bf16/fp16 KV, 2 bytes per value).
+# Qwen3-8B: 36 layers × 2 (K, V) × 8 kv heads × 128 head_dim × 2 bytes = 147456 per token.
+QWEN3_ALPHA = 36 * 2 * 8 * 128 * 2
+assert QWEN3_ALPHA == 147456
+# Llama-2-7b: 32 layers × 2 × 32 kv heads × 128 (4096 / 32) × 2 bytes (float16) = 524288.
+LLAMA2_ALPHA = 32 * 2 * 32 * 128 * 2
+assert LLAMA2_ALPHA == 524288
+# gpt-oss-120b: 36 layers alternating sliding (window 128) and full, entry 2 × 8 × 64 × 2 = 2048 bytes:
+# α = 18 full layers × 2048 = 36864; γ = 18 sliding layers × 128 × 2048 = 4718592.
+GPT_OSS_ALPHA, GPT_OSS_GAMMA = 18 * 2048, 18 * 128 * 2048
+assert (GPT_OSS_ALPHA, GPT_OSS_GAMMA) == (36864, 4718592)
+
+
+def config_path(repo: str) -> str:
+    return f"/{repo}/resolve/main/config.json"
+
+
+def scan(*args: str, stdin: str | None = None):
+    """``hfkv scan ...`` in-process; returns the click Result (``stdout`` is stdout alone)."""
+    return CliRunner().invoke(main, ["scan", *args], input=stdin, catch_exceptions=False)
+
+
+def write_list(tmp_path: Path, *lines: str) -> str:
+    path = tmp_path / "models.txt"
+    path.write_text("\n".join(lines) + "\n")
+    return str(path)
+
+
+def jsonl(text: str) -> dict[str, dict]:
+    rows = [json.loads(line) for line in text.splitlines() if line.strip()]
+    by_model = {row["model"]: row for row in rows}
+    assert len(by_model) == len(rows), "a model appears twice"
+    return by_model
+
+
+def without_origin(row: dict) -> dict:
+    return {k: v for k, v in row.items() if k not in ("model", "source", "commit")}
+
+
+def local_report(repo: str, **options) -> dict:
+    return hfkv.inspect(str(ROOT / "fixtures" / repo.replace("/", "__") / "config.json"), **options).to_dict()
+
+
+@pytest.fixture
+def bad_repos(fake_hub):
+    """A gated repo (no token is sent) and a repo whose config.json is not JSON."""
+    fake_hub.add_fixture("acme/gated-llama", folder="meta-llama__Llama-2-7b-hf", gated="manual")
+    fake_hub.add_model("acme/broken", {"config.json": b'{"model_type": "llama", '})
+    return fake_hub
+
+
+# -- the list ---------------------------------------------------------------------------------------
+
+
+def test_read_entries_skips_blanks_comments_and_repeats():
+    lines = ["# models\n", "\n", "org/a\n", "  org/b@v1   # pinned\n", "org/a\n", "/tmp/x#1/config.json\n", "   \n"]
+    assert read_entries(lines) == ["org/a", "org/b@v1", "/tmp/x#1/config.json"]
+
+
+# -- a mixed list ---------------------------------------------------------------------------------------
+
+
+def test_mixed_list_keeps_good_rows_marks_bad_ones_and_exits_1(fake_hub, bad_repos, tmp_path):
+    listing = write_list(
+        tmp_path, "# a comment", QWEN3, "", LLAMA2, "nobody/not-here", "acme/gated-llama",
+        f"{QWEN3}@no-such-branch", "acme/broken", GPT_OSS, QWEN3,  # Qwen3 listed twice
+    )
+    result = scan(listing, "--endpoint", fake_hub.url)
+    assert result.exit_code == 1, result.output
+    rows = jsonl(result.stdout)
+    assert set(rows) == {QWEN3, LLAMA2, GPT_OSS, "nobody/not-here", "acme/gated-llama",
+                         f"{QWEN3}@no-such-branch", "acme/broken"}
+
+    for repo in GOOD:  # the same figures as the report of the local file
+        assert "error" not in rows[repo]
+        assert without_origin(rows[repo]) == without_origin(local_report(repo))
+        assert rows[repo]["source"] == "hub" and rows[repo]["commit"] == fake_hub.commit(repo)
+    assert rows[QWEN3]["alpha_bytes_per_token"] == QWEN3_ALPHA
+    assert rows[LLAMA2]["alpha_bytes_per_token"] == LLAMA2_ALPHA
+    assert (rows[GPT_OSS]["alpha_bytes_per_token"], rows[GPT_OSS]["gamma_bytes_per_request"]) == (GPT_OSS_ALPHA, GPT_OSS_GAMMA)
+    # Qwen3-8B at its maximum, 40960 tokens: 147456 × 40960 = 6039797760
+    assert rows[QWEN3]["contexts"][-1] == {"tokens": 40960, "kv_bytes_per_request": 6039797760,
+                                           "read_bytes_per_step": 6039797760}
+
+    assert rows["nobody/not-here"]["error"].startswith("not-found: ")
+    assert rows["acme/gated-llama"]["error"].startswith("gated: ")
+    assert rows[f"{QWEN3}@no-such-branch"]["error"].startswith("bad-revision: ")
+    assert rows["acme/broken"]["error"].startswith("invalid-json: ")
+    for repo in ("nobody/not-here", "acme/gated-llama", f"{QWEN3}@no-such-branch", "acme/broken"):
+        assert set(rows[repo]) == {"model", "error"}
+    assert "5 of" not in result.stderr and "4 of 7 models failed" in result.stderr
+
+    # Cold cache: the config's HEAD + GET per repo, nothing else; the repo listed twice only once.
+    for repo in (LLAMA2, GPT_OSS, "acme/broken"):
+        assert fake_hub.calls(repo) == [("HEAD", config_path(repo)), ("GET", config_path(repo))], repo
+    qwen = fake_hub.calls(QWEN3)  # and one HEAD that found no such branch
+    assert sorted(qwen) == sorted([("HEAD", config_path(QWEN3)), ("GET", config_path(QWEN3)),
+                                   ("HEAD", f"/{QWEN3}/resolve/no-such-branch/config.json")])
+    assert not [e for e in fake_hub.requests() if e["path"].startswith("/api/")]
+
+
+def test_all_good_exits_0_and_stdin_works(fake_hub):
+    result = scan("-", "--endpoint", fake_hub.url, stdin=f"{LLAMA2}\n{GPT_OSS}\n")
+    assert result.exit_code == 0, result.output
+    assert set(jsonl(result.stdout)) == {LLAMA2, GPT_OSS}
+    assert result.stderr == ""  # no bar (stderr is not a terminal), no summary
+
+
+def test_local_paths_need_no_hub(fake_hub, tmp_path):
+    folder = ROOT / "fixtures" / "Qwen__Qwen3-8B"
+    result = scan(write_list(tmp_path, str(folder)), "--endpoint", fake_hub.url)
+    assert result.exit_code == 0, result.output
+    assert jsonl(result.stdout)[str(folder)]["alpha_bytes_per_token"] == QWEN3_ALPHA
+    assert fake_hub.log == []
+
+
+def test_accounting_options_apply_to_every_row(fake_hub, tmp_path):
+    result = scan(write_list(tmp_path, LLAMA2, QWEN3), "--endpoint", fake_hub.url,
+                  "--kv-cache-dtype", "fp8", "--tp", "4", "--context", "8k")
+    assert result.exit_code == 0, result.output
+    rows = jsonl(result.stdout)
+    # fp8, TP 4: Llama-2 32 × 2 × (32 / 4) × 128 × 1 = 65536; Qwen3 36 × 2 × (8 / 4) × 128 × 1 = 18432
+    assert rows[LLAMA2]["alpha_bytes_per_token"] == 32 * 2 * 8 * 128 == 65536
+    assert rows[QWEN3]["alpha_bytes_per_token"] == 36 * 2 * 2 * 128 == 18432
+    assert [c["tokens"] for c in rows[QWEN3]["contexts"]] == [8192]
+    assert without_origin(rows[QWEN3]) == without_origin(
+        local_report(QWEN3, kv_cache_dtype="fp8", tensor_parallel_size=4, contexts=(8192,)))
+
+
+def test_an_unexpected_exception_becomes_an_internal_row(fake_hub, tmp_path, monkeypatch):
+    import hfkv.report
+
+    real = hfkv.report.inspect_config
+
+    def flaky(data, *, model, **kwargs):
+        if model == GPT_OSS:
+            raise ZeroDivisionError("boom")
+        return real(data, model=model, **kwargs)
+
+    monkeypatch.setattr(hfkv.report, "inspect_config", flaky)
+    result = scan(write_list(tmp_path, LLAMA2, GPT_OSS, QWEN3), "--endpoint", fake_hub.url)
+    assert result.exit_code == 1
+    rows = jsonl(result.stdout)
+    assert rows[GPT_OSS] == {"model": GPT_OSS, "error": "internal: ZeroDivisionError: boom"}
+    assert rows[LLAMA2]["alpha_bytes_per_token"] == LLAMA2_ALPHA
+    assert rows[QWEN3]["alpha_bytes_per_token"] == QWEN3_ALPHA
+
+
+def test_a_dropped_connection_is_retried_once(fake_hub, tmp_path, no_sleep):
+    fake_hub.faults[LLAMA2] = Fault(kind="reset", methods=("GET",), times=1)
+    result = scan(write_list(tmp_path, LLAMA2, QWEN3), "--endpoint", fake_hub.url)
+    assert result.exit_code == 0, result.output
+    assert jsonl(result.stdout)[LLAMA2]["alpha_bytes_per_token"] == LLAMA2_ALPHA
+    head, get = ("HEAD", config_path(LLAMA2)), ("GET", config_path(LLAMA2))
+    assert fake_hub.calls(LLAMA2) == [head, get, head, get]  # the dropped GET, then one more try
+
+
+def test_a_repo_that_always_drops_fails_alone(fake_hub, tmp_path, no_sleep):
+    fake_hub.faults[LLAMA2] = Fault(kind="reset")
+    result = scan(write_list(tmp_path, LLAMA2, QWEN3, GPT_OSS), "--endpoint", fake_hub.url, "--jobs", "3")
+    assert result.exit_code == 1
+    rows = jsonl(result.stdout)
+    assert rows[LLAMA2]["error"].startswith("network: ")
+    assert fake_hub.calls(LLAMA2) == [("HEAD", config_path(LLAMA2))] * 2  # tried twice in all, not more
+    assert rows[QWEN3]["alpha_bytes_per_token"] == QWEN3_ALPHA
+    assert rows[GPT_OSS]["alpha_bytes_per_token"] == GPT_OSS_ALPHA
+
+
+def test_weights_adds_parameter_counts_with_one_api_request(fake_hub, tmp_path):
+    # 4096 × 4096 + 32000 × 4096 = 16777216 + 131072000 = 147849216 BF16 parameters, 2 bytes each
+    fake_hub.add_fixture("acme/llama-w", folder="meta-llama__Llama-2-7b-hf",
+                         safetensors={"model.safetensors": {"a": ("BF16", [4096, 4096]), "b": ("BF16", [32000, 4096])}})
+    listing = write_list(tmp_path, "acme/llama-w")
+    result = scan(listing, "--endpoint", fake_hub.url, "--weights", "--format", "csv")
+    assert result.exit_code == 0, result.output
+    row = next(csv.DictReader(io.StringIO(result.stdout)))
+    assert row["total_parameters"] == "147849216"
+    assert row["weights_bytes"] == str(2 * 147849216) == "295698432"
+    api = [e for e in fake_hub.requests("acme/llama-w") if e["path"].startswith("/api/")]
+    assert len(api) == 1 and len(fake_hub.requests("acme/llama-w")) == 3  # HEAD + GET config, 1 API call
+
+
+# -- formats --------------------------------------------------------------------------------------------
+
+
+def test_csv_shape(fake_hub, tmp_path):
+    result = scan(write_list(tmp_path, QWEN3, GPT_OSS, "nobody/not-here"), "--endpoint", fake_hub.url, "--format", "csv")
+    assert result.exit_code == 1
+    rows = list(csv.reader(io.StringIO(result.stdout)))
+    assert rows[0] == ["model", "model_type", "mapper", "kv_dtype", "alpha_bytes_per_token", "gamma_bytes_per_request",
+                       "crossover_tokens", "bytes@4K", "bytes@32K", "bytes@128K", "max_context", "bytes@max", "error"]
+    by_model = {r[0]: dict(zip(rows[0], r)) for r in rows[1:]}
+    assert len(rows) == 4 and len(by_model) == 3
+    qwen = by_model[QWEN3]
+    assert (qwen["model_type"], qwen["kv_dtype"], qwen["error"]) == ("qwen3", "bf16", "")
+    assert qwen["alpha_bytes_per_token"] == "147456"
+    assert qwen["bytes@4K"] == str(147456 * 4096) == "603979776"
+    assert qwen["bytes@128K"] == ""  # past the model's maximum (40960)
+    assert (qwen["max_context"], qwen["bytes@max"]) == ("40960", str(147456 * 40960))
+    oss = by_model[GPT_OSS]
+    # 131072 tokens: 36864 × 131072 + 4718592 = 4831838208 + 4718592 = 4836556800; S* = 4718592 / 36864 = 128
+    assert (oss["bytes@128K"], oss["bytes@max"], oss["crossover_tokens"]) == ("4836556800", "4836556800", "128")
+    missing = by_model["nobody/not-here"]
+    assert missing["error"].startswith("not-found: ") and missing["alpha_bytes_per_token"] == ""
+
+
+def test_markdown_shape_and_escaping(fake_hub, tmp_path):
+    weird = tmp_path / "we|ird <b>" / "config.json"
+    weird.parent.mkdir()
+    shutil.copy(ROOT / "fixtures" / "meta-llama__Llama-2-7b-hf" / "config.json", weird)
+    result = scan(write_list(tmp_path, str(weird), QWEN3), "--endpoint", fake_hub.url, "--format", "markdown")
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("| model | model_type | mapper | KV dtype | α (B/token) |")
+    assert re.fullmatch(r"\|(-{3}:?\|)+", lines[1])
+    assert len(lines) == 4
+    cells = [len(re.split(r"(?<!\\)\|", line)) for line in lines]
+    assert len(set(cells)) == 1  # every row has the header's cell count: the pipe in the path is escaped
+    row = next(line for line in lines if "ird" in line)
+    assert "we\\|ird &lt;b&gt;" in row and "<b>" not in row
+    assert "| 524,288 B |" in row  # Llama-2 α
+    assert "| 2.00 GiB |" in row  # 524288 × 4096 = 2147483648 = 2 GiB at its maximum, 4096
+
+
+def test_table_format_prints_every_row(fake_hub, tmp_path):
+    result = scan(write_list(tmp_path, QWEN3, "nobody/not-here"), "--endpoint", fake_hub.url, "--format", "table")
+    assert result.exit_code == 1
+    assert QWEN3 in result.stdout and "not-found" in result.stdout and "147,456 B" in result.stdout
+
+
+# -- --output and --resume ---------------------------------------------------------------------------------
+
+
+def test_output_then_resume_completes_a_truncated_jsonl(fake_hub, tmp_path):
+    out = tmp_path / "rows.jsonl"
+    first = scan(write_list(tmp_path, QWEN3, "nobody/not-here"), "--endpoint", fake_hub.url, "--output", str(out))
+    assert first.exit_code == 1 and first.stdout == ""  # rows went to the file
+    before = out.read_text()
+    assert len(before.splitlines()) == 2
+    # Interrupted while writing the third row: a line without its end.
+    partial = json.dumps(local_report(LLAMA2) | {"model": LLAMA2})[:120]
+    out.write_text(before + partial)
+
+    fake_hub.reset()
+    listing = write_list(tmp_path, QWEN3, "nobody/not-here", LLAMA2, GPT_OSS)
+    result = scan(listing, "--endpoint", fake_hub.url, "--output", str(out), "--resume")
+    assert result.exit_code == 1  # the earlier failed row still counts
+    text = out.read_text()
+    assert text.startswith(before) and text.endswith("\n")
+    rows = jsonl(text)  # every line parses; no model twice
+    assert set(rows) == {QWEN3, "nobody/not-here", LLAMA2, GPT_OSS}
+    assert rows[LLAMA2]["alpha_bytes_per_token"] == LLAMA2_ALPHA
+    # Only the repos not yet in the file were fetched.
+    assert fake_hub.calls(QWEN3) == [] and fake_hub.calls("nobody/not-here") == []
+    assert len(fake_hub.calls(LLAMA2)) == 2 and len(fake_hub.calls(GPT_OSS)) == 2
+
+    fake_hub.reset()
+    again = scan(listing, "--endpoint", fake_hub.url, "--output", str(out), "--resume")
+    assert again.exit_code == 1 and out.read_text() == text and fake_hub.log == []
+
+
+def test_resume_csv_keeps_one_header(fake_hub, tmp_path):
+    out = tmp_path / "rows.csv"
+    assert scan(write_list(tmp_path, QWEN3), "--endpoint", fake_hub.url, "-o", str(out)).exit_code == 0
+    out.write_text(out.read_text() + f"{LLAMA2},llama,dense")  # truncated row
+    result = scan(write_list(tmp_path, QWEN3, LLAMA2), "--endpoint", fake_hub.url, "-o", str(out), "--resume")
+    assert result.exit_code == 0, result.output
+    rows = list(csv.reader(io.StringIO(out.read_text())))
+    assert rows[0][0] == "model" and [r[0] for r in rows].count("model") == 1
+    assert sorted(r[0] for r in rows[1:]) == sorted([QWEN3, LLAMA2])
+    assert dict(zip(rows[0], rows[-1]))["alpha_bytes_per_token"] == str(LLAMA2_ALPHA)
+
+
+def test_resume_markdown_appends_rows_under_the_header(fake_hub, tmp_path):
+    out = tmp_path / "rows.md"
+    assert scan(write_list(tmp_path, QWEN3), "--endpoint", fake_hub.url, "-o", str(out)).exit_code == 0
+    fake_hub.reset()
+    result = scan(write_list(tmp_path, QWEN3, GPT_OSS), "--endpoint", fake_hub.url, "-o", str(out), "--resume")
+    assert result.exit_code == 0, result.output
+    lines = out.read_text().splitlines()
+    assert len(lines) == 4 and lines[1].startswith("|---")
+    assert fake_hub.calls(QWEN3) == []
+
+
+# -- usage -----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("args", [
+    ["missing-list.txt"],
+    ["{list}", "--resume"],
+    ["{list}", "--format", "table", "--output", "{tmp}/x.txt"],
+    ["{list}", "--jobs", "0"],
+    ["{list}", "--format", "yaml"],
+])
+def test_bad_usage_exits_2(fake_hub, tmp_path, args):
+    listing = write_list(tmp_path, QWEN3)
+    result = scan(*[a.format(list=listing, tmp=tmp_path) for a in args], "--endpoint", fake_hub.url)
+    assert result.exit_code == 2
+    assert fake_hub.log == []
+
+
+def test_resume_into_a_file_with_other_columns_exits_2(fake_hub, tmp_path):
+    out = tmp_path / "rows.csv"
+    out.write_text("model,alpha\nx,1\n")
+    result = scan(write_list(tmp_path, QWEN3), "--endpoint", fake_hub.url, "-o", str(out), "--resume")
+    assert result.exit_code == 2
+    assert out.read_text() == "model,alpha\nx,1\n"
