@@ -1,0 +1,307 @@
+"""``hfkv watch`` against the fake Hub: reports, index, state, idempotence, hostile ids and crashes."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from click.testing import CliRunner
+
+from fakehub import Fault
+
+from hfkv import watch
+from hfkv.report import Options
+from hfkv.source import LoadedConfig
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+LLAMA = json.loads((FIXTURES / "meta-llama__Meta-Llama-3.1-8B" / "config.json").read_text())
+ORG = "watchorg"  # an author no other test lists
+SINCE = "2026-01-01"
+
+
+def run(fake_hub, out: Path, *extra: str):
+    args = ["--author", ORG, "--out", str(out), "--since", SINCE, "--endpoint", fake_hub.url, "--once", *extra]
+    return CliRunner().invoke(watch.watch_command, args, catch_exceptions=False)
+
+
+def snapshot(folder: Path) -> dict[str, tuple[int, bytes]]:
+    return {p.name: (p.stat().st_mtime_ns, p.read_bytes()) for p in folder.iterdir() if p.is_file()}
+
+
+def listing_calls(fake_hub) -> list[dict]:
+    return [e for e in fake_hub.log if e["path"] == "/api/models"]
+
+
+@pytest.fixture
+def two_models(fake_hub):
+    # A: 1,000 × 1,000 BF16 weights = 1,000,000 parameters, 2,000,000 bytes.
+    fake_hub.add_model(f"{ORG}/new-a", {"config.json": LLAMA}, created_at="2026-06-01T08:00:00.000Z",
+                       safetensors={"model.safetensors": {"w": ("BF16", [1000, 1000])}})
+    fake_hub.add_model(f"{ORG}/new-b", {"config.json": LLAMA}, created_at="2026-06-02T08:00:00.000Z")
+    fake_hub.add_model(f"{ORG}/old", {"config.json": LLAMA}, created_at="2025-12-01T08:00:00.000Z")
+    return fake_hub
+
+
+def test_first_run_writes_a_report_per_new_model_and_the_index(two_models, tmp_path):
+    out = tmp_path / "out"
+    result = run(two_models, out)
+    assert result.exit_code == 0, result.output
+    names = sorted(p.name for p in out.iterdir())
+    assert names == sorted([".hfkv-watch.json", ".hfkv-watch.json.lock", "index.md",
+                            f"{ORG}__new-a.md", f"{ORG}__new-a.json", f"{ORG}__new-b.md", f"{ORG}__new-b.json"])
+    assert len(listing_calls(two_models)) == 1  # one list_models call per author per poll
+
+    report_a = json.loads((out / f"{ORG}__new-a.json").read_text())
+    assert report_a["model"] == f"{ORG}/new-a" and report_a["alpha_bytes_per_token"] == 131072
+    assert report_a["weights"]["total_parameters"] == 1_000_000
+    assert report_a["weights_bytes"] == 2_000_000  # 1,000,000 × 2 B
+    # H100 budget: ceil(80 × 2^30 × 0.92) = 79,027,398,247 − 2,000,000 = 79,025,398,247.
+    assert report_a["watch"]["gpu_budgets"]["H100-SXM-80GB"] == 79_025_398_247
+    md_a = (out / f"{ORG}__new-a.md").read_text()
+    assert "parameters: 1,000,000" in md_a and "weights: 2,000,000 B" in md_a
+    # 4K row: 79,025,398,247 / (4096 × 131,072 = 536,870,912) = 147.2 → 147 on the H100.
+    assert re.search(r"^\| 4K \| 512\.00 MiB \| 512\.00 MiB \| 147 \|", md_a, re.M)
+    md_b = (out / f"{ORG}__new-b.md").read_text()
+    assert "not listed by the Hub" in md_b and "(weights unknown)" in md_b
+
+    index = (out / "index.md").read_text()
+    assert index.index(f"{ORG}/new-b") < index.index(f"{ORG}/new-a")  # newest first
+    assert f"{ORG}/old" not in index  # created before --since
+    state = json.loads((out / ".hfkv-watch.json").read_text())
+    assert {k: v["status"] for k, v in state["models"].items()} == {f"{ORG}/new-a": "done", f"{ORG}/new-b": "done"}
+    assert state["since"].startswith(SINCE)
+
+
+def test_second_run_with_nothing_new_writes_nothing(two_models, tmp_path):
+    out = tmp_path / "out"
+    assert run(two_models, out).exit_code == 0
+    before = snapshot(out)
+    two_models.reset()
+    result = run(two_models, out)
+    assert result.exit_code == 0 and "nothing new" in result.output
+    assert snapshot(out) == before  # no file rewritten, none added (not even index or state)
+    assert [e["path"] for e in two_models.log] == ["/api/models"]  # the listing only: no config fetched
+
+    # A model published later is picked up alone; the state's cut-off still applies without --since.
+    two_models.add_model(f"{ORG}/new-c", {"config.json": LLAMA}, created_at="2026-07-01T08:00:00.000Z")
+    again = CliRunner().invoke(watch.watch_command, ["--author", ORG, "--out", str(out), "--endpoint", two_models.url])
+    assert again.exit_code == 0, again.output
+    assert (out / f"{ORG}__new-c.md").exists()
+    index = (out / "index.md").read_text()
+    assert index.index(f"{ORG}/new-c") < index.index(f"{ORG}/new-b") < index.index(f"{ORG}/new-a")
+
+
+def test_failed_model_is_recorded_and_retried(fake_hub, tmp_path):
+    out = tmp_path / "out"
+    fake_hub.add_model(f"{ORG}/broken", {"config.json": {"model_type": "llama", "num_hidden_layers": "many"}},
+                       created_at="2026-06-03T00:00:00.000Z")
+    result = run(fake_hub, out)
+    assert result.exit_code == 0
+    assert "retried on the next run" in result.output
+    state = json.loads((out / ".hfkv-watch.json").read_text())
+    entry = state["models"][f"{ORG}/broken"]
+    assert entry["status"] == "error" and "num_hidden_layers" in entry["error"]
+    assert not list(out.glob(f"{ORG}__broken.*"))  # no report for a model that failed
+    assert "Not reported yet" in (out / "index.md").read_text()
+
+    # Same failure again: retried (read again from the cache at the listed commit, so no download), but
+    # nothing changes, so nothing is written.
+    before = snapshot(out)
+    again = run(fake_hub, out)
+    assert again.exit_code == 0 and f"{ORG}/broken: config:" in again.output
+    assert snapshot(out) == before
+
+    # Fixed upstream: the next run reports it.
+    fake_hub.add_model(f"{ORG}/broken", {"config.json": LLAMA}, created_at="2026-06-03T00:00:00.000Z")
+    assert run(fake_hub, out).exit_code == 0
+    state = json.loads((out / ".hfkv-watch.json").read_text())
+    assert state["models"][f"{ORG}/broken"]["status"] == "done"
+    assert (out / f"{ORG}__broken.md").exists()
+    assert "Not reported yet" not in (out / "index.md").read_text()
+
+
+def test_listing_failure_exits_1(fake_hub, tmp_path, no_sleep):
+    fake_hub.faults[f"{ORG}/*"] = Fault(status=500, where="api")
+    result = run(fake_hub, tmp_path / "out")
+    assert result.exit_code == 1
+    assert f"{ORG}: listing failed" in result.output
+
+
+def test_hostile_ids_from_the_hub_stay_inside_out(fake_hub, tmp_path):
+    out = tmp_path / "deep" / "out"
+    for name in ("../../escape", "..", "x" * 300, "模型", "a\x00b"):
+        fake_hub.add_model(f"{ORG}/{name}", {"config.json": LLAMA}, created_at="2026-06-05T00:00:00.000Z")
+    result = run(fake_hub, out)
+    assert result.exit_code == 0
+    outside = [p for p in tmp_path.rglob("*") if p.is_file() and out not in p.parents]
+    assert outside == []
+    for path in out.iterdir():
+        assert re.fullmatch(r"[A-Za-z0-9._-]+", path.name) and len(path.name) <= 255
+    index = (out / "index.md").read_text()
+    assert "\x00" not in index and "<" not in index.replace("<token>", "")
+
+
+class StubClient:
+    """A Hub client that lists ``ids`` and returns the Llama config for any of them (no HTTP)."""
+
+    def __init__(self, ids: list[str]) -> None:
+        created = dt.datetime(2026, 6, 1, tzinfo=dt.timezone.utc)
+        self.infos = [SimpleNamespace(id=i, sha=None, created_at=created + dt.timedelta(minutes=n), safetensors=None)
+                      for n, i in enumerate(ids)]
+        self.api = SimpleNamespace(list_models=lambda **kwargs: iter(self.infos))
+        self.loaded: list[str] = []
+
+    def load_config(self, repo_id: str, revision: str | None = None) -> LoadedConfig:
+        self.loaded.append(repo_id)
+        return LoadedConfig(name=repo_id, data=LLAMA, source="hub", commit="c" * 40)
+
+
+def _config(out: Path, **kwargs) -> watch.WatchConfig:
+    return watch.WatchConfig(authors=(ORG,), out_dir=out, state_path=out / watch.STATE_FILE, options=Options(),
+                             since=dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc), **kwargs)
+
+
+HOSTILE = ["../../evil", "/etc/passwd", "org/..", "..", ".", "a\x00b/c", "x/" + "y" * 5000, "org/模型",
+           "org/.hidden", "C:\\win\\evil", "org/a b|c", "org/index", "index", "org__a/b", "org/__a_b", "org/a..b",
+           "org/\ud800x", "org/\u202egnp.exe"]
+
+
+def test_hostile_ids_make_distinct_plain_names_inside_out(tmp_path):
+    out = tmp_path / "out"
+    client = StubClient(HOSTILE)
+    summary = watch.poll(client, _config(out))
+    assert sorted(summary.written) == sorted(HOSTILE) and not summary.failed
+    assert [p for p in tmp_path.rglob("*") if p.is_file() and p.parent != out] == []
+    stems = {watch.safe_name(i) for i in HOSTILE}
+    assert len(stems) == len(HOSTILE)  # distinct ids never share a file
+    for stem in stems:
+        assert re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", stem) and len(stem) <= 110
+        assert (out / f"{stem}.md").is_file() and (out / f"{stem}.json").is_file()
+        text = (out / f"{stem}.md").read_text()
+        assert "\x00" not in text and "\u202e" not in text
+    assert watch.safe_name("meta-llama/Llama-3.1-8B") == "meta-llama__Llama-3.1-8B"
+
+
+class Crash(BaseException):
+    """Stands in for the process being killed (not an Exception: nothing may swallow it)."""
+
+
+def test_crash_between_report_and_state_redoes_the_model(tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    client = StubClient([f"{ORG}/m1", f"{ORG}/m2"])
+    real_save = watch.save_state
+
+    def save_then_crash_on_m2(path, state):
+        if state["models"].get(f"{ORG}/m2", {}).get("status") == "done":
+            raise Crash  # report files (and index) of m2 are written; its state entry is not
+        real_save(path, state)
+
+    monkeypatch.setattr(watch, "save_state", save_then_crash_on_m2)
+    with pytest.raises(Crash):
+        watch.poll(client, _config(out))
+    saved = json.loads((out / watch.STATE_FILE).read_text())  # valid JSON: the old state
+    assert list(saved["models"]) == [f"{ORG}/m1"]
+    assert (out / f"{ORG}__m2.md").is_file()
+    assert not list(out.glob(f"*{watch.TMP_SUFFIX}"))
+
+    monkeypatch.setattr(watch, "save_state", real_save)
+    client.loaded.clear()
+    summary = watch.poll(client, _config(out))
+    assert summary.written == [f"{ORG}/m2"] and client.loaded == [f"{ORG}/m2"]  # redone, m1 not
+    saved = json.loads((out / watch.STATE_FILE).read_text())
+    assert {k: v["status"] for k, v in saved["models"].items()} == {f"{ORG}/m1": "done", f"{ORG}/m2": "done"}
+
+
+def test_crash_inside_a_write_leaves_no_half_file(tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    client = StubClient([f"{ORG}/m1"])
+    real_replace = watch.os.replace
+
+    def crash_on_markdown(src, dst):
+        if str(dst).endswith(".md") and "index" not in str(dst):
+            raise Crash
+        real_replace(src, dst)
+
+    monkeypatch.setattr(watch.os, "replace", crash_on_markdown)
+    with pytest.raises(Crash):
+        watch.poll(client, _config(out))
+    assert not (out / f"{ORG}__m1.md").exists()
+    assert not list(out.glob(f"*{watch.TMP_SUFFIX}"))
+    assert f"{ORG}/m1" not in json.loads((out / watch.STATE_FILE).read_text())["models"]
+
+    monkeypatch.setattr(watch.os, "replace", real_replace)
+    assert watch.poll(client, _config(out)).written == [f"{ORG}/m1"]
+    assert (out / f"{ORG}__m1.md").read_text().startswith(f"# KV cache: {ORG}/m1")
+
+
+def test_leftover_temporary_files_are_removed(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / f".index.md.abc{watch.TMP_SUFFIX}").write_text("half")
+    (out / "notes.txt").write_text("mine")
+    watch.poll(StubClient([]), _config(out))
+    assert not list(out.glob(f"*{watch.TMP_SUFFIX}")) and (out / "notes.txt").read_text() == "mine"
+
+
+def test_damaged_state_is_an_error_and_left_alone(tmp_path, fake_hub):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / watch.STATE_FILE).write_text("{not json")
+    result = run(fake_hub, out)
+    assert result.exit_code == 2
+    assert "not an hfkv watch state" in result.output
+    assert (out / watch.STATE_FILE).read_text() == "{not json"
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--once", "--interval", "5"], "exclude each other"),
+    (["--since", "yesterday"], "--since"),
+    (["--gpu", "Z80"], "unknown GPU"),
+])
+def test_usage_errors(tmp_path, args, message):
+    result = CliRunner().invoke(watch.watch_command, ["--author", ORG, "--out", str(tmp_path / "o"), *args])
+    assert result.exit_code == 2 and message in result.output
+
+
+def test_killed_process_leaves_complete_files_and_a_valid_state(fake_hub, tmp_path):
+    """SIGKILL a real ``hfkv watch`` once its first report appears; the next run finishes the job."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    out = tmp_path / "out"
+    ids = [f"{ORG}/k{n}" for n in range(6)]
+    for n, repo_id in enumerate(ids):
+        fake_hub.add_model(repo_id, {"config.json": LLAMA}, created_at=f"2026-06-0{n + 1}T00:00:00.000Z")
+    fake_hub.latency = 0.0
+    fake_hub.faults.update({r: Fault(kind="slow", delay=0.3, where="resolve") for r in ids})
+    cmd = [sys.executable, "-c", "from hfkv.cli import entry; entry()", "watch", "--author", ORG, "--out", str(out),
+           "--since", SINCE, "--endpoint", fake_hub.url, "--once"]
+    proc = subprocess.Popen(cmd, env=dict(os.environ), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not list(out.glob("*.md")) and proc.poll() is None:
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+
+    state = json.loads((out / watch.STATE_FILE).read_text())  # valid JSON whatever the kill point
+    assert len(state["models"]) < len(ids)  # the kill did land mid-run
+    for repo_id, entry in state["models"].items():
+        assert entry["status"] == "done"
+        stem = watch.safe_name(repo_id)
+        json.loads((out / f"{stem}.json").read_text())  # complete
+        assert (out / f"{stem}.md").read_text().startswith(f"# KV cache: {repo_id}")
+    for report in out.glob("*.json"):
+        if not report.name.startswith("."):
+            json.loads(report.read_text())  # no half-written report, recorded or not
+
+    fake_hub.faults.clear()
+    assert run(fake_hub, out).exit_code == 0
+    state = json.loads((out / watch.STATE_FILE).read_text())
+    assert sorted(state["models"]) == sorted(ids) and not list(out.glob(f"*{watch.TMP_SUFFIX}"))
