@@ -246,7 +246,7 @@ def nemotron_h(cfg: ConfigView) -> Layout:
 def falcon_h1(cfg: ConfigView) -> Layout:
     """Every layer holds attention KV **and** a Mamba-2 state (a parallel hybrid)."""
     n = num_layers(cfg)
-    attention = (attention_part(cfg, head_dim_defaults=True),)
+    attention = (attention_part(cfg),)
     notes = ["every layer has both attention and Mamba-2 (parallel hybrid): full KV plus SSM state"]
     return ssm_layout(cfg, [HYBRID] * n, mamba2_state(cfg, FALCON_H1), attention, notes)
 
