@@ -62,7 +62,8 @@ def _cut_note(cfg: ConfigView, key: str, n: int) -> list[str]:
     """A note when a per-layer list carries entries past the target layers (MTP layers)."""
     raw = cfg.value(key)
     if isinstance(raw, list) and len(raw) > n:
-        return [f"{key} lists {len(raw) - n} entries past num_hidden_layers {n} (MTP layers): left out"]
+        extra = len(raw) - n
+        return [f"{key} lists {extra} entr{'y' if extra == 1 else 'ies'} past num_hidden_layers {n} (MTP layers): left out"]
     return []
 
 
