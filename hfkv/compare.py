@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections import Counter
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
@@ -109,6 +110,8 @@ def collect_reports(models: tuple[str, ...] | list[str], params: dict[str, Any])
         ok = {r.model for r in reports}
         reports = _inspect_all([(m, cfg) for m, cfg in loaded if cfg.name in ok], shared, Collected())
     out.reports = reports
+    order = {m: k for k, m in enumerate(models)}
+    out.errors.sort(key=lambda e: order.get(e["model"], len(order)))  # command-line order
     by_name = {cfg.name: m for m, cfg in loaded}
     out.labels = unique_labels([by_name.get(r.model, r.model) for r in reports])
     return out
@@ -123,18 +126,34 @@ def extra_state(report: Report) -> Fraction:
     return Fraction(first or 0)
 
 
+class RequestCost:
+    """Exact bytes one request of a model holds at context S (KV + state + extra copies), per GPU.
+
+    Identical parts (most layers of a model repeat) are evaluated once and counted: the pair
+    searches call this a few hundred times.
+    """
+
+    def __init__(self, report: Report) -> None:
+        self.counts = Counter(part for layer in report.layer_specs for part in layer.parts)
+        self.precision, self.tp = report.precision, report.tensor_parallel_size
+        self.extra = extra_state(report)
+
+    def __call__(self, S: int) -> Fraction:
+        return sum((n * part.memory(S, self.precision, self.tp) for part, n in self.counts.items()), self.extra)
+
+
 def request_cost(report: Report, S: int) -> Fraction:
-    """Exact bytes one request holds at context S (KV + state + extra state copies), per GPU."""
-    return acc.request_bytes(report.layer_specs, S, report.precision, report.tensor_parallel_size) + extra_state(report)
+    """``RequestCost(report)(S)``: one figure, same as ``accounting.request_bytes`` plus extra copies."""
+    return RequestCost(report)(S)
 
 
-def _winner(a: Report, b: Report, S: int) -> int:
+def _winner(a: RequestCost, b: RequestCost, S: int) -> int:
     """0 when ``a`` needs fewer bytes per request at S, 1 when ``b`` does, -1 on a tie."""
-    diff = request_cost(a, S) - request_cost(b, S)
+    diff = a(S) - b(S)
     return -1 if diff == 0 else (0 if diff < 0 else 1)
 
 
-def _lead_change(a: Report, b: Report, lo: int, hi: int) -> int:
+def _lead_change(a: RequestCost, b: RequestCost, lo: int, hi: int) -> int:
     """The first S in (lo, hi] where the winner is hi's (the winners at lo and hi differ)."""
     target = _winner(a, b, hi)
     while hi - lo > 1:
@@ -160,20 +179,21 @@ class PairVerdict:
 
 def compare_pair(reports: list[Report], i: int, j: int, budget: int | None) -> PairVerdict:
     a, b = reports[i], reports[j]
+    cost_a, cost_b = RequestCost(a), RequestCost(b)
     winners = []
     for ca, cb in zip(a.contexts, b.contexts):
         if budget and ca.max_concurrency is not None and cb.max_concurrency is not None:
             n_a, n_b = ca.max_concurrency, cb.max_concurrency
             winners.append(-1 if n_a == n_b else (0 if n_a > n_b else 1))
         else:
-            winners.append(_winner(a, b, ca.tokens))
+            winners.append(_winner(cost_a, cost_b, ca.tokens))
     # Where the lead changes: between 1 token and the first context, then between shown contexts.
     points = [1] + [c.tokens for c in a.contexts]
     changes = []
     for lo, hi in zip(points, points[1:]):
-        if lo < hi and _winner(a, b, lo) != _winner(a, b, hi):
-            S = _lead_change(a, b, lo, hi)
-            changes.append((S, _winner(a, b, S - 1), _winner(a, b, S)))
+        if lo < hi and _winner(cost_a, cost_b, lo) != _winner(cost_a, cost_b, hi):
+            S = _lead_change(cost_a, cost_b, lo, hi)
+            changes.append((S, _winner(cost_a, cost_b, S - 1), _winner(cost_a, cost_b, S)))
     return PairVerdict(first=i, second=j, winners=winners, changes=changes)
 
 
@@ -207,7 +227,7 @@ def pair_line(verdict: PairVerdict, reports: list[Report], labels: list[str]) ->
         else:
             runs.append((w, [format_tokens(c.tokens)]))
     per_context = ", ".join(
-        ("the same" if w == -1 else f"with {names[w]}") + f" at {_and_list(ctxs)}" for w, ctxs in runs
+        ("as many with either" if w == -1 else f"with {names[w]}") + f" at {_and_list(ctxs)}" for w, ctxs in runs
     )
     line = (
         f"{names[0]} vs {names[1]}: α {format_bytes(a.alpha_bytes_per_token)} vs "

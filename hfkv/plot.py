@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import math
 import sys
-from collections import Counter
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -23,7 +22,7 @@ from typing import Any
 import click
 
 from .cli import accounting_options, fail, hub_options
-from .compare import Collected, collect_reports, extra_state
+from .compare import Collected, RequestCost, collect_reports
 from .report import Report
 from .units import format_bytes, format_tokens
 
@@ -107,15 +106,14 @@ class Curves:
 
 def curves(report: Report, grid: list[int]) -> Curves:
     """Sample a model; identical parts (most layers of a model) are evaluated once and counted."""
-    p, tp = report.precision, report.tensor_parallel_size
+    cost = RequestCost(report)
     xs = usable(report, grid)
-    counts = Counter(part for layer in report.layer_specs for part in layer.parts)
     bands: dict[str, list[Fraction]] = {name: [Fraction(0)] * len(xs) for name in STACK}
-    for part, n in counts.items():
+    for part, n in cost.counts.items():
         band = bands[stack_group(part)]
         for k, S in enumerate(xs):
-            band[k] += n * part.memory(S, p, tp)
-    bands["extra state copies"] = [extra_state(report)] * len(xs)
+            band[k] += n * part.memory(S, cost.precision, cost.tp)
+    bands["extra state copies"] = [cost.extra] * len(xs)
     return Curves(xs, {name: values for name, values in bands.items() if any(values)})
 
 
@@ -211,7 +209,7 @@ def draw_stacked(ax: Any, report: Report, c: Curves) -> None:
         ax.axvline(s_star, color="0.3", linestyle=":", linewidth=1)
         # Left of the line in the right half (empty above the curve), else right of it below the legend.
         right_half = math.log(s_star / c.xs[0]) > math.log(c.xs[-1] / c.xs[0]) / 2
-        ax.annotate(f"S* = γ/α ≈ {format_tokens(round(s_star))}", (s_star, 0.97 if right_half else 0.75),
+        ax.annotate(f"S* = γ/α ≈ {format_tokens(round(s_star))} tokens", (s_star, 0.97 if right_half else 0.75),
                     xycoords=("data", "axes fraction"), xytext=(-4 if right_half else 4, 0), textcoords="offset points",
                     fontsize=8, color="0.3", va="top", ha="right" if right_half else "left")
     handles, names = ax.get_legend_handles_labels()

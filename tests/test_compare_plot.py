@@ -1,0 +1,228 @@
+"""``hfkv compare`` and ``hfkv plot``: figures derived by hand, the pair verdicts, JSON shape, errors, files.
+
+The four models of the comparison (bf16 KV, fp8 indexer keys, TP 1):
+
+- Meta-Llama-3.1-8B: 32 full layers, 8 KV heads, head_dim 4096/32 = 128
+  α = 32 × 8 × (128 + 128) × 2 = 131,072 B/token, γ = 0
+- gpt-oss-120b: 36 layers alternating sliding (window 128) and full, 8 KV heads, head_dim 64
+  E = 8 × (64 + 64) × 2 = 2,048 B; α = 18 × 2,048 = 36,864; γ = 18 × 128 × 2,048 = 4,718,592
+- DeepSeek-V3.2: 61 DSA layers, latent 512 + 64 in bf16 plus a 128-value fp8 indexer key with one
+  4-byte scale: α = 61 × ((512 + 64) × 2 + 128 + 4) = 61 × 1,284 = 78,324, γ = 0
+- Qwen3-Next-80B-A3B: 48 layers, every 4th full (12 full, 36 Gated DeltaNet)
+  full: α = 12 × 2 KV heads × (256 + 256) × 2 = 24,576
+  GDN state per layer: 32 v-heads × 128 × 128 × 4 (fp32) = 2,097,152
+                     + conv (4 − 1) × (32 × 128 + 2 × 16 × 128) × 2 = 49,152 → 2,146,304
+  γ = 36 × 2,146,304 = 77,266,944
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from hfkv.cli import main
+from hfkv.compare import short_label, unique_labels
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+LLAMA = str(FIXTURES / "meta-llama__Meta-Llama-3.1-8B" / "config.json")
+GPT_OSS = str(FIXTURES / "openai__gpt-oss-120b" / "config.json")
+V32 = str(FIXTURES / "deepseek-ai__DeepSeek-V3.2" / "config.json")
+QWEN_NEXT = str(FIXTURES / "Qwen__Qwen3-Next-80B-A3B-Thinking" / "config.json")
+QWEN25 = str(FIXTURES / "Qwen__Qwen2.5-7B" / "config.json")
+GIB = 1024**3
+
+
+def run(*args: str):
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
+def compare_json(*args: str) -> dict:
+    result = run("compare", *args, "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+# -- compare: figures -----------------------------------------------------------------------------
+
+
+def test_four_models_alpha_gamma_and_contexts():
+    data = compare_json(LLAMA, GPT_OSS, V32, QWEN_NEXT, "--budget", "60GiB")
+    assert set(data) >= {"models", "contexts", "errors"}
+    assert data["errors"] == []
+    by_type = {m["model_type"]: m for m in data["models"]}
+    assert [m["model_type"] for m in data["models"]] == ["llama", "gpt_oss", "deepseek_v32", "qwen3_next"]
+    assert by_type["llama"]["alpha_bytes_per_token"] == 131072  # 32 × 8 × 256 × 2
+    assert by_type["llama"]["gamma_bytes_per_request"] == 0
+    assert by_type["gpt_oss"]["alpha_bytes_per_token"] == 36864  # 18 × 2,048
+    assert by_type["gpt_oss"]["gamma_bytes_per_request"] == 4718592  # 18 × 128 × 2,048
+    assert by_type["deepseek_v32"]["alpha_bytes_per_token"] == 78324  # 61 × 1,284
+    assert by_type["qwen3_next"]["alpha_bytes_per_token"] == 24576  # 12 × 2 × 512 × 2
+    assert by_type["qwen3_next"]["gamma_bytes_per_request"] == 77266944  # 36 × 2,146,304
+    # Shared contexts: 4K, 32K, 128K plus every model's maximum (V3.2 163,840; Qwen3-Next 262,144).
+    assert data["contexts"] == [4096, 32768, 131072, 163840, 262144]
+    for model in data["models"]:
+        assert [c["tokens"] for c in model["contexts"]] == data["contexts"]
+    gpt_4k = by_type["gpt_oss"]["contexts"][0]
+    assert gpt_4k["kv_bytes_per_request"] == 155713536  # 36,864 × 4,096 + 4,718,592
+    assert gpt_4k["max_concurrency"] == 413  # 64,424,509,440 / 155,713,536 = 413.7
+    assert by_type["llama"]["contexts"][0]["max_concurrency"] == 120  # 60 GiB / (131,072 × 4,096 = 512 MiB)
+    # Qwen3-Next at 4K: 24,576 × 4,096 + 77,266,944 = 177,930,240 → 64,424,509,440 / that = 362.07
+    assert by_type["qwen3_next"]["contexts"][0]["max_concurrency"] == 362
+
+
+def test_table_has_a_column_per_model_and_the_figures():
+    result = run("compare", LLAMA, GPT_OSS, V32, QWEN_NEXT, "--context", "4k", "--budget", "60GiB")
+    assert result.exit_code == 0, result.stderr
+    out = result.stdout
+    header = next(line for line in out.splitlines() if "Meta-Llama-3.1-8B" in line)
+    for label in ("gpt-oss-120b", "DeepSeek-V3.2", "Qwen3-Next-80B-A3B-Thinking"):
+        assert label in header
+    for text in ("131,072 B (128.00 KiB)", "36,864 B (36.00 KiB)", "4,718,592 B (4.50 MiB)",
+                 "78,324 B (76.49 KiB)", "77,266,944 B (73.69 MiB)", "sliding.", "mla.dsa"):
+        assert text in out, text
+    assert "4K: B_max in 60.00 GiB" in out
+    # S* = γ/α: gpt-oss 4,718,592 / 36,864 = 128; Qwen3-Next 77,266,944 / 24,576 = 3,144.0
+    assert "128 tokens" in out and "3,144 tokens" in out
+    assert sum(": α " in line for line in out.splitlines()) == 6  # one line per pair of four models
+
+
+# -- compare: which model fits more requests ------------------------------------------------------
+
+
+def test_lead_flips_between_short_and_long_context():
+    # Llama 131,072·S against Qwen3-Next 24,576·S + 77,266,944 (no window: exact for every S):
+    # equal at S = 77,266,944 / (131,072 − 24,576) = 77,266,944 / 106,496 = 725.5, so Llama needs
+    # less up to 725 tokens and Qwen3-Next from 726. At 512: 64 MiB vs 84.0 + 73.7 MiB; at 1K Qwen3-Next.
+    result = run("compare", QWEN_NEXT, LLAMA, "--context", "512,1k,32k")
+    assert result.exit_code == 0, result.stderr
+    line = next(line for line in result.stdout.splitlines() if " vs " in line)
+    assert line.startswith("Qwen3-Next-80B-A3B-Thinking vs Meta-Llama-3.1-8B: α 24.00 KiB vs 128.00 KiB per token, "
+                           "γ 73.69 MiB vs 0 B per request")
+    assert ("more requests fit with Meta-Llama-3.1-8B at 512, with Qwen3-Next-80B-A3B-Thinking at 1K and 32K" in line)
+    assert "Meta-Llama-3.1-8B fits more below 726 tokens, Qwen3-Next-80B-A3B-Thinking from 726 on" in line
+
+
+def test_lead_change_below_the_first_context_is_still_reported():
+    # gpt-oss past its 128-token window: 36,864·S + 4,718,592; Qwen2.5-7B: 28 × 4 × 256 × 2 = 57,344·S.
+    # Equal at 4,718,592 / (57,344 − 36,864) = 230.4: Qwen2.5 needs less up to 230 tokens
+    # (230: 13,197,312 vs 13,189,120), gpt-oss from 231 (13,234,176 vs 13,246,464).
+    data = compare_json(GPT_OSS, QWEN25, "--context", "4k,32k")
+    (pair,) = data["pairs"]
+    assert pair["models"] == [GPT_OSS, QWEN25]
+    assert pair["more_requests"] == [{"tokens": 4096, "model": GPT_OSS}, {"tokens": 32768, "model": GPT_OSS}]
+    assert pair["lead_changes"] == [{"tokens": 231, "model": GPT_OSS}]
+
+
+def test_budget_ties_are_reported_as_ties():
+    # At 128 tokens: gpt-oss 36 × 128 × 2,048 = 9,437,184 B, Qwen2.5 128 × 57,344 = 7,340,032 B;
+    # in 10 MiB = 10,485,760 B each fits exactly one request.
+    result = run("compare", GPT_OSS, QWEN25, "--context", "128", "--budget", "10MiB")
+    assert result.exit_code == 0, result.stderr
+    assert "more requests fit as many with either at 128" in result.stdout
+
+
+def test_markdown_has_the_table_and_the_pair_lines():
+    result = run("compare", LLAMA, GPT_OSS, "--context", "4k", "--format", "markdown")
+    assert result.exit_code == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == "| | Meta-Llama-3.1-8B | gpt-oss-120b |"
+    assert lines[1] == "|---|---:|---:|"
+    assert "| α (bytes/token) | 131,072 B (128.00 KiB) | 36,864 B (36.00 KiB) |" in lines
+    # 4K: Llama 131,072 × 4,096 = 512 MiB; gpt-oss 155,713,536 B = 148.50 MiB
+    assert "| 4K: bytes/request | 512.00 MiB | 148.50 MiB |" in lines
+    assert any(line.startswith("- Meta-Llama-3.1-8B vs gpt-oss-120b:") for line in lines)
+
+
+# -- compare: errors ------------------------------------------------------------------------------
+
+
+def test_a_failing_model_gives_one_line_and_the_others_are_shown(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"model_type": "llama", "num_hidden_layers": "many", "num_attention_heads": 32}')
+    missing = str(tmp_path / "missing.json")
+    result = run("compare", str(bad), LLAMA, missing, GPT_OSS, "--context", "4k", "--format", "json")
+    assert result.exit_code == 2  # a config hfkv cannot read (2) outranks a missing file (1)
+    assert len(result.stderr.strip().splitlines()) == 2
+    assert "num_hidden_layers" in result.stderr and "Traceback" not in result.stderr
+    data = json.loads(result.stdout)
+    assert [m["model_type"] for m in data["models"]] == ["llama", "gpt_oss"]
+    assert [e["model"] for e in data["errors"]] == [str(bad), missing]
+    assert data["errors"][1]["error"].startswith("not-found")
+    assert len(data["pairs"]) == 1
+
+
+def test_only_a_missing_file_exits_1(tmp_path):
+    result = run("compare", str(tmp_path / "nope.json"), LLAMA, "--context", "4k")
+    assert result.exit_code == 1
+    assert "Meta-Llama-3.1-8B" in result.stdout  # the readable model is still shown
+    assert result.stderr.count("hfkv: error:") == 1
+
+
+def test_labels():
+    assert short_label("openai/gpt-oss-120b") == "gpt-oss-120b"
+    assert short_label(GPT_OSS) == "gpt-oss-120b"  # fixtures/openai__gpt-oss-120b/config.json
+    assert short_label("some/dir/model.json") == "model"
+    assert unique_labels(["a/x", "b/x", "c/y"]) == ["a/x", "b/x", "y"]  # collisions keep the full text
+
+
+# -- plot -----------------------------------------------------------------------------------------
+
+
+def test_plot_without_matplotlib_says_how_to_get_it(monkeypatch, tmp_path):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # `import matplotlib` now raises ImportError
+    target = tmp_path / "out.png"
+    result = run("plot", LLAMA, "--output", str(target))
+    assert result.exit_code == 2
+    assert result.stderr.strip() == "hfkv: error: install hfkv[plot] for plots"
+    assert not target.exists()
+
+
+def test_plot_rejects_other_formats(tmp_path):
+    result = run("plot", LLAMA, "--output", str(tmp_path / "out.jpg"))
+    assert result.exit_code == 2
+    assert ".png or .svg" in result.output
+
+
+def test_plot_figures_by_band():
+    from hfkv.plot import concurrency, curves
+    from hfkv.report import Options, inspect_config
+
+    report = inspect_config(json.loads(Path(GPT_OSS).read_text()), model="gpt-oss", options=Options())
+    c = curves(report, [64, 4096])
+    # 64 tokens, inside the window: both halves hold 18 × 64 × 2,048 = 2,359,296 B
+    # 4,096 tokens: window 18 × 128 × 2,048 = 4,718,592; full 18 × 4,096 × 2,048 = 150,994,944
+    assert c.bands == {"window": [2359296, 4718592], "full attention": [2359296, 150994944]}
+    assert c.totals == [4718592, 155713536]
+    # 60 GiB / 4,718,592 = 13,653.3; 60 GiB / 155,713,536 = 413.7
+    assert concurrency(c.totals, 60 * GIB) == [13653, 413]
+    assert concurrency(c.totals, 1000) == [pytest.approx(float("nan"), nan_ok=True)] * 2  # not one fits
+
+
+@pytest.fixture
+def matplotlib_installed():
+    return pytest.importorskip("matplotlib", reason="matplotlib not installed (pip install 'hfkv[plot]'): plot files not tested")
+
+
+def test_plot_png_of_several_models(matplotlib_installed, tmp_path):
+    target = tmp_path / "models.png"
+    result = run("plot", V32, GPT_OSS, LLAMA, QWEN_NEXT, "--output", str(target), "--budget", "60GiB")
+    assert result.exit_code == 0, result.stderr
+    data = target.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
+
+
+def test_plot_svg_of_one_model_and_a_failure(matplotlib_installed, tmp_path):
+    target = tmp_path / "one.svg"
+    result = run("plot", QWEN_NEXT, str(tmp_path / "missing.json"), "-o", str(target), "--context", "512,64k")
+    assert result.exit_code == 1  # the missing file; the plot of the other model is still written
+    assert result.stderr.count("hfkv: error:") == 1
+    assert target.stat().st_size > 0
+    root = ET.parse(target).getroot()
+    assert root.tag == "{http://www.w3.org/2000/svg}svg"
+    text = target.read_text()
+    assert "recurrent state" in text or "recurrent" in text  # the stacked band's legend
