@@ -58,6 +58,31 @@ def _layers(flags: list[bool], local: Part, full: Part) -> list[LayerSpec]:
     ]
 
 
+def per_layer_override(cfg: ConfigView, i: int) -> dict:
+    """Layer i's entry of ``per_layer_config`` (transformers 5.24's saved form of per-type geometry), or {}.
+
+    transformers folds keys such as Gemma 4's ``global_head_dim`` or Dots3's ``swa_kv_lora_rank`` into
+    ``{"<layer index>": {"head_dim": ..., "num_key_value_heads": ...}}`` when it saves a config.
+    """
+    table = cfg.value("per_layer_config")
+    if table is None:
+        return {}
+    if not isinstance(table, dict):
+        raise ConfigError(cfg.path("per_layer_config"), f"expected an object, got {type(table).__name__}")
+    entry = table.get(str(i), table.get(i))
+    if entry is None:
+        return {}
+    if not isinstance(entry, dict):
+        raise ConfigError(cfg.path(f"per_layer_config.{i}"), f"expected an object, got {type(entry).__name__}")
+    for key, value in entry.items():
+        if key in _OVERRIDE_SIZES and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+            raise ConfigError(cfg.path(f"per_layer_config.{i}.{key}"), f"expected a non-negative integer, got {value!r}")
+    return entry
+
+
+_OVERRIDE_SIZES = frozenset({"head_dim", "num_key_value_heads", "kv_lora_rank", "qk_rope_head_dim"})
+
+
 def _cut_note(cfg: ConfigView, key: str, n: int) -> list[str]:
     """A note when a per-layer list carries entries past the target layers (MTP layers)."""
     raw = cfg.value(key)
@@ -261,7 +286,8 @@ def _dots3_types(cfg: ConfigView, n: int, notes: list[str]) -> list[str]:
     architectures=("Dots3NoteForCausalLM",),
     reads=("num_hidden_layers", "layer_types", "kv_lora_rank", "qk_rope_head_dim", "swa_kv_lora_rank",
            "swa_qk_rope_head_dim", "swa_head_dim", "swa_qk_nope_head_dim", "sliding_window", "sliding_window_size",
-           "index_head_dim", "index_topk", "use_dsa", "use_sliding_window", "num_nextn_predict_layers"),
+           "index_head_dim", "index_topk", "use_dsa", "use_sliding_window", "per_layer_config",
+           "num_nextn_predict_layers"),
     fixtures={"dots3_note": "dots-studio__dots3-note-prev-transformers-defaults"},
 )
 def dots3_note(cfg: ConfigView) -> Layout:
@@ -280,6 +306,14 @@ def dots3_note(cfg: ConfigView) -> Layout:
     if swa_rope is None:
         swa_rope = cfg.integer("swa_head_dim", default=256) - cfg.integer("swa_qk_nope_head_dim", default=192)
     local = MLALatent(kv_lora_rank=swa_rank, rope_dim=swa_rope, window=window)
+    first_swa = next((i for i, name in enumerate(types) if name == "sliding_attention"), None)
+    override = per_layer_override(cfg, first_swa) if first_swa is not None else {}
+    if override:  # a config saved by transformers: the SWA geometry lives in per_layer_config
+        local = MLALatent(
+            kv_lora_rank=override.get("kv_lora_rank", swa_rank),
+            rope_dim=override.get("qk_rope_head_dim", swa_rope),
+            window=window,
+        )
     cfg.mark("swa_num_attention_heads", "swa_num_key_value_heads", "swa_q_lora_rank", "swa_v_head_dim",
              "index_n_heads", "is_hybrid_swa")
     layers = []

@@ -44,6 +44,7 @@ from .common import (
     num_layers,
     sliding_window,
 )
+from .geometry import per_layer_override
 from .registry import register
 
 SHARING_NOTE = (
@@ -183,13 +184,30 @@ def _gemma4_full_kv(cfg: ConfigView, heads: int, notes: list[str]) -> int:
     return kv_heads(cfg, heads)
 
 
+def _gemma4_shapes(cfg: ConfigView, flags: list[bool], notes: list[str]) -> list[dict]:
+    """Per layer: KV heads and head dim. Sliding layers: ``num_key_value_heads`` × ``head_dim``; full
+    layers: ``global_head_dim`` × the global KV heads, or, in a config saved by transformers 5.24,
+    whatever ``per_layer_config`` says for that layer."""
+    heads = num_heads(cfg)
+    local = dict(kv=kv_heads(cfg, heads), key_dim=head_dim(cfg, heads, defaults=True))
+    overrides = [per_layer_override(cfg, i) for i in range(len(flags))]
+    if any(overrides):
+        notes.append("per_layer_config (transformers' saved form) gives the per-layer head dims and KV heads")
+        return [
+            dict(kv=o.get("num_key_value_heads") or local["kv"], key_dim=o.get("head_dim") or local["key_dim"])
+            for o in overrides
+        ]
+    glob = dict(kv=_gemma4_full_kv(cfg, heads, notes), key_dim=cfg.integer("global_head_dim", default=512, minimum=1))
+    return [local if sliding else glob for sliding in flags]
+
+
 @register(
     family="kv-sharing",
     model_types=("gemma4", "gemma4_text", "gemma4_unified", "gemma4_unified_text"),
     architectures=("Gemma4ForCausalLM", "Gemma4ForConditionalGeneration"),
     reads=("num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim", "global_head_dim",
            "num_global_key_value_heads", "attention_k_eq_v", "sliding_window", "layer_types",
-           "num_kv_shared_layers", "use_bidirectional_attention"),
+           "num_kv_shared_layers", "use_bidirectional_attention", "per_layer_config"),
     fixtures={"gemma4": "google__gemma-4-E2B-it", "gemma4_text": "google__gemma-4-26B-A4B"},
 )
 def gemma4(cfg: ConfigView) -> Layout:
@@ -198,18 +216,16 @@ def gemma4(cfg: ConfigView) -> Layout:
     n = num_layers(cfg)
     window = _gemma4_window(cfg, notes)
     flags = _gemma4_flags(cfg, n, notes)
-    heads = num_heads(cfg)
-    local = dict(kv=kv_heads(cfg, heads), key_dim=head_dim(cfg, heads, defaults=True))
-    local["value_dim"] = local["key_dim"]
-    global_dim = cfg.integer("global_head_dim", default=512, minimum=1)
-    glob = dict(kv=_gemma4_full_kv(cfg, heads, notes), key_dim=global_dim, value_dim=global_dim)
+    shapes = _gemma4_shapes(cfg, flags, notes)
     first = _first_shared(cfg, n, default=0)
     sources = _gemma4_sources(cfg, flags, first)
+    heads = num_heads(cfg)
     layers = []
     for i, sliding in enumerate(flags):
-        shape = local if sliding else glob
+        shape = shapes[i]
         part = attention_part(
-            cfg, window=window if sliding else None, heads=heads, source_layer=sources.get(i), **shape
+            cfg, window=window if sliding else None, heads=heads, kv=shape["kv"], key_dim=shape["key_dim"],
+            value_dim=shape["key_dim"], source_layer=sources.get(i),
         )
         layers.append(LayerSpec(index=i, kind=part.kind, parts=(part,)))
     notes += _sharing_notes(first, n, sources)

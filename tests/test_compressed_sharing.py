@@ -272,3 +272,15 @@ def test_sweep_hub_configs_of_these_families():
         assert rep.alpha_bytes_per_token > 0, path.name
         seen += 1
     assert seen >= 4  # V4-Flash and three Gemma 4 configs
+
+
+def test_gemma4_saved_by_transformers_per_layer_config():
+    # transformers 5.24 saves global_head_dim / num_global_key_value_heads as per_layer_config entries
+    data = copy.deepcopy(load("google__gemma-4-26B-A4B"))
+    text = data["text_config"]
+    for key in ("global_head_dim", "num_global_key_value_heads", "attention_k_eq_v"):
+        del text[key]
+    text["per_layer_config"] = {str(i): {"head_dim": 512, "num_key_value_heads": 2} for i in (5, 11, 17, 23, 29)}
+    rep = report(data)
+    # the same figures as the hub form: α = 5 × 2 × 2 × 512 × 2 = 20480; γ = 25 × 1024 × 8192 = 209715200
+    assert (rep.alpha_bytes_per_token, rep.gamma_bytes_per_request) == (20480, 209715200)

@@ -183,3 +183,15 @@ def test_dots3_transformers_defaults():
     assert rep.alpha_bytes_per_token == 16692
     # MLA-SWA: (swa_kv_lora_rank 1024 + 64) × 2 = 2176 B over W = 512; γ = 33 × 512 × 2176 = 36765696
     assert rep.gamma_bytes_per_request == 36765696
+
+
+def test_dots3_swa_latent_from_per_layer_config():
+    data = load("dots-studio__dots3-note-prev-transformers-defaults")
+    types = ["indexed_attention" if i < 2 or i % 4 == 1 else "sliding_attention" for i in range(46)]
+    data["text_config"]["layer_types"] = types
+    data["text_config"]["per_layer_config"] = {
+        str(i): {"kv_lora_rank": 256, "qk_rope_head_dim": 64} for i, t in enumerate(types) if t == "sliding_attention"
+    }
+    rep = report(data)
+    # MLA-SWA: (256 + 64) × 2 = 640 B over W = 512: γ = 33 × 512 × 640 = 10813440; α unchanged 16692
+    assert (rep.alpha_bytes_per_token, rep.gamma_bytes_per_request) == (16692, 10813440)
