@@ -111,6 +111,7 @@ class HubClient:
         extra = {} if self.timeout is None else {"etag_timeout": self.timeout}
         log.debug("fetching %s from %s (revision %s, offline %s, token %s)",
                   repo_id, self.host, revision or "main", self.offline, self._token_state())
+        error: SourceError | None = None
         try:
             path = _retry_once(lambda: hf_hub_download(
                 repo_id, CONFIG_FILE, revision=revision, endpoint=self.endpoint, token=self._token,
@@ -120,7 +121,10 @@ class HubClient:
             error = self._source_error(err, repo_id, revision)
             if error is None:
                 raise
-            raise error from None  # the library's exception holds the request and its headers: drop it
+        if error is not None:
+            # Raised outside the except block, so it carries no __context__: the library's exception
+            # holds the request (with its Authorization header) and the server's unfiltered text.
+            raise error
         raw = _read_limited(Path(path), repo_id)
         data = parse_config_bytes(raw, repo_id)
         commit = Path(path).parent.name
