@@ -76,7 +76,9 @@ def per_layer_override(cfg: ConfigView, i: int) -> dict:
         raise ConfigError(cfg.path(f"per_layer_config.{i}"), f"expected an object, got {type(entry).__name__}")
     for key, value in entry.items():
         if key in _OVERRIDE_SIZES and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
-            raise ConfigError(cfg.path(f"per_layer_config.{i}.{key}"), f"expected a non-negative integer, got {value!r}")
+            raise ConfigError(
+                cfg.path(f"per_layer_config.{i}.{key}"), f"expected a non-negative integer, got {value!r}"
+            )
     return entry
 
 
@@ -88,7 +90,8 @@ def _cut_note(cfg: ConfigView, key: str, n: int) -> list[str]:
     raw = cfg.value(key)
     if isinstance(raw, list) and len(raw) > n:
         extra = len(raw) - n
-        return [f"{key} lists {extra} entr{'y' if extra == 1 else 'ies'} past num_hidden_layers {n} (MTP layers): left out"]
+        entries = "entry" if extra == 1 else "entries"
+        return [f"{key} lists {extra} {entries} past num_hidden_layers {n} (MTP layers): left out"]
     return []
 
 
@@ -193,17 +196,21 @@ def step3p5(cfg: ConfigView) -> Layout:
         types = ["full_attention"] * n
     else:
         notes.extend(_cut_note(cfg, "layer_types", n))
-    flags = [name == other_type or is_sliding_type(name, cfg) for name in types]
+    sliding = [is_sliding_type(name, cfg) for name in types]
     window = cfg.optional_int("sliding_window")
-    if any(flags) and not window:
+    if any(sliding) and not window:
         raise ConfigError(cfg.path("sliding_window"), "missing, but layer_types has sliding layers")
     window = effective_window(cfg, window, notes)
     cfg.mark("num_sliding_attention_heads")  # query heads only: no effect on the cache
-    local_kv = _positive(cfg, "attention_other_setting.num_attention_groups", other.get("num_attention_groups"), kv)
-    local_dim = _positive(cfg, "attention_other_setting.head_dim", other.get("head_dim"), key_dim)
-    full = _heads_part(kv, key_dim, key_dim)
-    local = _heads_part(local_kv, local_dim, local_dim, window=window) if window else full
-    return Layout(layers=_layers(flags, local, full), notes=notes + mtp_note(cfg))
+    other_kv = _positive(cfg, "attention_other_setting.num_attention_groups", other.get("num_attention_groups"), kv)
+    other_dim = _positive(cfg, "attention_other_setting.head_dim", other.get("head_dim"), key_dim)
+    layers = []
+    for i, name in enumerate(types):
+        # attention_other_setting reshapes the layers of its attention_type; the type decides the window.
+        layer_kv, layer_dim = (other_kv, other_dim) if name == other_type else (kv, key_dim)
+        part = _heads_part(layer_kv, layer_dim, layer_dim, window=window if sliding[i] else None)
+        layers.append(LayerSpec(index=i, kind=part.kind, parts=(part,)))
+    return Layout(layers=layers, notes=notes + mtp_note(cfg))
 
 
 # -- Llama 4 ------------------------------------------------------------------------------------

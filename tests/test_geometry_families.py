@@ -77,7 +77,8 @@ def test_mimo_v2_swa_layers_have_their_own_kv_heads():
 
 
 def test_mimo_v2_pattern_with_mtp_entry_and_bad_value():
-    data = dict(MIMO_DOCUMENTED, model_type="mimo_v2", hybrid_layer_pattern=MIMO_DOCUMENTED["hybrid_layer_pattern"] + [1])
+    pattern = MIMO_DOCUMENTED["hybrid_layer_pattern"] + [1]
+    data = dict(MIMO_DOCUMENTED, model_type="mimo_v2", hybrid_layer_pattern=pattern)
     rep = report(data)
     assert rep.alpha_bytes_per_token == 23040  # the 49th entry (an MTP layer) is cut
     assert any("hybrid_layer_pattern lists 1 entry" in note for note in rep.notes)
