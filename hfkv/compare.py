@@ -260,9 +260,15 @@ def table_rows(reports: list[Report], budget: int | None) -> list[tuple[str, lis
         ("recurrent state", [exact_bytes(r.recurrent_state_bytes) for r in reports]),
         ("max context", [format_tokens(r.max_position_embeddings) for r in reports]),
     ]
+    first = reports[0]
+    if first.budget_bytes and first.batch:
+        rows.append((f"longest context, {first.batch} requests in {format_bytes(first.budget_bytes)}", [
+            "unbounded" if r.max_context_for_batch is None else f"{r.max_context_for_batch:,} tokens" + _past_max(r, r.max_context_for_batch)
+            for r in reports
+        ]))
     for k, ctx in enumerate(reports[0].contexts):
         label = format_tokens(ctx.tokens)
-        marks = [PAST_MAX if r.max_position_embeddings and ctx.tokens > r.max_position_embeddings else "" for r in reports]
+        marks = [_past_max(r, ctx.tokens) for r in reports]
         rows.append((f"{label}: bytes/request", [
             format_bytes(r.contexts[k].kv_bytes_per_request + (r.contexts[k].extra_state_bytes or 0)) + m
             for r, m in zip(reports, marks)
@@ -278,11 +284,16 @@ def table_rows(reports: list[Report], budget: int | None) -> list[tuple[str, lis
     return rows
 
 
+def _past_max(report: Report, tokens: int) -> str:
+    limit = report.max_position_embeddings
+    return PAST_MAX if limit and tokens > limit else ""
+
+
 def footnotes(reports: list[Report]) -> list[str]:
     """Precision and context caveats that apply to the whole table."""
     notes = []
     longest = max((c.tokens for c in reports[0].contexts), default=0)
-    if any(r.max_position_embeddings and longest > r.max_position_embeddings for r in reports):
+    if any(_past_max(r, max(longest, r.max_context_for_batch or 0)) for r in reports):
         notes.append(f"{PAST_MAX} past the model's max_position_embeddings")
     tps = {r.tensor_parallel_size for r in reports}
     if tps != {1}:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import sys
+import textwrap
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -270,7 +271,8 @@ def build_figure(out: Collected, lo: int, hi: int, budget: int | None) -> Any:
     tps = sorted({r.tensor_parallel_size for r in reports})
     dtype = dtypes[0] if len(dtypes) == 1 else "per model (see legend)"
     tp = "" if tps == [1] else f" · bytes per GPU at TP {', '.join(map(str, tps))}"
-    fig.suptitle(f"KV cache per request: {' vs '.join(labels)}\nKV dtype {dtype}{tp}", fontsize=12)
+    names = textwrap.fill(" vs ".join(labels), width=110)
+    fig.suptitle(f"KV cache per request: {names}\nKV dtype {dtype}{tp}", fontsize=12)
     return fig
 
 

@@ -126,6 +126,16 @@ def test_budget_ties_are_reported_as_ties():
     assert "more requests fit as many with either at 128" in result.stdout
 
 
+def test_longest_context_for_a_batch():
+    # 8 requests in 80 GiB: 10 GiB = 10,737,418,240 B each.
+    # Llama: 10,737,418,240 / 131,072 = 81,920 tokens.
+    # Qwen3-Next: (10,737,418,240 − 77,266,944) / 24,576 = 433,762.3 → 433,762, past its 262,144 maximum.
+    result = run("compare", LLAMA, QWEN_NEXT, "--budget", "80GiB", "--batch", "8", "--context", "32k", "--format", "markdown")
+    assert result.exit_code == 0, result.stderr
+    assert "| longest context, 8 requests in 80.00 GiB | 81,920 tokens | 433,762 tokens† |" in result.stdout
+    assert "- † past the model's max_position_embeddings" in result.stdout
+
+
 def test_markdown_has_the_table_and_the_pair_lines():
     result = run("compare", LLAMA, GPT_OSS, "--context", "4k", "--format", "markdown")
     assert result.exit_code == 0, result.stderr
@@ -161,6 +171,18 @@ def test_only_a_missing_file_exits_1(tmp_path):
     assert result.exit_code == 1
     assert "Meta-Llama-3.1-8B" in result.stdout  # the readable model is still shown
     assert result.stderr.count("hfkv: error:") == 1
+
+
+def test_repo_ids_come_from_the_hub_beside_files(fake_hub):
+    # The fake Hub serves fixtures/<org>__<name>/config.json as org/name.
+    result = run("compare", "openai/gpt-oss-120b", LLAMA, "nobody/not-here", "--endpoint", fake_hub.url,
+                 "--context", "4k", "--format", "json")
+    assert result.exit_code == 1, result.stderr  # the missing repo: one line, the others shown
+    assert result.stderr.count("hfkv: error:") == 1 and "nobody/not-here" in result.stderr
+    data = json.loads(result.stdout)
+    assert [m["model"] for m in data["models"]] == ["openai/gpt-oss-120b", LLAMA]
+    assert data["models"][0]["alpha_bytes_per_token"] == 36864  # 18 × 2,048, as from the file
+    assert data["pairs"][0]["more_requests"] == [{"tokens": 4096, "model": "openai/gpt-oss-120b"}]
 
 
 def test_labels():
