@@ -285,7 +285,7 @@ def test_killed_process_leaves_complete_files_and_a_valid_state(fake_hub, tmp_pa
            "--since", SINCE, "--endpoint", fake_hub.url, "--once"]
     proc = subprocess.Popen(cmd, env=dict(os.environ), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not list(out.glob("*.md")) and proc.poll() is None:
+    while time.monotonic() < deadline and not list(out.glob(f"{ORG}__*.md")) and proc.poll() is None:
         time.sleep(0.02)
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)
