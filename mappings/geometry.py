@@ -232,9 +232,10 @@ def _llama4_flags(cfg: ConfigView, n: int, notes: list[str]) -> list[bool]:
             if name not in ("chunked_attention", "full_attention"):
                 raise ConfigError(cfg.path(f"layer_types[{i}]"), f"unknown Llama 4 layer type {name!r}")
         return [name == "chunked_attention" for name in types]
-    no_rope = cfg.int_list("no_rope_layers", length=n)
-    if no_rope:  # transformers also treats an empty list as absent
-        return [value != 0 for value in no_rope]
+    if cfg.value("no_rope_layers") != []:  # transformers treats an empty list as absent
+        no_rope = cfg.int_list("no_rope_layers", length=n)
+        if no_rope is not None:
+            return [value != 0 for value in no_rope]
     interval = cfg.integer("no_rope_layer_interval", default=4, minimum=1)
     notes.append(f"no no_rope_layers: a global NoPE layer every {interval} layers, (i + 1) % {interval} == 0")
     return [(i + 1) % interval != 0 for i in range(n)]

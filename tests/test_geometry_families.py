@@ -170,6 +170,8 @@ def test_llama4_no_rope_layers_and_null_chunk():
     assert (rep.alpha_bytes_per_token, rep.gamma_bytes_per_request) == (512, 24576)
     rep = report(dict(base, attention_chunk_size=None))
     assert indices(rep, "full") == [0, 1, 2, 3] and rep.alpha_bytes_per_token == 4 * 512
+    # an empty no_rope_layers means the default: global iff (i + 1) % 4 == 0 → layer 3 only
+    assert indices(report(dict(base, no_rope_layers=[])), "full") == [3]
 
 
 # -- Dots3 ------------------------------------------------------------------------------------------
