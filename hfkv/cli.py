@@ -92,7 +92,50 @@ def hub_options(fn: Callable) -> Callable:
     return functools.reduce(lambda f, opt: opt(f), reversed(options), fn)
 
 
-def build_options(params: dict[str, Any], max_positions_override: bool = True) -> "Options":
+# Engine knobs (hfkv.engines.ENGINE_KNOBS) as CLI options, spelled like the engines' own flags.
+_KNOB_TYPES: dict[str, Any] = {
+    "page_size": click.IntRange(min=1), "block_size": click.IntRange(min=1),
+    "swa_full_tokens_ratio": click.FloatRange(min=0, min_open=True, max=1),
+    "max_running_requests": click.IntRange(min=1), "mamba_full_memory_ratio": click.FloatRange(min=0, min_open=True),
+    "max_num_batched_tokens": click.IntRange(min=1), "mamba_ssm_dtype": click.Choice(DTYPES[1:]),
+}
+_KNOB_FLAGS = ("enable_prefix_caching", "async_scheduling", "disable_hybrid_kv_cache_manager", "chunked_local_hybrid")
+
+
+def planning_options(fn: Callable) -> Callable:
+    """GPU, serving and engine-mode options of the report command."""
+    from .engines import ENGINE_KNOBS
+
+    options = [
+        click.option("--gpu", help="GPU preset, NAME[:COUNT] (e.g. H200:8); KV budget = memory × utilization − weights/TP."),
+        click.option("--gpu-memory-utilization", "--mem-fraction-static", "gpu_memory_utilization",
+                     type=click.FloatRange(min=0, min_open=True, max=1), help="Fraction of GPU memory the engine may use (default 0.92)."),
+        click.option("--engine", type=click.Choice(["theory", "sglang", "vllm"]), default="theory", show_default=True,
+                     help="theory: hfkv's exact per-request figures; sglang/vllm: the engine's own pool arithmetic."),
+        click.option("--no-weights", is_flag=True, help="Do not fetch parameter counts from the Hub."),
+    ]
+    for name, (default, text) in ENGINE_KNOBS.items():
+        if name == "num_speculative_tokens":
+            continue  # --spec-tokens / --num-speculative-tokens already sets it
+        flag = "--" + name.replace("_", "-")
+        if name in _KNOB_FLAGS:
+            opt = click.option(f"{flag}/--no-{flag[2:]}", name, default=None, help=f"[{'sglang/vllm'}] {text}")
+        else:
+            opt = click.option(flag, name, type=_KNOB_TYPES.get(name), default=None, help=f"[engine] {text}")
+        options.append(opt)
+    return functools.reduce(lambda f, opt: opt(f), reversed(options), fn)
+
+
+def engine_knobs(params: dict[str, Any]) -> dict[str, Any]:
+    from .engines import ENGINE_KNOBS
+
+    knobs = {name: params.get(name) for name in ENGINE_KNOBS if params.get(name) is not None}
+    if params.get("spec_tokens"):
+        knobs["num_speculative_tokens"] = params["spec_tokens"]
+    return knobs
+
+
+def build_options(params: dict[str, Any]) -> "Options":
     """``Options`` from the parsed CLI parameters."""
     from .report import Options
 
@@ -168,11 +211,13 @@ def main() -> None:
 @main.command("report")
 @click.argument("models", nargs=-1, required=True)
 @accounting_options
+@planning_options
 @hub_options
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "markdown"]), default="table", show_default=True)
 def report_command(models: tuple[str, ...], fmt: str, **params: Any) -> None:
     """Report on each MODEL: layers by kind, α, γ, S*, and per context bytes, reads and B_max."""
     from . import render
+    from .enrich import enrich
     from .report import inspect_config
     from .source import load_config, looks_like_repo_id
 
@@ -183,6 +228,12 @@ def report_command(models: tuple[str, ...], fmt: str, **params: Any) -> None:
         try:
             loaded = load_config(model, hub=hub, revision=params.get("revision"))
             report = inspect_config(loaded.data, model=loaded.name, options=options, commit=loaded.commit, source=loaded.source)
+            enrich(
+                report, hub=None if params.get("no_weights") or loaded.source != "hub" else hub,
+                repo_id=loaded.name, revision=loaded.revision, gpu=params.get("gpu"),
+                gpu_memory_utilization=params.get("gpu_memory_utilization"), engine=params["engine"],
+                max_model_len=params.get("max_model_len"), engine_knobs=engine_knobs(params),
+            )
         except HfkvError as err:
             click.echo(f"hfkv: error: {err}", err=True)
             errors.append({"model": model, "error": f"{err.kind}: {err.message}"})

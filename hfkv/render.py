@@ -51,6 +51,42 @@ def summary_lines(report: Report) -> list[str]:
     return lines
 
 
+def extra_lines(report: Report) -> list[str]:
+    """Weights, serving plan and engine figures, when the report carries them."""
+    lines: list[str] = []
+    weights = report.extra.get("weights")
+    if weights:
+        per = ", ".join(f"{dtype} {n:,}" for dtype, n in sorted(weights.get("parameters", {}).items()))
+        lines.append(f"weights: {weights.get('total_parameters', 0):,} parameters ({per}), "
+                     f"{format_bytes(weights.get('weights_bytes'))}")
+    serving = report.extra.get("serving")
+    if serving:
+        where = f"{serving['gpu']} × {serving['gpu_count']}" if serving.get("gpu") else "explicit budget"
+        budget = serving.get("kv_budget_bytes")
+        lines.append(f"serving on {where}, TP {serving['tensor_parallel_size']}: KV budget per GPU "
+                     f"{format_bytes(budget) if budget is not None else 'unknown'}")
+        for ctx in serving.get("contexts", []):
+            if ctx.get("max_concurrency") is not None:
+                step = ctx.get("decode_step_seconds", {})
+                fastest = step.get("1")
+                lines.append(f"  {format_tokens(ctx['tokens'])}: B_max {ctx['max_concurrency']:,} per replica"
+                             + (f", decode step ≥ {fastest * 1000:.2f} ms at batch 1" if fastest else ""))
+        fits = (serving.get("max_length") or {}).get("fits")
+        if fits is not None:
+            lines.append(f"  one request at {format_tokens(serving['max_length']['tokens'])}: {'fits' if fits else 'does NOT fit'}")
+    engine = report.extra.get("engine")
+    if engine:
+        head = f"{engine['name']} {engine['version']}: {_num(engine['bytes_per_token'])} B per token per GPU"
+        for key in ("max_total_num_tokens", "max_mamba_cache_size", "block_size", "num_blocks", "kv_cache_tokens"):
+            if engine.get(key) is not None:
+                head += f", {key} {_num(engine[key])}"
+        if engine.get("max_concurrency") is not None:
+            head += f", max concurrency {engine['max_concurrency']}"
+        lines.append(head)
+        lines += [f"  assumes: {a}" for a in engine.get("assumptions", [])]
+    return lines
+
+
 def render_table(report: Report, console: Any = None) -> None:
     """Print a report for a person: layer groups, α/γ/S*, then one row per context."""
     from rich.console import Console
@@ -77,7 +113,7 @@ def render_table(report: Report, console: Any = None) -> None:
         )
     console.print(groups)
     for line in summary_lines(report):
-        console.print(line, markup=False)
+        console.print(line, markup=False, soft_wrap=True)
     contexts = Table(title="per request", title_justify="left")
     contexts.add_column("context", justify="right")
     contexts.add_column("KV + state", justify="right")
@@ -94,12 +130,14 @@ def render_table(report: Report, console: Any = None) -> None:
             row.append("-" if c.max_concurrency is None else f"{c.max_concurrency:,}")
         contexts.add_row(*row)
     console.print(contexts)
+    for line in extra_lines(report):
+        console.print(line, markup=False, soft_wrap=True)
     for note in report.notes:
-        console.print(f"note: {note}", markup=False)
+        console.print(f"note: {note}", markup=False, soft_wrap=True)
     if report.transformers_defaults:
         console.print("note: transformers defaults used for " + ", ".join(report.transformers_defaults), markup=False)
     for warning in report.warnings:
-        console.print(f"warning: {warning}", markup=False, style="yellow")
+        console.print(f"warning: {warning}", markup=False, style="yellow", soft_wrap=True)
 
 
 def md_escape(text: Any) -> str:
@@ -140,6 +178,9 @@ def render_markdown(report: Report, *, budgets: dict[str, int] | None = None) ->
         if report.budget_bytes:
             row += f" {'-' if c.max_concurrency is None else f'{c.max_concurrency:,}'} |"
         lines.append(row)
+    extras = extra_lines(report)
+    if extras:
+        lines += [""] + [f"- {md_escape(line.strip())}" for line in extras]
     if report.notes or report.warnings or report.transformers_defaults:
         lines.append("")
         lines += [f"- note: {md_escape(n)}" for n in report.notes]

@@ -1,0 +1,55 @@
+"""Sections a report gains from outside the config: weights, a serving plan, an engine mode.
+
+``enrich`` is what the CLI calls after ``inspect_config``; Python users can call it on any report.
+Each step is optional and adds one key to ``report.extra`` (merged into the JSON):
+``weights``/``weights_bytes`` (Hub safetensors metadata), ``serving`` (``hfkv.serving.plan_serving``)
+and ``engine`` (``hfkv.engines.simulate``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .report import Report
+
+
+def enrich(
+    report: Report,
+    *,
+    hub: Any = None,
+    repo_id: str | None = None,
+    revision: str | None = None,
+    gpu: str | None = None,
+    gpu_memory_utilization: float | None = None,
+    engine: str = "theory",
+    max_model_len: int | None = None,
+    engine_knobs: dict[str, Any] | None = None,
+) -> Report:
+    """Add weights (when ``hub`` and ``repo_id`` are given), a serving plan (with ``gpu`` or an engine
+    mode) and the engine's own figures (``engine`` = ``sglang`` or ``vllm``). Returns ``report``.
+    """
+    weights_bytes = None
+    if hub is not None and repo_id is not None:
+        from .hub import attach_weights
+
+        attach_weights(report, hub.weights(repo_id, revision))
+        weights_bytes = report.extra.get("weights_bytes")
+        if weights_bytes is None:
+            report.warnings.append("parameter counts unavailable from the Hub: weights are not subtracted from budgets")
+    if gpu is not None or engine != "theory":
+        from .serving import plan_serving
+
+        if gpu is not None or report.budget_bytes is not None:
+            report.extra["serving"] = plan_serving(
+                report, gpu=gpu, gpu_memory_utilization=gpu_memory_utilization, weights_bytes=weights_bytes,
+                batch=report.batch,
+            )
+    if engine != "theory":
+        from .engines import simulate
+
+        budget = (report.extra.get("serving") or {}).get("kv_budget_bytes")
+        budget = budget if budget and budget > 0 else None
+        report.extra["engine"] = simulate(
+            report, engine=engine, budget_bytes=budget, max_model_len=max_model_len, **(engine_knobs or {})
+        )
+    return report
