@@ -109,6 +109,15 @@ def test_v4_transformers_default_pattern():
     assert "layer_types" in rep.transformers_defaults and "head_dim" in rep.transformers_defaults
 
 
+def test_v4_window_size_alias():
+    data = load(V4)
+    del data["sliding_window"]
+    data["window_size"] = 64
+    rep = report(data, kv_cache_dtype="bf16")
+    # γ = 43 × 64 × 1024 = 2818048 + rings 21 × 81920 + 20 × 524288 = 12206080 → 15024128; α unchanged
+    assert (rep.alpha_bytes_per_token, rep.gamma_bytes_per_request) == (6229, 15024128)
+
+
 def test_v4_unknown_ratio_is_one_clear_error():
     data = load(V4)
     data["compress_ratios"][2] = 3
