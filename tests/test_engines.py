@@ -6,6 +6,7 @@ Every expected figure is derived by hand from the model's dimensions, with the a
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 from pathlib import Path
 
 import pytest
@@ -20,9 +21,14 @@ GiB = 1 << 30
 
 
 def report(name: str, **options):
-    """The report of fixtures/<name>/config.json with the given accounting options."""
+    """The report of fixtures/<name>/config.json with the given accounting options (cached: read-only)."""
+    return _report(name, tuple(sorted(options.items())))
+
+
+@lru_cache(maxsize=None)
+def _report(name: str, options: tuple):
     data = json.loads((FIXTURES / name / "config.json").read_text())
-    return inspect_config(data, model=name, options=Options(**options))
+    return inspect_config(data, model=name, options=Options(**dict(options)))
 
 
 def ceil_div(a: int, b: int) -> int:
@@ -32,7 +38,7 @@ def ceil_div(a: int, b: int) -> int:
 V32 = "deepseek-ai__DeepSeek-V3.2"
 V3 = "deepseek-ai__DeepSeek-V3"
 GPT_OSS = "openai__gpt-oss-120b"
-GEMMA3 = "google__gemma-3-4b-it"
+GEMMA3 = "google__gemma-3-27b-it-from-engine-log"
 QWEN3_NEXT = "Qwen__Qwen3-Next-80B-A3B-Thinking"
 NEMOTRON = "nvidia__NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"
 
@@ -107,8 +113,8 @@ def test_sglang_gpt_oss_hybrid_swa_cell():
 
 def test_sglang_gemma3_gets_full_allocation():
     out = simulate(report(GEMMA3), engine="sglang", budget_bytes=None, max_model_len=None)
-    # all 34 layers full: 4 KV heads × (256 + 256) × 2 B = 4096 per layer; 34 × 4096 = 139264
-    assert out["bytes_per_token"] == 34 * 4096 == 139264
+    # all 62 layers full (52 sliding ones too): 16 KV heads × (128 + 128) × 2 B = 8192; 62 × 8192
+    assert out["bytes_per_token"] == 62 * 8192 == 507904
     assert "swa_full_tokens_ratio" not in out
     assert any("full KV" in a for a in out["assumptions"])
 
@@ -217,13 +223,15 @@ def test_vllm_disabled_hybrid_manager_allocates_full():
 
 
 def test_vllm_gemma3_groups_with_padding():
-    out = simulate(report(GEMMA3), engine="vllm", budget_bytes=None, max_model_len=4096)
-    # 29 sliding + 5 full: group size 5 → ceil(29/5) = 6 sliding groups (30 slots, 1 padding) + 1 full
+    out = simulate(report(GEMMA3), engine="vllm", budget_bytes=None, max_model_len=32768)
+    # 52 sliding + 10 full: group size 10 → ceil(52/10) = 6 sliding groups (60 slots, 8 padding) + 1 full
     groups = out["kv_cache_groups"]
     assert len(groups) == 7
-    assert sum(g["padding"] for g in groups) == 1
-    assert out["bytes_per_block"] == 5 * 16 * 4096  # 4 KV heads × 512 × 2 B = 4096 per token
-    assert out["bytes_per_token"] == 7 * 5 * 4096
+    assert sum(g["padding"] for g in groups) == 8
+    assert out["bytes_per_block"] == 10 * 16 * 8192
+    assert out["bytes_per_token"] == 7 * 10 * 8192
+    # full: 32768 / 16 = 2048; sliding: ceil((1024 − 1 + 2 × 8192) / 16) + 1 = 1088 + 1 = 1089, six groups
+    assert out["blocks_per_request"] == 2048 + 6 * 1089
 
 
 def test_vllm_qwen3_next_block_size_holds_a_gdn_state():

@@ -88,7 +88,7 @@ def mla_bytes(part: MLALatent, kv: str, dsa: bool) -> Fraction:
     return d * dtypes.BYTES[kv]
 
 
-def part_token_bytes(part: Any, kv: str, tp: int, dsa: bool, index_kpool: int) -> Fraction:
+def part_token_bytes(part: Any, kv: str, tp: int, dsa: bool) -> Fraction:
     """Bytes per token of one attention part. SGLang sizes shared (σ = 0) layers like owners."""
     if isinstance(part, (FullAttention, SlidingWindow, ChunkedLocal)):
         if kv == "fp4":
@@ -96,8 +96,8 @@ def part_token_bytes(part: Any, kv: str, tp: int, dsa: bool, index_kpool: int) -
         return part.entry_bytes(dtypes.Precision(kv=kv), tp)
     if isinstance(part, MLALatent):
         return mla_bytes(part, kv, dsa)
-    if isinstance(part, IndexerKeys) and part.ratio == 1:
-        return Fraction(ceil_div(int(block_scaled_bytes(part.head_dim, "fp8")), index_kpool))
+    if isinstance(part, IndexerKeys):  # _compute_dsa_indexer_cell_size: ceil(132 / index_kpool)
+        return Fraction(ceil_div(int(block_scaled_bytes(part.head_dim, "fp8")), part.ratio))
     return Fraction(0)
 
 
@@ -198,11 +198,12 @@ def simulate(report: Any, *, budget_bytes: int | None, max_model_len: int | None
     context = context_length(report, max_model_len, assumptions)
     radix = knobs["enable_prefix_caching"] is not False
     dsa = any(isinstance(part, IndexerKeys) for layer in layers for part in layer.parts)
-    index_kpool = int((report.config or {}).get("index_kpool") or 1)
+    # GLM's index_kpool arrives as the indexer part's ratio; the page holds 64 pooled groups.
+    index_kpool = max((p.ratio for layer in layers for p in layer.parts if isinstance(p, IndexerKeys)), default=1)
     full = swa = Fraction(0)
     for layer in layers:
         for part in layer.parts:
-            cost = part_token_bytes(part, kv, tp, dsa, index_kpool)
+            cost = part_token_bytes(part, kv, tp, dsa)
             if is_local(part):
                 swa += cost
             else:

@@ -48,6 +48,10 @@ SSM_FROM_CONFIG_MODEL_TYPE_PREFIXES = ("qwen3_5",)  # Qwen3_5ForConditionalGener
 FP32_STATE_VARIANTS = frozenset({"kda"})  # KDA recurrent state
 
 
+class PagesDiffer(Exception):
+    """The attention page sizes are not multiples of each other (e.g. MLA next to regular SWA)."""
+
+
 @dataclass(frozen=True)
 class Spec:
     """One KV-cache spec: an attention part (bytes per token) or a Mamba-like state (bytes per request)."""
@@ -141,10 +145,9 @@ def part_spec(part: Any, report: Any, knobs: dict, dsa: bool) -> Spec | None:
     if isinstance(part, MLALatent):
         kind = "sliding" if part.window else "full"
         return Spec(kind, token_bytes=mla_bytes(part, kv, dsa), window=part.window, mla=True)
-    if isinstance(part, IndexerKeys) and part.ratio == 1:
-        return Spec("full", token_bytes=Fraction(block_scaled_bytes(part.head_dim, "fp8")), mla=True)
-    if isinstance(part, (CompressedKV, IndexerKeys)):
-        raise UnsupportedModelError("vLLM's packed DeepSeek V4 cache layout is not modelled (use --engine sglang)")
+    if isinstance(part, IndexerKeys):  # ratio > 1: GLM's index_kpool pools the keys
+        return Spec("full", token_bytes=Fraction(ceil_div(int(block_scaled_bytes(part.head_dim, "fp8")), part.ratio)),
+                    mla=True)
     if part.recurrent:
         spec_rows = int(knobs["num_speculative_tokens"])
         shaped = part.model_copy(update={"conv_kernel": part.conv_kernel + spec_rows}) if spec_rows else part
@@ -154,7 +157,9 @@ def part_spec(part: Any, report: Any, knobs: dict, dsa: bool) -> Spec | None:
 
 def collect_specs(report: Any, knobs: dict, assumptions: list[str]) -> list[Spec]:
     layers: list[LayerSpec] = list(report.layer_specs)
-    dsa = any(isinstance(p, IndexerKeys) and p.ratio == 1 for layer in layers for p in layer.parts)
+    if any(isinstance(p, CompressedKV) for layer in layers for p in layer.parts):
+        raise UnsupportedModelError("vLLM's packed DeepSeek V4 cache layout is not modelled (use --engine sglang)")
+    dsa = any(isinstance(p, IndexerKeys) for layer in layers for p in layer.parts)
     specs, shared = [], 0
     for layer in layers:
         for part in layer.parts:
@@ -167,7 +172,7 @@ def collect_specs(report: Any, knobs: dict, assumptions: list[str]) -> list[Spec
         assumptions.append(f"{shared} part(s) read another layer's KV: no spec, no memory")
     if dsa:
         assumptions.append(f"DSA: FlashMLA-sparse latent ({'fp8_ds_mla 656 B' if report.precision.kv == 'fp8' else report.precision.kv}) "
-                           "plus a 132 B indexer spec on layers that compute top-k")
+                           "plus a 132 B indexer spec on layers that compute top-k (÷ index_kpool when pooled)")
     if any(s.kind == "mamba" for s in specs):
         assumptions.append("Mamba/linear state in the model dtype (vLLM 'auto'; Nemotron-H and KDA SSM fp32)")
     return promote_local(specs, knobs, assumptions)
@@ -244,7 +249,7 @@ def make_groups(specs: list[Spec], block: int, assumptions: list[str]) -> list[G
             continue
         page = block * spec.token_bytes
         if top % page:
-            raise UnsupportedModelError("vLLM cannot unify these page sizes (full-allocation fallback not modelled)")
+            raise PagesDiffer()
         blocks[key] = block * int(top // page)
     if any(s.kind == "mamba" and s.state_bytes < top for s in specs):
         waste = max((top - s.state_bytes) / s.state_bytes for s in specs if s.kind == "mamba")
@@ -262,6 +267,21 @@ def make_groups(specs: list[Spec], block: int, assumptions: list[str]) -> list[G
     if padding:
         assumptions.append(f"{len(groups)} KV cache groups of {size} layer slots: {padding} padding layer(s)")
     return groups
+
+
+def full_allocation_fallback(specs: list[Spec], block: int, assumptions: list[str]) -> list[Group]:
+    """_try_get_full_allocation_fallback_groups: promote sliding/chunked specs to full and regroup."""
+    if not any(s.kind in ("sliding", "chunked") for s in specs):
+        raise UnsupportedModelError(
+            "vLLM page sizes of these layers are not multiples of each other (e.g. a DSA indexer next to "
+            "Mamba state): not modelled"
+        )
+    assumptions.append("page sizes cannot be unified: sliding layers promoted to full allocation")
+    promoted = [replace(s, kind="full", window=None) if s.kind in ("sliding", "chunked") else s for s in specs]
+    try:
+        return make_groups(promoted, block, assumptions)
+    except PagesDiffer:
+        raise UnsupportedModelError("vLLM cannot unify these page sizes") from None
 
 
 # -- the logged numbers -------------------------------------------------------------------------
@@ -318,7 +338,10 @@ def simulate(report: Any, *, budget_bytes: int | None, max_model_len: int | None
     if not specs:
         raise UnsupportedModelError("no layer keeps a KV cache or state that vLLM would allocate")
     block = choose_block_size(specs, knobs, assumptions)
-    groups = make_groups(specs, block, assumptions)
+    try:
+        groups = make_groups(specs, block, assumptions)
+    except PagesDiffer:
+        groups = full_allocation_fallback(specs, block, assumptions)
     bytes_per_block = max(g.block_bytes for g in groups)
     growing = [g for g in groups if g.spec.kind != "mamba"]
     per_token = sum((bytes_per_block / g.block_size for g in growing), Fraction(0))
