@@ -23,7 +23,7 @@ from typing import Any
 import click
 
 from .cli import accounting_options, fail, hub_options
-from .compare import Collected, RequestCost, collect_reports
+from .compare import Collected, RequestCost, collect_reports, compare_pair
 from .report import Report
 from .units import format_bytes, format_tokens
 
@@ -230,8 +230,22 @@ def draw_lines(ax: Any, reports: list[Report], labels: list[str], all_curves: li
         ys_all += [y for y in ys if y > 0]
     if ys_all:
         style_bytes_axis(ax, min(ys_all), max(ys_all), "memory per request (KV cache + state)")
+    if len(reports) == 2:
+        mark_lead_changes(ax, reports, all_curves)
     ax.legend(loc="upper left", fontsize=8, frameon=False)
     ax.set_title("Memory per request (a dot marks the model's maximum context)", fontsize=10)
+
+
+def mark_lead_changes(ax: Any, reports: list[Report], all_curves: list[Curves]) -> None:
+    """Two models: circle each context where the other model starts to need less memory."""
+    lo, hi = min(c.xs[0] for c in all_curves), max(c.xs[-1] for c in all_curves)
+    verdict = compare_pair(reports, 0, 1, None)
+    for S, _, _ in verdict.changes:
+        if lo <= S <= hi:
+            y = float(RequestCost(reports[0])(S))
+            ax.plot([S], [y], "o", markersize=9, markerfacecolor="none", markeredgecolor="0.2")
+            ax.annotate(f"equal near {S:,} tokens", (S, y), xytext=(8, -12), textcoords="offset points",
+                        fontsize=8, color="0.2")
 
 
 def draw_concurrency(ax: Any, labels: list[str], all_curves: list[Curves], budget: int, given: bool) -> None:

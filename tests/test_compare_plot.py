@@ -247,4 +247,14 @@ def test_plot_svg_of_one_model_and_a_failure(matplotlib_installed, tmp_path):
     root = ET.parse(target).getroot()
     assert root.tag == "{http://www.w3.org/2000/svg}svg"
     text = target.read_text()
-    assert "recurrent state" in text or "recurrent" in text  # the stacked band's legend
+    assert "recurrent state" in text  # the stacked band's legend
+
+
+def test_plot_of_two_models_marks_where_the_lead_changes(matplotlib_installed, tmp_path):
+    # Llama and Qwen3-Next need the same bytes near 725.5 tokens (see the compare test): from 726 on
+    # Qwen3-Next needs less, and the SVG keeps the annotation's text.
+    target = tmp_path / "pair.svg"
+    result = run("plot", QWEN_NEXT, LLAMA, "-o", str(target), "--context", "256,32k")
+    assert result.exit_code == 0, result.stderr
+    assert ET.parse(target).getroot().tag == "{http://www.w3.org/2000/svg}svg"
+    assert "equal near 726 tokens" in target.read_text()
