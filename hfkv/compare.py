@@ -68,16 +68,15 @@ def unique_labels(models: list[str]) -> list[str]:
     return [s if short.count(s) == 1 else m for s, m in zip(short, models)]
 
 
-def _inspect_all(loaded: list[tuple[str, Any]], options: Options, out: Collected) -> list[Report]:
+def _inspect(model: str, cfg: Any, options: Options, out: Collected) -> Report | None:
+    """The report of one loaded config, or None after recording its error."""
     from .report import inspect_config
 
-    reports = []
-    for model, cfg in loaded:
-        try:
-            reports.append(inspect_config(cfg.data, model=cfg.name, options=options, commit=cfg.commit, source=cfg.source))
-        except HfkvError as err:
-            _record_error(out, model, err)
-    return reports
+    try:
+        return inspect_config(cfg.data, model=cfg.name, options=options, commit=cfg.commit, source=cfg.source)
+    except HfkvError as err:
+        _record_error(out, model, err)
+        return None
 
 
 def _record_error(out: Collected, model: str, err: HfkvError) -> None:
@@ -97,23 +96,23 @@ def collect_reports(models: tuple[str, ...] | list[str], params: dict[str, Any])
     options = build_options(params)
     hub = build_hub(params) if any(looks_like_repo_id(m) for m in models) else None
     out = Collected()
-    loaded = []
+    done: list[tuple[str, Any, Report]] = []
     for model in models:
         try:
-            loaded.append((model, load_config(model, hub=hub, revision=params.get("revision"))))
+            cfg = load_config(model, hub=hub, revision=params.get("revision"))
         except HfkvError as err:
             _record_error(out, model, err)
-    reports = _inspect_all(loaded, options, out)
-    if options.contexts is None and reports:
-        union = sorted({c.tokens for r in reports for c in r.contexts})
-        shared = options.model_copy(update={"contexts": tuple(union)})
-        ok = {r.model for r in reports}
-        reports = _inspect_all([(m, cfg) for m, cfg in loaded if cfg.name in ok], shared, Collected())
-    out.reports = reports
-    order = {m: k for k, m in enumerate(models)}
-    out.errors.sort(key=lambda e: order.get(e["model"], len(order)))  # command-line order
-    by_name = {cfg.name: m for m, cfg in loaded}
-    out.labels = unique_labels([by_name.get(r.model, r.model) for r in reports])
+            continue
+        report = _inspect(model, cfg, options, out)
+        if report is not None:
+            done.append((model, cfg, report))
+    if options.contexts is None and done:
+        union = tuple(sorted({c.tokens for _, _, r in done for c in r.contexts}))
+        shared = options.model_copy(update={"contexts": union})
+        # Same configs, other contexts: what read once reads again.
+        done = [(m, cfg, _inspect(m, cfg, shared, out)) for m, cfg, _ in done]
+    out.reports = [r for _, _, r in done if r is not None]
+    out.labels = unique_labels([m for m, _, r in done if r is not None])
     return out
 
 
