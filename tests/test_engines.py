@@ -283,3 +283,34 @@ def test_vllm_shared_layers_get_no_spec():
 def test_vllm_dsv4_is_reported_unsupported():
     with pytest.raises(UnsupportedModelError, match="DeepSeek V4"):
         simulate(report("deepseek-ai__DeepSeek-V4-Flash"), engine="vllm", budget_bytes=GiB, max_model_len=4096)
+
+
+# -- every real config ----------------------------------------------------------------------------
+
+HUB_CONFIGS = Path(__file__).resolve().parents[2] / "shared" / "hub-configs"
+
+
+def test_engine_modes_on_every_hub_config():
+    """Both engines give a result or one clear UnsupportedModelError, and never exceed the budget."""
+    if not HUB_CONFIGS.is_dir():
+        pytest.skip(f"{HUB_CONFIGS} is absent")
+    from hfkv.errors import HfkvError
+
+    budget, checked = 20 * GiB, 0
+    for path in sorted(HUB_CONFIGS.glob("*.json")):
+        try:
+            r = inspect_config(json.loads(path.read_text()), model=path.stem)
+        except HfkvError:
+            continue  # models hfkv itself does not account for
+        for engine in ("sglang", "vllm"):
+            try:
+                out = simulate(r, engine=engine, budget_bytes=budget, max_model_len=8192)
+            except UnsupportedModelError:
+                continue
+            checked += 1
+            assert out["bytes_per_token"] >= 0, path.stem
+            if engine == "vllm":
+                assert out["num_blocks"] * out["bytes_per_block"] <= budget, path.stem
+            elif out["max_total_num_tokens"]:
+                assert out["max_total_num_tokens"] * out["bytes_per_token"] <= budget, path.stem
+    assert checked

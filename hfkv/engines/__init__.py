@@ -38,6 +38,22 @@ name):
 - ``num_speculative_tokens`` (0): vLLM speculative tokens: extra Mamba blocks and conv rows.
 - ``mamba_ssm_dtype`` (None): recurrent-state dtype; default SGLang fp32 (or the config's
   ``mamba_ssm_dtype``), vLLM the model dtype (Nemotron-H and KDA fp32, Qwen3.5 the config's).
+
+Result keys (besides ``name``, ``version``, ``assumptions``):
+
+- SGLang: ``bytes_per_token`` = the cell (hybrid SWA: full + ratio·sliding; DeepSeek V4: bytes per
+  full-pool token), ``page_size``, ``context_length``; hybrid SWA adds ``full_bytes_per_token``,
+  ``swa_bytes_per_token``, ``swa_full_tokens_ratio``; Mamba-like models ``mamba_bytes_per_request``.
+  With a budget: ``max_total_num_tokens`` (= ``kv_cache_tokens``), ``swa_tokens``,
+  ``max_mamba_cache_size`` (None without state layers), ``max_running_requests`` and
+  ``max_concurrency`` = tokens / context, capped by the running requests (SGLang logs no such line).
+- vLLM: ``bytes_per_token`` = pool bytes per token slot over the groups that grow with the context
+  (padding slots included: gpt-oss-120b 2 × 18 × 2048), ``full_attention_bytes_per_token`` (the
+  growth past every window), ``block_size``, ``bytes_per_block``, ``kv_cache_groups`` (kind, window,
+  layers, padding, block_size, block_bytes), ``max_model_len``, ``blocks_per_request`` and
+  ``request_bytes`` (the "KV cache is needed" figure). With a budget: ``num_blocks``,
+  ``max_concurrency`` (two decimals, as logged), ``kv_cache_tokens`` ("GPU KV cache size") and
+  ``max_model_len_fit`` (the "estimated maximum model length"; None when nothing grows).
 """
 
 from __future__ import annotations
@@ -52,11 +68,11 @@ ENGINES = ("sglang", "vllm")
 ENGINE_KNOBS: dict[str, tuple[Any, str]] = {
     "page_size": (None, "SGLang page size in tokens (default 1; 64·index_kpool for DSA; 256 for DeepSeek V4)"),
     "block_size": (None, "vLLM block size in tokens (default 16; 64 for MLA; raised for Mamba hybrids)"),
-    "swa_full_tokens_ratio": (None, "SGLang hybrid-SWA pool size relative to the full pool (default 0.8; 0.1 DeepSeek V4)"),
+    "swa_full_tokens_ratio": (None, "SGLang hybrid-SWA pool size relative to the full pool (default 0.8; 0.1 DSV4)"),
     "max_running_requests": (None, "SGLang running-request cap (default: estimated from the pool)"),
     "mamba_full_memory_ratio": (0.9, "SGLang: the Mamba state pool takes r/(1+r) of the budget first"),
     "enable_prefix_caching": (None, "radix/prefix cache (default on; vLLM off for attention-free models)"),
-    "max_num_batched_tokens": (None, "vLLM tokens per scheduler step (default 8192: API server, >=70 GiB non-A100 GPU)"),
+    "max_num_batched_tokens": (None, "vLLM tokens per scheduler step (default 8192: API server, >=70 GiB non-A100)"),
     "async_scheduling": (True, "vLLM async scheduling: two batches in flight"),
     "disable_hybrid_kv_cache_manager": (False, "vLLM: allocate full KV for sliding and chunked layers"),
     "chunked_local_hybrid": (False, "vLLM: let chunked-local layers (Llama 4) use the hybrid manager"),

@@ -193,8 +193,8 @@ def simulate(report: Any, *, budget_bytes: int | None, max_model_len: int | None
     layers = list(report.layer_specs)
     if any(isinstance(part, CompressedKV) for layer in layers for part in layer.parts):
         return simulate_dsv4(report, budget_bytes=budget_bytes, max_model_len=max_model_len, knobs=knobs)
-    assumptions: list[str] = []
     tp, kv = report.tensor_parallel_size, report.precision.kv
+    assumptions = [f"KV dtype {kv} (the report's; SGLang 'auto' = model dtype or the checkpoint's declared fp8)"]
     context = context_length(report, max_model_len, assumptions)
     radix = knobs["enable_prefix_caching"] is not False
     dsa = any(isinstance(part, IndexerKeys) for layer in layers for part in layer.parts)
@@ -226,7 +226,8 @@ def simulate(report: Any, *, budget_bytes: int | None, max_model_len: int | None
         assumptions.append("MLA fp8: raw 576 B latent (no scales)")
     page = knobs["page_size"] or (DSA_PAGE_TOKENS * index_kpool if dsa else 1)
     if not knobs["page_size"]:
-        assumptions.append(f"page size {page} (SGLang default{' for DSA' if dsa else ''})")
+        backend = "FlashMLA-sparse style DSA backend" if dsa else "CUDA attention backend"
+        assumptions.append(f"page size {page} (SGLang default, {backend})")
     assumptions.append("no speculative draft (EAGLE/MTP would add draft_layers/target_layers to the cell)")
 
     sp = state_precision(report, knobs, assumptions) if any(layer.recurrent_state_bytes(report.precision, tp)

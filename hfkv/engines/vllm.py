@@ -171,8 +171,9 @@ def collect_specs(report: Any, knobs: dict, assumptions: list[str]) -> list[Spec
     if shared:
         assumptions.append(f"{shared} part(s) read another layer's KV: no spec, no memory")
     if dsa:
-        assumptions.append(f"DSA: FlashMLA-sparse latent ({'fp8_ds_mla 656 B' if report.precision.kv == 'fp8' else report.precision.kv}) "
-                           "plus a 132 B indexer spec on layers that compute top-k (÷ index_kpool when pooled)")
+        latent = "fp8_ds_mla 656 B" if report.precision.kv == "fp8" else report.precision.kv
+        assumptions.append(f"DSA: FlashMLA-sparse latent ({latent}) plus a 132 B indexer spec on layers "
+                           "that compute top-k (÷ index_kpool when pooled)")
     if any(s.kind == "mamba" for s in specs):
         assumptions.append("Mamba/linear state in the model dtype (vLLM 'auto'; Nemotron-H and KDA SSM fp32)")
     return promote_local(specs, knobs, assumptions)
@@ -207,7 +208,8 @@ def choose_block_size(specs: list[Spec], knobs: dict, assumptions: list[str]) ->
     base = int(given) if given else (MLA_BLOCK_SIZE if mla else DEFAULT_BLOCK_SIZE)
     if not (attention and mamba):
         if not given and attention:
-            assumptions.append(f"block size {base} (vLLM default{' for MLA backends' if mla else ''})")
+            backend = "FlashMLA backend" if mla else "FlashAttention backend"
+            assumptions.append(f"block size {base} (vLLM default, {backend})")
         return base
     align = int(given) if given else (MLA_HYBRID_ALIGN if mla else DEFAULT_BLOCK_SIZE)
     per_token = max(s.token_bytes for s in attention)
@@ -332,7 +334,8 @@ def fit_length(groups: list[Group], num_blocks: int, in_flight: int, state_block
 
 def simulate(report: Any, *, budget_bytes: int | None, max_model_len: int | None, knobs: dict) -> dict:
     """vLLM's groups, block size and, with a budget, its blocks and logged numbers."""
-    assumptions: list[str] = []
+    kv = report.precision.kv
+    assumptions = [f"KV dtype {kv} (the report's; vLLM 'auto' = model dtype or the checkpoint's declared fp8)"]
     length = context_length(report, max_model_len, assumptions)
     specs = collect_specs(report, knobs, assumptions)
     if not specs:
