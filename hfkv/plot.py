@@ -291,10 +291,13 @@ def build_figure(out: Collected, lo: int, hi: int, budget: int | None) -> Any:
 
 
 def context_range(out: Collected, params: dict[str, Any]) -> tuple[int, int]:
-    """x-axis range: 1K (or the shortest --context) to the longest context of the report set."""
+    """x-axis range: 1K (or the shortest --context) to the longest context of the report set.
+
+    A single short context (``--context 512``) still gets a range: from an eighth of it.
+    """
     hi = max(out.contexts)
     lo = min(SHORTEST, min(params["contexts"])) if params.get("contexts") else SHORTEST
-    return min(lo, hi), hi
+    return (lo, hi) if lo < hi else (max(1, hi // 8), max(hi, 2))
 
 
 @click.command("plot")
