@@ -349,8 +349,8 @@ class Output:
             self.bar.update(1)
 
     def _emit(self, line: str) -> None:
-        if self.bar is not None and self.stream is sys.stdout:
-            self.bar.write(line, file=sys.stdout)  # clears and redraws the bar around the line
+        if self.bar is not None and self.stream is sys.stdout and sys.stdout.isatty():
+            self.bar.write(line, file=sys.stdout)  # same terminal: clear the bar, print, redraw it
         else:
             self.stream.write(line + "\n")
         self.stream.flush()
@@ -397,6 +397,15 @@ def run(entries: list[str], job: Job, out: Output, jobs: int) -> list[Row]:
 
 
 # -- the command ----------------------------------------------------------------------------------
+
+
+def open_output(path: str, append: bool) -> IO[str]:
+    """The --output file (``Output`` flushes it after every row); bad usage when it cannot be opened."""
+    try:
+        return open(path, "a" if append else "w", encoding="utf-8")
+    except OSError as err:
+        raise click.BadParameter(f"cannot write {path}: {err.strerror or type(err).__name__}",
+                                 param_hint="'--output'") from None
 
 
 def choose_format(fmt: str | None, output: str | None) -> str:
@@ -447,7 +456,7 @@ def scan_command(list_file: IO[str], jobs: int, fmt: str | None, output: str | N
 
     hub = build_hub(params) if any(looks_like_repo_id(e) for e in todo) else None
     job = Job(options=options, hub=hub, revision=params.get("revision"), weights=weights)
-    stream = open(output, "a" if resume else "w", encoding="utf-8") if output else sys.stdout
+    stream = open_output(output, resume) if output else sys.stdout
     bar = _progress(len(todo))
     out = Output(writer=writer, stream=stream, bar=bar)
     try:

@@ -5,8 +5,12 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import re
+import select
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -317,6 +321,7 @@ def test_resume_markdown_appends_rows_under_the_header(fake_hub, tmp_path):
     ["{list}", "--format", "table", "--output", "{tmp}/x.txt"],
     ["{list}", "--jobs", "0"],
     ["{list}", "--format", "yaml"],
+    ["{list}", "--output", "{tmp}/no/such/folder/rows.jsonl"],
 ])
 def test_bad_usage_exits_2(fake_hub, tmp_path, args):
     listing = write_list(tmp_path, QWEN3)
@@ -331,3 +336,39 @@ def test_resume_into_a_file_with_other_columns_exits_2(fake_hub, tmp_path):
     result = scan(write_list(tmp_path, QWEN3), "--endpoint", fake_hub.url, "-o", str(out), "--resume")
     assert result.exit_code == 2
     assert out.read_text() == "model,alpha\nx,1\n"
+
+
+# -- progress bar -------------------------------------------------------------------------------------
+
+
+def test_progress_bar_only_when_stderr_is_a_terminal(tmp_path):
+    """stderr on a pseudo-terminal gets a bar; stdout (a pipe) gets the rows and nothing else."""
+    pty = pytest.importorskip("pty")
+    import fcntl
+    import struct
+    import termios
+
+    folder = ROOT / "fixtures" / "Qwen__Qwen3-8B"
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))  # a 0-column pty shows no bar
+    proc = subprocess.Popen([sys.executable, "-m", "hfkv", "scan", write_list(tmp_path, str(folder))],
+                            stdout=subprocess.PIPE, stderr=slave)
+    os.close(slave)
+    err = b""
+    while True:
+        ready, _, _ = select.select([master], [], [], 0.2)
+        if ready:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # the child closed its end
+                break
+            if not chunk:
+                break
+            err += chunk
+        elif proc.poll() is not None:
+            break
+    os.close(master)
+    out = proc.stdout.read().decode()
+    assert proc.wait(timeout=60) == 0
+    assert "1/1" in err.decode(errors="replace")  # tqdm's counter reached the end
+    assert jsonl(out)[str(folder)]["alpha_bytes_per_token"] == QWEN3_ALPHA
