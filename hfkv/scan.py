@@ -192,11 +192,9 @@ def _human_cell(name: str, value: Any) -> str:
     return str(value)
 
 
-def _plain(value: Any) -> str:
-    """A number for csv and tables: integers exact, fractions to 4 places."""
-    if isinstance(value, float) and not value.is_integer():
-        return f"{value:.4f}".rstrip("0")
-    return str(int(value)) if isinstance(value, (int, float)) else str(value)
+def _plain(value: int | float) -> str:
+    """A number for csv: integers as integers, other floats in their shortest exact form (as in JSON)."""
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
 
 
 # -- writers --------------------------------------------------------------------------------------
