@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hfkv.config import ConfigView
+from hfkv.config import MAX_LAYERS, MAX_SIZE, ConfigView
 from hfkv.errors import ConfigError
 from hfkv.specs import FullAttention, LayerSpec, Layout, SlidingWindow
 
@@ -74,8 +74,11 @@ def _msa_sparse_layers(cfg: ConfigView, n: int) -> list[bool]:
     types = cfg.str_list("layer_types", length=n)
     if types is not None:
         return [t == "minimax_m3_sparse" for t in types]
-    if cfg.value(_MSA) is None:
+    msa = cfg.value(_MSA)
+    if msa is None:
         return [False] * n
+    if not isinstance(msa, dict):
+        raise ConfigError(cfg.path(_MSA), f"expected an object, got {type(msa).__name__}")
     if not cfg.boolean(f"{_MSA}.use_sparse_attention", default=True):
         return [False] * n
     if cfg.value(f"{_MSA}.sparse_attention_freq") is None:
@@ -157,8 +160,9 @@ def _longcat_decoder_layers(cfg: ConfigView, warnings: list[str]) -> int:
     remote config sets ``num_hidden_layers = num_layers``; either agrees with ``num_layers``. Without
     ``num_layers``, ``num_hidden_layers`` is read the Hub's way (as SGLang does), with a warning.
     """
-    decoder = cfg.optional_int("num_layers", minimum=1)
-    hidden = cfg.optional_int("num_hidden_layers", minimum=1)
+    # two sub-layers each: half the layer bound
+    decoder = cfg.optional_int("num_layers", minimum=1, maximum=MAX_LAYERS // 2)
+    hidden = cfg.optional_int("num_hidden_layers", minimum=1, maximum=MAX_LAYERS)
     if decoder is not None:
         if hidden is not None and hidden not in (decoder, 2 * decoder):
             raise ConfigError(
@@ -170,8 +174,10 @@ def _longcat_decoder_layers(cfg: ConfigView, warnings: list[str]) -> int:
             "no num_layers: num_hidden_layers read as decoder layers (Hub config convention), "
             "each with two MLA sub-layers"
         )
+        if 2 * hidden > MAX_LAYERS:
+            raise ConfigError(cfg.path("num_hidden_layers"), f"{hidden} decoder layers is beyond any real model")
         return hidden
-    return cfg.integer("num_layers", minimum=1, defaults=True)
+    return cfg.integer("num_layers", minimum=1, maximum=MAX_LAYERS // 2, defaults=True)
 
 
 @register(
@@ -240,6 +246,14 @@ def _windowed(window: int):
     return rewrite
 
 
+def _loop_count(cfg: ConfigView, key: str, default: int, n: int) -> int:
+    """The number of loop passes, bounded so that passes × layers stays a real model's size."""
+    loops = cfg.integer(key, default=default, minimum=1, maximum=MAX_LAYERS)
+    if loops * n > MAX_LAYERS:
+        raise ConfigError(cfg.path(key), f"{loops} passes over {n} layers is beyond any real model")
+    return loops
+
+
 def _loop_note(loops: int, n: int) -> str:
     return f"{loops} loop passes over {n} layers: each pass keeps its own KV ({loops * n} layer caches)"
 
@@ -260,7 +274,7 @@ def iquest_loopcoder(cfg: ConfigView) -> Layout:
     """
     base = pattern_layout(cfg, default_window=None, default_rule=None)
     n = len(base.layers)
-    loops = cfg.integer("loop_num", default=2, minimum=1)
+    loops = _loop_count(cfg, "loop_num", 2, n)
     window = cfg.integer("loop_window_size", default=64, minimum=1)
     layers = _repeat_passes(base.layers, loops, _windowed(window))
     notes = base.notes + [_loop_note(loops, n)]
@@ -288,7 +302,7 @@ def nanbeige(cfg: ConfigView) -> Layout:
     """
     base = pattern_layout(cfg, default_window=None, default_rule=None)
     n = len(base.layers)
-    loops = cfg.integer("num_loops", default=1, minimum=1)
+    loops = _loop_count(cfg, "num_loops", 1, n)
     layers = _repeat_passes(base.layers, loops)
     notes = base.notes + ([_loop_note(loops, n)] if loops > 1 else [])
     return Layout(layers=layers, notes=notes, warnings=base.warnings)
@@ -314,10 +328,20 @@ def _nas_blocks(cfg: ConfigView, n: int) -> list[dict]:
     return attentions
 
 
+def _nas_flag(cfg: ConfigView, attention: dict, i: int, key: str) -> bool:
+    """A true/false switch of one attention block (absent or null: false)."""
+    value = attention.get(key)
+    if value is None or isinstance(value, bool):
+        return bool(value)
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    raise ConfigError(cfg.path(f"block_configs[{i}].attention.{key}"), f"expected true or false, got {value!r}"[:200])
+
+
 def _nas_kv_heads(cfg: ConfigView, attention: dict, i: int, heads: int) -> int:
     key = cfg.path(f"block_configs[{i}].attention.n_heads_in_group")
     group = attention.get("n_heads_in_group")
-    if isinstance(group, bool) or not isinstance(group, int) or group < 1:
+    if isinstance(group, bool) or not isinstance(group, int) or not 1 <= group <= MAX_SIZE:
         raise ConfigError(key, f"expected a positive integer, got {group!r}"[:200])
     if heads % group:
         raise ConfigError(key, f"{group} does not divide {heads} attention heads")
@@ -328,8 +352,10 @@ def _nas_window(cfg: ConfigView, attention: dict, i: int) -> int | None:
     window = attention.get("window_length")
     if window is None:
         return None
-    if isinstance(window, bool) or not isinstance(window, int) or window < 1:
-        raise ConfigError(cfg.path(f"block_configs[{i}].attention.window_length"), f"expected a positive integer, got {window!r}")
+    if isinstance(window, bool) or not isinstance(window, int) or not 1 <= window <= MAX_SIZE:
+        raise ConfigError(
+            cfg.path(f"block_configs[{i}].attention.window_length"), f"expected a positive integer, got {window!r}"[:200]
+        )
     return window
 
 
@@ -352,11 +378,11 @@ def nemotron_nas(cfg: ConfigView) -> Layout:
     layers, kv_counts, notes, warnings = [], set(), [], []
     skipped = {"no-op": 0, "linear": 0}
     for i, attention in enumerate(_nas_blocks(cfg, n)):
-        if attention.get("no_op"):
+        if _nas_flag(cfg, attention, i, "no_op"):
             layers.append(LayerSpec(index=i, kind="no-op", parts=()))
             skipped["no-op"] += 1
             continue
-        if attention.get("replace_with_linear"):
+        if _nas_flag(cfg, attention, i, "replace_with_linear"):
             layers.append(LayerSpec(index=i, kind="linear", parts=()))
             skipped["linear"] += 1
             continue
@@ -391,7 +417,7 @@ def _mllama_image_tokens(cfg: ConfigView) -> int | None:
         size = size[0]
     if isinstance(patch, list) and patch:
         patch = patch[0]
-    if not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in (size, patch, tiles)):
+    if not all(isinstance(v, int) and not isinstance(v, bool) and 0 < v <= MAX_SIZE for v in (size, patch, tiles)):
         return None
     return tiles * ((size // patch) ** 2 + 1)
 

@@ -199,6 +199,14 @@ def test_iquest_more_loops_and_defaults():
     assert any("defaults (2, 64)" in note for note in rep.notes)
 
 
+def test_loop_and_layer_counts_are_bounded():
+    # passes × layers past hfkv's layer bound (100000) is a corrupt config, not a model to enumerate
+    with pytest.raises(ConfigError, match="'loop_num': 2000 passes over 80 layers is beyond any real model"):
+        report(IQUEST | {"loop_num": 2000})
+    with pytest.raises(ConfigError, match="'num_layers'"):
+        report(load(LONGCAT) | {"num_layers": 2**31})
+
+
 def test_nanbeige_loops_multiply_full_layers():
     data = {"model_type": "nanbeige", "torch_dtype": "bfloat16", "num_hidden_layers": 4, "num_attention_heads": 8,
             "num_key_value_heads": 2, "head_dim": 64, "num_loops": 3}
@@ -257,6 +265,8 @@ def test_nemotron_nas_variable_gqa_linear_and_window():
 def test_nemotron_nas_errors():
     with pytest.raises(ConfigError, match=r"block_configs\[0\].attention.n_heads_in_group': 3 does not divide 8"):
         report(_nas([{"n_heads_in_group": 3, "no_op": False}]))
+    with pytest.raises(ConfigError, match=r"block_configs\[0\].attention.no_op': expected true or false, got 'x'"):
+        report(_nas([{"n_heads_in_group": 1, "no_op": "x"}]))
     short = _nas([{"n_heads_in_group": 1, "no_op": False}]) | {"num_hidden_layers": 2}
     with pytest.raises(ConfigError, match="block_configs': has 1 entries but the model has 2 layers"):
         report(short)
