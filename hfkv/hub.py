@@ -46,7 +46,8 @@ DTYPE_BYTES: dict[str, Fraction] = {
     "F16": Fraction(2), "BF16": Fraction(2), "I16": Fraction(2), "U16": Fraction(2),
     "F8_E4M3": Fraction(1), "F8_E5M2": Fraction(1), "F8_E8M0": Fraction(1), "F8_E4M3FNUZ": Fraction(1),
     "F8_E5M2FNUZ": Fraction(1), "I8": Fraction(1), "U8": Fraction(1), "BOOL": Fraction(1),
-    "F6_E2M3": Fraction(3, 4), "F6_E3M2": Fraction(3, 4), "F4": Fraction(1, 2), "U4": Fraction(1, 2),
+    "F6_E2M3": Fraction(3, 4), "F6_E3M2": Fraction(3, 4), "F4": Fraction(1, 2),
+    "U4": Fraction(1, 2), "I4": Fraction(1, 2),  # not safetensors 0.8 names; kept in case the Hub reports them
 }
 # Integer containers that quantisation formats pack several weights into (MXFP4/NVFP4/bnb-4bit blocks in
 # U8, GPTQ/AWQ int4 in I32): their element count is not the weight count, but their bytes are the bytes.
@@ -150,14 +151,14 @@ class HubClient:
             log.debug("weights of %s: model_info failed (%s)", repo_id, type(err).__name__)
             return None
         st = getattr(info, "safetensors", None)
-        if st is not None:
-            return weights_summary(dict(st.parameters or {}), st.total, source="hub-api")
         try:
+            if st is not None:
+                return weights_summary(dict(st.parameters or {}), st.total, source="hub-api")
             meta = _retry_once(lambda: self.api.get_safetensors_metadata(repo_id, revision=revision))
-        except Exception as err:
-            log.debug("weights of %s: no safetensors headers (%s)", repo_id, type(err).__name__)
+            return weights_summary(dict(meta.parameter_count), None, source="safetensors-headers")
+        except Exception as err:  # no safetensors file, gated headers, or counts of an unexpected shape
+            log.debug("weights of %s: no parameter counts (%s)", repo_id, type(err).__name__)
             return None
-        return weights_summary(dict(meta.parameter_count), None, source="safetensors-headers")
 
     # -- errors --------------------------------------------------------------------------------------
 

@@ -233,3 +233,26 @@ def test_api_property_lists_models_newest_first(fake_hub, hub_client):
     assert models[0].sha == fake_hub.commit("acme/new") and models[0].config["model_type"] == "llama"
     assert models[0].safetensors.total == 131076096
     assert fake_hub.calls("acme/*") == [("GET", "/api/models")]
+
+
+def test_listing_follows_pages(fake_hub, hub_client):
+    for day in (1, 2, 3):
+        fake_hub.add_model(f"paged/m{day}", {"config.json": _small_llama(2)}, created_at=f"2025-03-0{day}T00:00:00.000Z")
+    fake_hub.page_size = 2
+    models = list(hub_client.api.list_models(author="paged", sort="created_at", expand=["createdAt"]))
+    assert [m.id for m in models] == ["paged/m3", "paged/m2", "paged/m1"]
+    assert len(fake_hub.requests("paged/*")) == 2  # two pages linked by Link: rel="next"
+
+
+def test_thread_pool_of_cold_downloads(fake_hub, hub_client):
+    from concurrent.futures import ThreadPoolExecutor
+
+    repos = [f"pool/m{i}" for i in range(24)]
+    for i, repo in enumerate(repos):
+        fake_hub.add_model(repo, {"config.json": _small_llama(1 + i % 4)})
+    fake_hub.latency = 0.01
+    with ThreadPoolExecutor(8) as pool:
+        loaded = list(pool.map(hub_client.load_config, repos))
+    assert [c.data["num_hidden_layers"] for c in loaded] == [1 + i % 4 for i in range(24)]
+    assert all(c.commit == fake_hub.commit(c.name) for c in loaded)
+    assert len(fake_hub.log) == 2 * 24  # HEAD + GET each
