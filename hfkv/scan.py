@@ -16,6 +16,7 @@ import json
 import os
 import re
 import sys
+import threading
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -77,6 +78,13 @@ def _describe(err: BaseException) -> str:
     return f"internal: {type(err).__name__}" + (f": {detail}" if detail else "")
 
 
+# Report building runs one at a time. It is pure CPU (the GIL serialises it anyway, so nothing is
+# lost), and the first reports that need transformers defaults import transformers and its config
+# classes lazily: several threads doing that at once saw half-initialised modules, the defaults
+# silently came back empty, and some rows failed with "missing key" (1-2 of 24 Gemma 3 rows).
+_REPORT_LOCK = threading.Lock()
+
+
 @dataclass
 class Job:
     """What every model of a scan shares."""
@@ -101,8 +109,10 @@ class Job:
         from .report import inspect_config
         from .source import load_config
 
-        loaded = load_config(entry, hub=self.hub, revision=self.revision)
-        report = inspect_config(loaded.data, model=entry, options=self.options, commit=loaded.commit, source=loaded.source)
+        loaded = load_config(entry, hub=self.hub, revision=self.revision)  # network: concurrent
+        with _REPORT_LOCK:
+            report = inspect_config(loaded.data, model=entry, options=self.options, commit=loaded.commit,
+                                    source=loaded.source)
         if self.weights:
             self._add_weights(report, loaded)
         return Row(entry, report=report)

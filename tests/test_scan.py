@@ -372,3 +372,28 @@ def test_progress_bar_only_when_stderr_is_a_terminal(tmp_path):
     assert proc.wait(timeout=60) == 0
     assert "1/1" in err.decode(errors="replace")  # tqdm's counter reached the end
     assert jsonl(out)[str(folder)]["alpha_bytes_per_token"] == QWEN3_ALPHA
+
+
+# -- threads and transformers defaults ----------------------------------------------------------------
+
+
+def test_concurrent_first_reports_needing_transformers_defaults_all_succeed(tmp_path):
+    """A fresh process, 24 copies of a sparse config whose geometry comes from transformers defaults.
+
+    Reports built in 16 threads at once used to import transformers concurrently and 1-2 rows lost
+    their defaults ("missing key"). A regression shows up in most runs of this test, never falsely.
+    """
+    source = ROOT / "fixtures" / "google__gemma-3-4b-it" / "config.json"
+    paths = []
+    for i in range(24):
+        folder = tmp_path / f"copy{i:02d}"
+        folder.mkdir()
+        shutil.copy(source, folder / "config.json")
+        paths.append(str(folder))
+    run = subprocess.run([sys.executable, "-m", "hfkv", "scan", write_list(tmp_path, *paths), "--jobs", "16"],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stdout[-2000:]
+    rows = jsonl(run.stdout)
+    # Gemma 3 text defaults: 4 kv heads × 256 head_dim, every 6th of 34 layers full (5 layers), window 1024:
+    # α = 5 × 2 × 4 × 256 × 2 = 20480
+    assert {r["alpha_bytes_per_token"] for r in rows.values()} == {5 * 2 * 4 * 256 * 2} and len(rows) == 24
