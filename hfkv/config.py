@@ -14,7 +14,9 @@ non-integral sizes.
 from __future__ import annotations
 
 import math
+import os
 import re
+import threading
 from typing import Any
 
 from .errors import ConfigError
@@ -37,6 +39,27 @@ _NOT_CACHE_KEY = re.compile(
     r"logit|multiplier|scale|range|alpha|beta|output_attentions|use_cache|gate|proj|mlp|moe|expert",
     re.I,
 )
+
+
+_TF_LOCK = threading.Lock()
+
+
+def _config_mapping() -> Any:
+    """transformers' CONFIG_MAPPING, imported once under a lock, or None when unavailable.
+
+    Threads of a scan that import transformers at the same moment can see a half-initialised
+    module; the lock makes the first import complete before anyone reads it.
+    """
+    with _TF_LOCK:
+        try:
+            os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")  # no "PyTorch was not found" noise
+            os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
+            from transformers import CONFIG_MAPPING
+
+            CONFIG_MAPPING.keys()  # force the lazy mapping to load while holding the lock
+            return CONFIG_MAPPING
+        except Exception:
+            return None
 
 
 def _lookup(data: dict, key: str) -> Any:
@@ -240,18 +263,14 @@ class ConfigView:
             return self._tf_defaults
         self._tf_loaded = True
         model_type = self.text_model_type
-        try:
-            import os
-
-            os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")  # no "PyTorch was not found" noise
-            os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
-            from transformers import CONFIG_MAPPING
-        except Exception:  # transformers missing or broken: no defaults, the mapper decides
+        CONFIG_MAPPING = _config_mapping()
+        if CONFIG_MAPPING is None:  # transformers missing or broken: no defaults, the mapper decides
             return None
         for candidate in (model_type, self.model_type):
-            if not candidate or candidate not in CONFIG_MAPPING:
-                continue
-            cls = CONFIG_MAPPING[candidate]
+            with _TF_LOCK:  # the first lookup of a type imports its configuration module
+                if not candidate or candidate not in CONFIG_MAPPING:
+                    continue
+                cls = CONFIG_MAPPING[candidate]
             data = {k: v for k, v in self.text.items() if k not in ("auto_map", "model_type")}
             for kwargs in (data, {}):
                 try:
