@@ -246,8 +246,11 @@ def _weights(info: Any) -> dict[str, Any] | None:
     if not isinstance(parameters, dict):
         return None
     try:
-        return weights_summary({str(k): int(v) for k, v in parameters.items()}, getattr(st, "total", None),
-                               source="hub-listing")
+        counts = {str(k): int(v) for k, v in parameters.items()}
+        total = getattr(st, "total", None)
+        if any(n < 0 for n in counts.values()) or (total is not None and int(total) < 0):
+            return None  # not a count: ignore rather than inflate a GPU budget
+        return weights_summary(counts, total, source="hub-listing")
     except (TypeError, ValueError):
         return None
 
