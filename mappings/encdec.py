@@ -6,7 +6,11 @@ so the CLI exits with code 2 instead of printing figures that would mean nothing
 - encoder-decoder (T5, BART, Whisper, ...): the decoder's self-attention grows with the generated
   context S, but its cross-attention caches the encoder output, whose length is the *input's*, a
   second free variable that config.json does not fix (α·S + γ has no place for it);
-- encoder-only (BERT, RoBERTa, ModernBERT, ...): bidirectional, no generation, no KV cache.
+- encoder-only (BERT, RoBERTa, ModernBERT, ...): bidirectional, no generation, no KV cache;
+- encoder-decoder models that do not decode token by token (DETR detectors, transducers, FastSpeech2).
+
+The model-type lists cover every transformers 5.24 config class whose default is
+``is_encoder_decoder=True``, plus the encoder-only families.
 
 A checkpoint of an encoder-decoder family saved as its encoder alone (``T5EncoderModel``, used as a
 text encoder by diffusion pipelines) is encoder-only.
@@ -15,7 +19,7 @@ text encoder by diffusion pipelines) is encoder-only.
 from __future__ import annotations
 
 from hfkv.config import ConfigView
-from hfkv.errors import UnsupportedModelError
+from hfkv.errors import ConfigError, UnsupportedModelError
 from hfkv.specs import Layout
 
 from .registry import register
@@ -24,8 +28,19 @@ ENCODER_DECODER = (
     "t5", "mt5", "umt5", "longt5", "switch_transformers", "t5gemma", "t5gemma2", "bart", "mbart", "marian",
     "pegasus", "pegasus_x", "bigbird_pegasus", "led", "plbart", "mvp", "fsmt", "blenderbot", "blenderbot-small",
     "m2m_100", "nllb-moe", "nllb_moe", "prophetnet", "xlm-prophetnet", "whisper", "moonshine", "speech_to_text",
-    "speecht5", "seamless_m4t", "seamless_m4t_v2", "florence2", "udop", "pix2struct", "dia",
+    "speecht5", "seamless_m4t", "seamless_m4t_v2", "florence2", "udop", "pix2struct", "dia", "dia_decoder",
+    "moonshine_streaming", "cohere_asr", "canary", "canary_decoder", "nemotron3_5_asr", "nemotron_asr_streaming",
+    "nemotron_parse", "musicgen", "musicgen_melody", "pop2piano", "pp_formulanet", "pp_formulanet_text", "rag",
+    "time_series_transformer", "autoformer", "informer",
     "encoder-decoder", "vision-encoder-decoder", "speech-encoder-decoder",
+)
+
+# Encoder-decoder models that do not decode token by token from a KV cache: set-prediction
+# detectors (DETR family), transducers and non-autoregressive speech synthesis.
+NON_AUTOREGRESSIVE = (
+    "detr", "conditional_detr", "deformable_detr", "dab-detr", "rt_detr", "rt_detr_v2", "d_fine", "deimv2",
+    "grounding-dino", "mm-grounding-dino", "omdet-turbo", "table-transformer", "pp_doclayout_v2",
+    "pp_doclayout_v3", "pp_doclayout_v4", "parakeet_rnnt", "parakeet_tdt", "fastspeech2_conformer",
 )
 
 ENCODER_ONLY = (
@@ -54,6 +69,23 @@ def encoder_only_error(cfg: ConfigView) -> UnsupportedModelError:
     return UnsupportedModelError(f"encoder-only model ({architecture(cfg)}): no KV cache")
 
 
+def encoder_decoder_error(cfg: ConfigView) -> UnsupportedModelError:
+    return UnsupportedModelError(f"encoder-decoder ({architecture(cfg)}): {_ENCDEC_REASON}")
+
+
+def declared_encoder_decoder(cfg: ConfigView) -> UnsupportedModelError | None:
+    """The error for a config of any model type that declares ``is_encoder_decoder: true``, else None.
+
+    For the generic mapper, so an unknown encoder-decoder model is refused instead of reported from
+    keys that describe only one of its halves.
+    """
+    try:
+        declared = cfg.boolean("is_encoder_decoder")
+    except ConfigError:  # a malformed flag says nothing either way
+        return None
+    return encoder_decoder_error(cfg) if declared else None
+
+
 @register(
     family="encoder-decoder",
     model_types=ENCODER_DECODER,
@@ -69,7 +101,18 @@ def encoder_decoder(cfg: ConfigView) -> Layout:
     """Always raises: encoder-decoder models are not accounted for (see the module docstring)."""
     if any(arch in _ENCODER_ARCHITECTURES for arch in cfg.architectures):
         raise encoder_only_error(cfg)
-    raise UnsupportedModelError(f"encoder-decoder ({architecture(cfg)}): {_ENCDEC_REASON}")
+    raise encoder_decoder_error(cfg)
+
+
+@register(
+    family="encoder-decoder",
+    model_types=NON_AUTOREGRESSIVE,
+    architectures=("DetrForObjectDetection", "RTDetrForObjectDetection"),
+    reads=("architectures",),
+)
+def non_autoregressive(cfg: ConfigView) -> Layout:
+    """Always raises: these models do not generate from a KV cache."""
+    raise UnsupportedModelError(f"encoder-decoder ({architecture(cfg)}): not an autoregressive decoder, no KV cache")
 
 
 @register(

@@ -315,7 +315,7 @@ def test_encoder_decoder_fixtures_are_refused(name, arch):
 
 @pytest.mark.parametrize("model_type", [
     "t5", "mt5", "umt5", "bart", "mbart", "marian", "pegasus", "whisper", "m2m_100", "nllb-moe", "nllb_moe",
-    "blenderbot",
+    "blenderbot", "cohere_asr", "nemotron_parse", "t5gemma",
 ])
 def test_encoder_decoder_model_types(model_type):
     with pytest.raises(UnsupportedModelError, match=rf"encoder-decoder \(X{model_type}\): .*not with the context S"):
@@ -332,6 +332,22 @@ def test_encoder_only_models(model_type, arch):
     with pytest.raises(UnsupportedModelError) as err:
         report({"model_type": model_type, "architectures": [arch]})
     assert str(err.value) == f"inline: unsupported: encoder-only model ({arch}): no KV cache"
+
+
+def test_non_autoregressive_encoder_decoder():
+    with pytest.raises(UnsupportedModelError, match=r"encoder-decoder \(DetrForObjectDetection\): not an autoregressive"):
+        report({"model_type": "detr", "architectures": ["DetrForObjectDetection"]})
+
+
+def test_declared_encoder_decoder_helper():
+    from hfkv.config import ConfigView
+    from hfkv.mappings.encdec import declared_encoder_decoder
+
+    err = declared_encoder_decoder(ConfigView({"model_type": "new_s2s", "is_encoder_decoder": True,
+                                               "architectures": ["NewS2SForConditionalGeneration"]}))
+    assert str(err).startswith("unsupported: encoder-decoder (NewS2SForConditionalGeneration): ")
+    assert declared_encoder_decoder(ConfigView({"model_type": "llama"})) is None
+    assert declared_encoder_decoder(ConfigView({"is_encoder_decoder": "maybe"})) is None
 
 
 def test_cli_exit_code_two_and_one_line():
