@@ -12,11 +12,11 @@ repeated in the report's notes.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Callable
 
 from hfkv.config import MAX_LAYERS, MAX_SIZE, ConfigView
 from hfkv.errors import ConfigError
-from hfkv.specs import FullAttention, LayerSpec, Layout, SlidingWindow
+from hfkv.specs import CachePart, FullAttention, LayerSpec, Layout, SlidingWindow
 
 from .common import (
     attention_part,
@@ -59,10 +59,6 @@ def _flag_list(cfg: ConfigView, key: str, n: int, default: bool) -> list[bool]:
     return flags
 
 
-def _relabel(layer: LayerSpec, index: int, kind: str | None = None, parts: tuple | None = None) -> LayerSpec:
-    return LayerSpec(index=index, kind=kind or layer.kind, parts=layer.parts if parts is None else parts)
-
-
 # -- MiniMax-M3 sparse attention ----------------------------------------------------------------
 
 _MSA = "sparse_attention_config"
@@ -73,6 +69,9 @@ def _msa_sparse_layers(cfg: ConfigView, n: int) -> list[bool]:
     else the Hub form ``sparse_attention_config.sparse_attention_freq`` (0 = dense, else sparse)."""
     types = cfg.str_list("layer_types", length=n)
     if types is not None:
+        unknown = sorted(set(types) - {"minimax_m3_sparse", "full_attention"})
+        if unknown:
+            raise ConfigError(cfg.path("layer_types"), f"unknown layer type {unknown[0]!r}")
         return [t == "minimax_m3_sparse" for t in types]
     msa = cfg.value(_MSA)
     if msa is None:
@@ -222,7 +221,10 @@ def longcat_flash(cfg: ConfigView) -> Layout:
 # -- looped models ------------------------------------------------------------------------------
 
 
-def _repeat_passes(base: list[LayerSpec], loops: int, later: Any = None) -> list[LayerSpec]:
+PartRewrite = Callable[[CachePart], CachePart]
+
+
+def _repeat_passes(base: list[LayerSpec], loops: int, later: PartRewrite | None = None) -> list[LayerSpec]:
     """``loops`` copies of ``base`` numbered loop·L + i; ``later(part)`` rewrites parts of passes ≥ 1."""
     n = len(base)
     layers = list(base)
@@ -230,14 +232,14 @@ def _repeat_passes(base: list[LayerSpec], loops: int, later: Any = None) -> list
         for layer in base:
             parts = tuple(later(part) for part in layer.parts) if later else layer.parts
             kind = f"loop-{parts[0].kind}" if parts else f"loop-{layer.kind}"
-            layers.append(_relabel(layer, loop * n + layer.index, kind=kind, parts=parts))
+            layers.append(LayerSpec(index=loop * n + layer.index, kind=kind, parts=parts))
     return layers
 
 
-def _windowed(window: int):
+def _windowed(window: int) -> PartRewrite:
     """Turn a full-attention part into the same heads over a window (IQuest's later passes)."""
 
-    def rewrite(part):
+    def rewrite(part: CachePart) -> CachePart:
         if isinstance(part, FullAttention):
             return SlidingWindow(kv_heads=part.kv_heads, head_dim=part.head_dim, v_head_dim=part.v_head_dim,
                                  window=window, source_layer=part.source_layer)
