@@ -59,8 +59,8 @@ class HubClient:
 
     ``endpoint``: default ``HF_ENDPOINT``, else huggingface.co. ``token``: a string, ``False`` (send
     none), ``True`` (require the stored one) or None (huggingface_hub resolves ``HF_TOKEN``, then the
-    token file). ``cache_dir``: default ``HF_HUB_CACHE``, else ``$HF_HOME/hub``. ``offline``: default
-    ``HF_HUB_OFFLINE``; offline, only the cache is read. ``timeout``: seconds to wait for the metadata
+    token file). ``cache_dir``: default ``HF_HUB_CACHE``, else ``$HF_HOME/hub``. ``offline``: True, or
+    ``HF_HUB_OFFLINE`` set (which ``offline=False`` cannot override); offline, only the cache is read. ``timeout``: seconds to wait for the metadata
     (HEAD) answer before falling back to the cache or the library's retries (default: the library's 10).
     """
 
@@ -73,8 +73,8 @@ class HubClient:
         self.endpoint = (endpoint or os.environ.get("HF_ENDPOINT") or constants.ENDPOINT).rstrip("/")
         self._token = token  # private: never shown (see __repr__)
         self.cache_dir = str(cache_dir or _default_cache(constants.HF_HUB_CACHE))
-        self.offline = bool(offline) if offline is not None else (
-            _truthy(os.environ.get("HF_HUB_OFFLINE")) or bool(constants.HF_HUB_OFFLINE))
+        # HF_HUB_OFFLINE wins over offline=False: the library refuses every request in that mode anyway.
+        self.offline = bool(offline) or _truthy(os.environ.get("HF_HUB_OFFLINE")) or bool(constants.HF_HUB_OFFLINE)
         self.timeout = timeout
         self._api: Any = None
         self._lock = threading.Lock()

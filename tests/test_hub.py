@@ -79,7 +79,7 @@ def test_offline_from_environment(fake_hub, hub_cache, monkeypatch):
     HubClient(endpoint=fake_hub.url, cache_dir=hub_cache).load_config(LLAMA2)
     fake_hub.reset()
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    client = HubClient(endpoint=fake_hub.url, cache_dir=hub_cache)
+    client = HubClient(endpoint=fake_hub.url, cache_dir=hub_cache, offline=False)  # the CLI's default
     assert client.offline
     assert client.load_config(LLAMA2).commit == fake_hub.commit(LLAMA2)
     assert fake_hub.log == []
