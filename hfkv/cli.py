@@ -113,6 +113,8 @@ def planning_options(fn: Callable) -> Callable:
         click.option("--engine", type=click.Choice(["theory", "sglang", "vllm"]), default="theory", show_default=True,
                      help="theory: hfkv's exact per-request figures; sglang/vllm: the engine's own pool arithmetic."),
         click.option("--no-weights", is_flag=True, help="Do not fetch parameter counts from the Hub."),
+        click.option("--weights-bytes", callback=_convert(parse_size),
+                     help="Model weights (e.g. 16GB), for budgets when the Hub has no metadata (local files)."),
     ]
     for name, (default, text) in ENGINE_KNOBS.items():
         if name == "num_speculative_tokens":
@@ -231,7 +233,8 @@ def report_command(models: tuple[str, ...], fmt: str, **params: Any) -> None:
             enrich(
                 report, hub=None if params.get("no_weights") or loaded.source != "hub" else hub,
                 repo_id=loaded.name, revision=loaded.revision, gpu=params.get("gpu"),
-                gpu_memory_utilization=params.get("gpu_memory_utilization"), engine=params["engine"],
+                gpu_memory_utilization=params.get("gpu_memory_utilization"), weights_bytes=params.get("weights_bytes"),
+                engine=params["engine"],
                 max_model_len=params.get("max_model_len"), engine_knobs=engine_knobs(params),
             )
         except HfkvError as err:

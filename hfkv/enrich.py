@@ -21,15 +21,18 @@ def enrich(
     revision: str | None = None,
     gpu: str | None = None,
     gpu_memory_utilization: float | None = None,
+    weights_bytes: int | None = None,
     engine: str = "theory",
     max_model_len: int | None = None,
     engine_knobs: dict[str, Any] | None = None,
 ) -> Report:
     """Add weights (when ``hub`` and ``repo_id`` are given), a serving plan (with ``gpu`` or an engine
-    mode) and the engine's own figures (``engine`` = ``sglang`` or ``vllm``). Returns ``report``.
+    mode) and the engine's own figures (``engine`` = ``sglang`` or ``vllm``). ``weights_bytes``
+    overrides what the Hub says (and is the only source for local files). Returns ``report``.
     """
-    weights_bytes = None
-    if hub is not None and repo_id is not None:
+    if weights_bytes is not None:
+        report.extra["weights_bytes"] = weights_bytes
+    elif hub is not None and repo_id is not None:
         from .hub import attach_weights
 
         attach_weights(report, hub.weights(repo_id, revision))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 from typing import Any, Iterable
 
 from .report import Report
@@ -64,7 +65,9 @@ def extra_lines(report: Report) -> list[str]:
         where = f"{serving['gpu']} × {serving['gpu_count']}" if serving.get("gpu") else "explicit budget"
         budget = serving.get("kv_budget_bytes")
         lines.append(f"serving on {where}, TP {serving['tensor_parallel_size']}: KV budget per GPU "
-                     f"{format_bytes(budget) if budget is not None else 'unknown'}")
+                     f"{format_bytes(budget) if budget is not None else 'unknown'}"
+                     + (" (upper bound: weights unknown, pass --weights-bytes)"
+                        if serving.get("budget_source") == "gpu-without-weights" else ""))
         for ctx in serving.get("contexts", []):
             if ctx.get("max_concurrency") is not None:
                 step = ctx.get("decode_step_seconds", {})
@@ -140,9 +143,15 @@ def render_table(report: Report, console: Any = None) -> None:
         console.print(f"warning: {warning}", markup=False, style="yellow", soft_wrap=True)
 
 
+# C0/C1 controls (NUL included) and the bidirectional overrides that can reorder what a reader sees.
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
 def md_escape(text: Any) -> str:
-    """Model-provided text made safe for a Markdown table cell: no HTML, no pipes, one line."""
-    value = html.escape(str(text), quote=False).replace("|", "\\|")
+    """Model-provided text made safe for a Markdown table cell: no HTML, no pipes, no control or
+    bidi-override characters, one line."""
+    value = _UNSAFE.sub("", str(text))
+    value = html.escape(value, quote=False).replace("|", "\\|")
     return " ".join(value.split())
 
 

@@ -16,7 +16,8 @@ bytes are per GPU, as in the report. The result of ``plan_serving`` is a JSON-ab
 ``weights_bytes``             whole-model weights, or None when unknown
 ``weights_bytes_per_gpu``     ceil(weights_bytes / TP), or None
 ``kv_budget_bytes``           KV budget per GPU (may be ≤ 0: the weights do not fit), or None
-``budget_source``             "explicit" (kv_cache_memory_bytes or the report's budget), "gpu" or None
+``budget_source``             "explicit" (kv_cache_memory_bytes or the report's budget), "gpu",
+                              "gpu-without-weights" (an upper bound: weights unknown) or None
 ``weights_fit``               False when weights alone exceed the usable memory; None when unknown
 ``contexts``                  one dict per report context: ``tokens``, ``bytes_per_request`` (KV +
                               state + extra state copies), ``read_bytes_per_step`` r(S),
@@ -65,6 +66,10 @@ _ESTIMATE_WEIGHTS_SPLIT = (
 _ESTIMATE_DECODE = (
     "decode step time is a lower bound from bytes read only (weights + B·r(S)) at the datasheet's peak "
     "bandwidth; compute, communication, kernel launches and sustained-bandwidth losses are ignored"
+)
+_ESTIMATE_NO_WEIGHTS = (
+    "weights unknown (no Hub metadata; pass --weights-bytes): the budget is memory × utilization with "
+    "nothing subtracted for weights, so every B_max is an upper bound"
 )
 _ESTIMATE_PAGES = (
     "B_max counts exact tokens; engines allocate pages/blocks (vLLM 16 tokens by default), "
@@ -177,7 +182,9 @@ def plan_serving(
     elif preset is not None:
         util = _utilization(gpu_memory_utilization)
         if per_gpu_weights is None:
-            notes.append("weights unknown: pass weights_bytes to get a KV budget from the GPU's memory")
+            # Still answer, but as an upper bound: the weights' share is not subtracted.
+            budget, source = usable_bytes(preset.memory_bytes, util), "gpu-without-weights"
+            estimates.append(_ESTIMATE_NO_WEIGHTS)
         else:
             budget, source = usable_bytes(preset.memory_bytes, util) - per_gpu_weights, "gpu"
             weights_fit = budget > 0

@@ -169,8 +169,13 @@ def test_utilization_is_a_parameter(llama):
 
 def test_without_weights_or_gpu(llama):
     plan = plan_serving(llama, gpu="h200")
-    assert plan["kv_budget_bytes"] is None and plan["weights_fit"] is None
-    assert plan["contexts"][0]["max_concurrency"] is None
+    # Weights unknown: an upper bound, memory × 0.92 with nothing subtracted:
+    # ceil(141 GiB = 151,397,597,184 × 0.92) = 139,285,789,410 (139,285,789,409.28 rounded up)
+    assert plan["kv_budget_bytes"] == 139_285_789_410 and plan["weights_fit"] is None
+    assert plan["budget_source"] == "gpu-without-weights"
+    assert any("upper bound" in e for e in plan["estimates"])
+    # B_max at 4K: floor(139,285,789,410 / (4096 × 131072 = 536,870,912)) = 259
+    assert plan["contexts"][0]["max_concurrency"] == 259
     # The decode bound then counts KV reads only: 4K → 536,870,912 / 4.8e12.
     assert plan["decode_includes_weights"] is False
     assert plan["contexts"][0]["decode_step_seconds"]["1"] == pytest.approx(536_870_912 / 4.8e12)
