@@ -114,7 +114,8 @@ def main() -> None:
                 per_repo = requests / args.repos
                 limit = args.repos * per_repo * args.latency / args.jobs
                 failed = [r for r in rows if "error" in r]
-                print(f"{label:<6} {requests:>8} {per_repo:>8.2f} {wall:>7.2f} {limit:>7.2f} {wall / limit:>6.2f} "
+                ratio = f"{wall / limit:>6.2f}" if limit else f"{'-':>6}"  # --latency 0: the CPU floor alone
+                print(f"{label:<6} {requests:>8} {per_repo:>8.2f} {wall:>7.2f} {limit:>7.2f} {ratio} "
                       f"{cpu:>6.2f}  {len(rows) - len(failed)}/{len(failed)}")
                 for row in failed[:3]:
                     print(f"       failed: {row['model']}: {row['error'][:120]}")
