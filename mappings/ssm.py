@@ -197,7 +197,8 @@ def mamba1(cfg: ConfigView) -> Layout:
 def mamba2(cfg: ConfigView) -> Layout:
     """Every layer Mamba-2; no KV cache at all."""
     n = num_layers(cfg)
-    return ssm_layout(cfg, [LINEAR] * n, mamba2_state(cfg, MAMBA2), notes=["attention-free: no KV cache, only SSM state"])
+    state = mamba2_state(cfg, MAMBA2)
+    return ssm_layout(cfg, [LINEAR] * n, state, notes=["attention-free: no KV cache, only SSM state"])
 
 
 # -- hybrids ----------------------------------------------------------------------------------------
@@ -224,7 +225,9 @@ def nemotron_h(cfg: ConfigView) -> Layout:
     if roles is None:
         roles, key = roles_from_pattern(cfg, "hybrid_override_pattern"), "hybrid_override_pattern"
     if roles is None:
-        raise ConfigError(cfg.path("hybrid_override_pattern"), "missing: neither it nor layers_block_type gives the layers")
+        raise ConfigError(
+            cfg.path("hybrid_override_pattern"), "missing: neither it nor layers_block_type gives the layers"
+        )
     warnings = check_length(cfg, key, roles)
     heads = num_heads(cfg)
     key_dim = cfg.optional_int("head_dim", minimum=1) or cfg.optional_int("attention_head_dim", minimum=1)
