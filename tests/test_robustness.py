@@ -69,7 +69,7 @@ def mutate(config, rng: random.Random, count: int):
         elif op == 1 and isinstance(parent[last], list):
             parent[last] = parent[last][: rng.randrange(len(parent[last]) + 1)] if rng.random() < 0.7 else parent[last] * 2
         else:
-            parent[last] = rng.choice(WEIRD)
+            parent[last] = copy.deepcopy(rng.choice(WEIRD))  # never alias a list into itself
     return config
 
 
