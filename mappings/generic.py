@@ -11,12 +11,16 @@ from hfkv.config import ConfigView
 from hfkv.specs import LayerSpec, Layout
 
 from .common import mla_latent, num_layers, pattern_layout
+from .encdec import declared_encoder_decoder
 from .registry import register
 
 
 @register(family="generic", generic=True, reads=("num_hidden_layers", "num_attention_heads",
           "num_key_value_heads", "head_dim", "sliding_window", "layer_types", "kv_lora_rank"))
 def generic(cfg: ConfigView) -> Layout:
+    refused = declared_encoder_decoder(cfg)  # the standard keys describe only one half of such a model
+    if refused is not None:
+        raise refused
     if cfg.present("kv_lora_rank"):
         latent = mla_latent(cfg)
         layout = Layout(layers=[LayerSpec(index=i, kind="mla", parts=(latent,)) for i in range(num_layers(cfg))])

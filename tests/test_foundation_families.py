@@ -334,3 +334,10 @@ def test_smollm3_slides_only_nope_layers():
     rep = inspect_config(data)
     assert [layer.kind for layer in rep.layers] == ["full", "full", "full", "sliding"]
     assert rep.alpha_bytes_per_token == 3 * 2 * 4 * 128 * 2  # 3 full layers, head_dim 2048 / 16 = 128
+
+
+def test_unknown_encoder_decoder_is_refused():
+    data = {"model_type": "brand_new_seq2seq", "is_encoder_decoder": True, "num_hidden_layers": 6,
+            "num_attention_heads": 8, "hidden_size": 512}
+    with pytest.raises(hfkv.UnsupportedModelError, match="encoder-decoder"):
+        inspect_config(data, model="x/seq2seq")
