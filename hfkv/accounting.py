@@ -9,8 +9,10 @@ No I/O, no model names. Every function takes the layers, a ``Precision`` and a t
 
 from __future__ import annotations
 
+from collections import Counter
 from fractions import Fraction
-from typing import Sequence
+from functools import lru_cache
+from typing import Callable, Sequence
 
 from .dtypes import Precision
 from .specs import LayerSpec
@@ -21,24 +23,38 @@ Layers = Sequence[LayerSpec]
 SEARCH_LIMIT = 1 << 40
 
 
+@lru_cache(maxsize=256)
+def _distinct(layers: tuple[LayerSpec, ...]) -> tuple[tuple[LayerSpec, int], ...]:
+    """Each distinct storage once, with how many layers keep it (most models repeat a few kinds)."""
+    counts = Counter(layer.parts for layer in layers)
+    first: dict = {}
+    for layer in layers:
+        first.setdefault(layer.parts, layer)
+    return tuple((first[parts], n) for parts, n in counts.items())
+
+
+def _total(layers: Layers, figure: Callable[[LayerSpec], Fraction]) -> Fraction:
+    return sum((n * figure(layer) for layer, n in _distinct(tuple(layers))), Fraction(0))
+
+
 def request_bytes(layers: Layers, S: int, p: Precision, tp: int = 1) -> Fraction:
     """Exact M(S) of one request at context S."""
-    return sum((layer.memory(S, p, tp) for layer in layers), Fraction(0))
+    return _total(layers, lambda layer: layer.memory(S, p, tp))
 
 
 def read_bytes(layers: Layers, S: int, p: Precision, tp: int = 1) -> Fraction:
     """r(S): bytes one decode step of one request reads."""
-    return sum((layer.read_bytes(S, p, tp) for layer in layers), Fraction(0))
+    return _total(layers, lambda layer: layer.read_bytes(S, p, tp))
 
 
 def alpha(layers: Layers, p: Precision, tp: int = 1) -> Fraction:
     """α: bytes per token of context once S is past every window."""
-    return sum((layer.slope(p, tp) for layer in layers), Fraction(0))
+    return _total(layers, lambda layer: layer.slope(p, tp))
 
 
 def gamma(layers: Layers, p: Precision, tp: int = 1) -> Fraction:
     """γ: bytes per request that do not grow with S (full windows plus fixed state)."""
-    return sum((layer.intercept(p, tp) for layer in layers), Fraction(0))
+    return _total(layers, lambda layer: layer.intercept(p, tp))
 
 
 def crossover(alpha_: Fraction, gamma_: Fraction) -> Fraction | None:
@@ -48,7 +64,7 @@ def crossover(alpha_: Fraction, gamma_: Fraction) -> Fraction | None:
 
 def recurrent_state_bytes(layers: Layers, p: Precision, tp: int = 1) -> Fraction:
     """Σ C over the recurrent parts (linear, Mamba, conv): what a state snapshot costs."""
-    return sum((layer.recurrent_state_bytes(p, tp) for layer in layers), Fraction(0))
+    return _total(layers, lambda layer: layer.recurrent_state_bytes(p, tp))
 
 
 def prefix_cache_extra(state: Fraction, prefix_tokens: int, snapshot_interval: int) -> Fraction:

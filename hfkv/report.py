@@ -317,7 +317,13 @@ def build_report(
     if options.budget_bytes and options.batch:
         longest = acc.max_context(layers, options.budget_bytes, options.batch, p, tp, extra)
 
-    layer_reports = [_layer_report(layer, p, tp) for layer in layers]
+    built: dict[tuple, LayerReport] = {}  # identical layers differ only by index: build each once
+    layer_reports = []
+    for layer in layers:
+        key = (layer.kind, layer.parts)
+        if key not in built:
+            built[key] = _layer_report(layer, p, tp)
+        layer_reports.append(built[key].model_copy(update={"index": layer.index}))
     report = Report(
         model=model, source=source, commit=commit,
         model_type=view.model_type, architectures=view.architectures, mapper=mapper, family=family,
