@@ -370,7 +370,8 @@ def test_progress_bar_only_when_stderr_is_a_terminal(tmp_path):
     os.close(master)
     out = proc.stdout.read().decode()
     assert proc.wait(timeout=60) == 0
-    assert "1/1" in err.decode(errors="replace")  # tqdm's counter reached the end
+    # a bar was drawn (tqdm may clear it before redrawing 1/1 when the scan finishes quickly)
+    assert re.search(r"\b[01]/1\b", err.decode(errors="replace")), err
     assert jsonl(out)[str(folder)]["alpha_bytes_per_token"] == QWEN3_ALPHA
 
 
