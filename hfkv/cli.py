@@ -11,12 +11,15 @@ import functools
 import importlib
 import os
 import sys
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import click
 
 from .errors import HfkvError, UsageError
 from .units import parse_size, parse_token_list, parse_tokens
+
+if TYPE_CHECKING:
+    from .report import Options
 
 # Subcommands live in their own modules: name -> "module:attribute".
 SUBCOMMANDS = {
@@ -137,7 +140,7 @@ def engine_knobs(params: dict[str, Any]) -> dict[str, Any]:
     return knobs
 
 
-def build_options(params: dict[str, Any]) -> "Options":
+def build_options(params: dict[str, Any]) -> Options:
     """``Options`` from the parsed CLI parameters."""
     from .report import Options
 

@@ -23,7 +23,6 @@ from typing import Any
 
 import click
 
-from . import accounting as acc
 from .cli import accounting_options, build_hub, build_options, hub_options
 from .errors import HfkvError
 from .report import Options, Report

@@ -20,7 +20,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Callable, Iterable
+from typing import IO, Any, Iterable
 
 import click
 

@@ -122,20 +122,32 @@ class FullAttention(_HeadsPart):
         return Fraction(1), 0
 
 
-class SlidingWindow(_HeadsPart):
+class _BoundedHeads(_HeadsPart):
+    """Attention whose entries stop growing at ``bound`` tokens: n = min(S, bound)."""
+
+    @property
+    def bound(self) -> int:
+        raise NotImplementedError
+
+    def entries(self, S: int) -> int:
+        return min(S, self.bound)
+
+    def growth(self) -> tuple[Fraction, int]:
+        return Fraction(0), self.bound
+
+
+class SlidingWindow(_BoundedHeads):
     """Attention over the last W tokens: n = min(S, W)."""
 
     kind: Literal["sliding"] = "sliding"
     window: int = Field(ge=1)
 
-    def entries(self, S: int) -> int:
-        return min(S, self.window)
-
-    def growth(self) -> tuple[Fraction, int]:
-        return Fraction(0), self.window
+    @property
+    def bound(self) -> int:
+        return self.window
 
 
-class ChunkedLocal(_HeadsPart):
+class ChunkedLocal(_BoundedHeads):
     """Chunked local attention, accounted as a window of the chunk size: n = min(S, chunk).
 
     At decode a chunked layer needs only the current chunk (S mod chunk entries); a serving engine
@@ -145,11 +157,9 @@ class ChunkedLocal(_HeadsPart):
     kind: Literal["chunked"] = "chunked"
     chunk: int = Field(ge=1)
 
-    def entries(self, S: int) -> int:
-        return min(S, self.chunk)
-
-    def growth(self) -> tuple[Fraction, int]:
-        return Fraction(0), self.chunk
+    @property
+    def bound(self) -> int:
+        return self.chunk
 
 
 class MLALatent(_TokenPart):

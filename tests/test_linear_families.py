@@ -7,9 +7,7 @@ H_k = H_v = H. Lightning: C = N·H²·4, no conv. GQA layer: E = K·2·H·2. MLA
 
 from __future__ import annotations
 
-import copy
 import json
-from pathlib import Path
 
 import pytest
 
@@ -17,24 +15,7 @@ import hfkv
 from hfkv.mappings import all_mappers, resolve
 from hfkv.config import ConfigView
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
-HUB_CONFIGS = Path(__file__).resolve().parents[2] / "shared" / "hub-configs"
-
-
-def load(folder: str) -> dict:
-    return json.loads((FIXTURES / folder / "config.json").read_text())
-
-
-def report(data: dict, **options) -> hfkv.Report:
-    return hfkv.inspect_config(copy.deepcopy(data), model="test", options=hfkv.Options(**options))
-
-
-def kinds(rep: hfkv.Report) -> list[str]:
-    return [layer["kind"] for layer in rep.to_dict()["layers"]]
-
-
-def state_of(rep: hfkv.Report, index: int) -> int:
-    return rep.to_dict()["layers"][index]["state_bytes"]
+from _helpers import FIXTURES, HUB_CONFIGS, kinds, load, report, state_of  # noqa: E402
 
 
 # GDN layer of Qwen3-Next / Qwen3.5 (N_qk 16, N_v 32, H_k = H_v = 128, w 4), TP 1:
