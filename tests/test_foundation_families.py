@@ -341,3 +341,22 @@ def test_unknown_encoder_decoder_is_refused():
             "num_attention_heads": 8, "hidden_size": 512}
     with pytest.raises(hfkv.UnsupportedModelError, match="encoder-decoder"):
         inspect_config(data, model="x/seq2seq")
+
+
+def test_every_model_type_of_the_engines_coverage_table_is_registered():
+    import re
+
+    from hfkv.mappings import all_mappers
+
+    engines = FIXTURES.parents[1] / "shared" / "docs" / "engines.md"
+    if not engines.is_file():
+        pytest.skip(f"{engines} is not beside the checkout")
+    text = engines.read_text()
+    table = text[text.index("## 4. Coverage table"):text.index("## 5. Pitfalls")]
+    wanted = set()
+    for line in table.splitlines():
+        if line.startswith("| ") and not line.startswith(("| model_type", "|---")):
+            cell = re.sub(r"\(.*?\)", "", line.split("|")[1])
+            wanted |= {t.strip() for t in re.split(r"[,/]| or ", cell) if t.strip()}
+    registered = {mt for mapper in all_mappers() for mt in mapper.model_types}
+    assert len(wanted) > 100 and not wanted - registered, sorted(wanted - registered)
