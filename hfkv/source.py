@@ -50,18 +50,18 @@ def parse_config_bytes(raw: bytes, name: str) -> Any:
 def load_local(path: str | os.PathLike) -> LoadedConfig:
     """A config from a file, or from ``config.json`` inside a folder."""
     p = Path(path)
-    name = str(path)
-    if p.is_dir():
-        p = p / "config.json"
-        if not p.is_file():
-            raise SourceError("no-config", "folder has no config.json", source=name)
+    name = str(path) or "''"
     try:
-        size = p.stat().st_size
-        if size > MAX_CONFIG_BYTES:
-            raise SourceError("too-large", f"{size} bytes, over the {MAX_CONFIG_BYTES}-byte limit", source=name)
-        raw = p.read_bytes()
-    except FileNotFoundError:
-        raise SourceError("not-found", "no such file", source=name) from None
+        if p.is_dir():
+            p = p / "config.json"
+            if not p.exists():
+                raise SourceError("no-config", "folder has no config.json", source=name)
+        if not p.exists():
+            raise SourceError("not-found", "no such file", source=name)
+        if not p.is_file():  # a FIFO or a device (/dev/zero) would block or never end
+            raise SourceError("unreadable", "not a regular file", source=name)
+        with p.open("rb") as handle:
+            raw = handle.read(MAX_CONFIG_BYTES + 1)  # bounded even if the file grows while read
     except OSError as err:
         raise SourceError("unreadable", err.strerror or type(err).__name__, source=name) from None
     return LoadedConfig(name=name, data=parse_config_bytes(raw, name), source="file")
@@ -79,6 +79,8 @@ def split_revision(text: str) -> tuple[str, str | None]:
 
 def load_config(model: str, *, hub: Any = None, revision: str | None = None) -> LoadedConfig:
     """Resolve MODEL: an existing path is read locally, an ``org/name[@rev]`` id from the Hub."""
+    if not model.strip():
+        raise SourceError("not-found", "empty model name", source="''")
     if Path(model).exists():
         return load_local(model)
     if looks_like_repo_id(model):

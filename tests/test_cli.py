@@ -111,3 +111,13 @@ def test_prefix_cache_and_spec_tokens_extra_state():
     run = hfkv(LLAMA, "--format", "json", "--prefix-cache", "8k", "--snapshot-interval", "1k", "--spec-tokens", "2")
     data = json.loads(run.stdout)
     assert "extra_state_bytes" not in data["contexts"][0]  # a pure-attention model has no recurrent state
+
+
+def test_devices_fifos_and_empty_names_fail_fast(tmp_path):
+    import os
+
+    fifo = tmp_path / "config.json"
+    os.mkfifo(fifo)  # reading it would block forever
+    for target, needle in ((str(fifo), "not a regular file"), ("/dev/zero", "not a regular file"), ("", "empty model name")):
+        run = hfkv(target)
+        assert run.returncode == 1 and needle in run.stderr and run.stderr.count("\n") == 1, run.stderr
