@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections import Counter
 from fractions import Fraction
-from functools import lru_cache
 from typing import Callable, Sequence
 
 from .dtypes import Precision
@@ -23,18 +22,24 @@ Layers = Sequence[LayerSpec]
 SEARCH_LIMIT = 1 << 40
 
 
-@lru_cache(maxsize=256)
-def _distinct(layers: tuple[LayerSpec, ...]) -> tuple[tuple[LayerSpec, int], ...]:
-    """Each distinct storage once, with how many layers keep it (most models repeat a few kinds)."""
-    counts = Counter(layer.parts for layer in layers)
-    first: dict = {}
+def _distinct(layers: Layers) -> list[tuple[LayerSpec, int]]:
+    """Layers grouped by the very part objects they hold, with how many layers share them.
+
+    Mappers build one part object per kind of layer and reuse it, so a 61-layer model is a handful
+    of groups. Grouping by identity is exact (same objects, same figures) and avoids deep-hashing
+    pydantic models; equal parts held as distinct objects are merely summed separately.
+    """
+    counts: Counter = Counter()
+    first: dict[tuple[int, ...], LayerSpec] = {}
     for layer in layers:
-        first.setdefault(layer.parts, layer)
-    return tuple((first[parts], n) for parts, n in counts.items())
+        key = tuple(map(id, layer.parts))
+        counts[key] += 1
+        first.setdefault(key, layer)
+    return [(first[key], n) for key, n in counts.items()]
 
 
 def _total(layers: Layers, figure: Callable[[LayerSpec], Fraction]) -> Fraction:
-    return sum((n * figure(layer) for layer, n in _distinct(tuple(layers))), Fraction(0))
+    return sum((n * figure(layer) for layer, n in _distinct(layers)), Fraction(0))
 
 
 def request_bytes(layers: Layers, S: int, p: Precision, tp: int = 1) -> Fraction:

@@ -320,7 +320,7 @@ def build_report(
     built: dict[tuple, LayerReport] = {}  # identical layers differ only by index: build each once
     layer_reports = []
     for layer in layers:
-        key = (layer.kind, layer.parts)
+        key = (layer.kind, tuple(map(id, layer.parts)))
         if key not in built:
             built[key] = _layer_report(layer, p, tp)
         layer_reports.append(built[key].model_copy(update={"index": layer.index}))
