@@ -38,6 +38,7 @@ FORMATS = (".png", ".svg")
 STACK = {
     "recurrent state": "#DD8452",
     "extra state copies": "#937860",
+    "compressor rings": "#DA8BC3",
     "window": "#55A868",
     "compressed KV": "#C44E52",
     "indexer keys": "#8172B2",
@@ -112,8 +113,11 @@ def curves(report: Report, grid: list[int]) -> Curves:
     bands: dict[str, list[Fraction]] = {name: [Fraction(0)] * len(xs) for name in STACK}
     for part, n in cost.counts.items():
         band = bands[stack_group(part)]
+        # A token part's fixed state is a compressor ring (DeepSeek V4): its own band, not its entries'.
+        ring = Fraction(0) if part.recurrent else part.state_bytes(cost.precision, cost.tp)
         for k, S in enumerate(xs):
-            band[k] += n * part.memory(S, cost.precision, cost.tp)
+            band[k] += n * (part.memory(S, cost.precision, cost.tp) - ring)
+            bands["compressor rings"][k] += n * ring
     bands["extra state copies"] = [cost.extra] * len(xs)
     return Curves(xs, {name: values for name, values in bands.items() if any(values)})
 

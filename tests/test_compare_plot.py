@@ -225,6 +225,21 @@ def test_plot_figures_by_band():
     assert concurrency(c.totals, 1000) == [pytest.approx(float("nan"), nan_ok=True)] * 2  # not one fits
 
 
+def test_plot_gives_compressor_rings_their_own_band():
+    from hfkv.plot import curves
+    from hfkv.report import Options, inspect_config
+
+    v4 = Path(__file__).resolve().parents[1] / "fixtures" / "deepseek-ai__DeepSeek-V4-Flash" / "config.json"
+    report = inspect_config(json.loads(v4.read_text()), model="v4", options=Options())
+    c = curves(report, [1024])
+    # rings (bf16 KV, fp32 state): 21 CSA × (8 × 4 × 512 × 4 + 8 × 4 × 128 × 4 = 81,920) + 20 HCA × 128 × 2 × 512 × 4
+    assert c.bands["compressor rings"] == [21 * 81920 + 20 * 524288] == [12206080]
+    assert c.bands["window"] == [43 * 128 * 1024]  # every layer's raw window, full at 1K
+    # compressed entries at 1K: 21 × 256 × 1,024 (CSA) + 20 × 8 × 1,024 (HCA); indexer 21 × 256 × 132
+    assert c.bands["compressed KV"] == [21 * 256 * 1024 + 20 * 8 * 1024]
+    assert c.bands["indexer keys"] == [21 * 256 * 132]
+
+
 @pytest.fixture
 def matplotlib_installed():
     return pytest.importorskip("matplotlib", reason="matplotlib not installed (pip install 'hfkv[plot]'): plot files not tested")
