@@ -11,6 +11,7 @@ and the knobs of ``Options`` as keyword arguments. ``inspect_config`` takes a co
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from .errors import ConfigError, HfkvError, SourceError, UnsupportedModelError, UsageError
@@ -23,7 +24,7 @@ __all__ = [
 ]
 
 
-def inspect(source: str, *, hub: Any = None, revision: str | None = None, **options: Any) -> Report:
+def inspect(source: "str | os.PathLike[str]", *, hub: Any = None, revision: str | None = None, **options: Any) -> Report:
     """Report on one model.
 
     ``source``: a ``config.json`` path, a model folder, or a Hub repo id. ``hub``: a
@@ -33,9 +34,11 @@ def inspect(source: str, *, hub: Any = None, revision: str | None = None, **opti
     Raises ``SourceError`` when the config cannot be obtained and ``ConfigError`` when it cannot be
     understood; both name the source.
     """
+    from .report import make_options
     from .source import load_config
 
+    settings = make_options(**options)  # bad options fail before anything is fetched
     loaded = load_config(source, hub=hub, revision=revision)
     return inspect_config(
-        loaded.data, model=loaded.name, options=Options(**options), commit=loaded.commit, source=loaded.source
+        loaded.data, model=loaded.name, options=settings, commit=loaded.commit, source=loaded.source
     )

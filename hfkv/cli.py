@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import json
 import os
 import sys
 from typing import TYPE_CHECKING, Any, Callable
@@ -35,6 +36,7 @@ def quiet_libraries() -> None:
     """Before huggingface_hub or transformers are imported: no telemetry call, no bars, no noise."""
     os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("HF_HUB_VERBOSITY", "error")  # no "Retrying in 8s" lines: errors are ours, one line
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
 
@@ -141,18 +143,23 @@ def engine_knobs(params: dict[str, Any]) -> dict[str, Any]:
 
 
 def build_options(params: dict[str, Any]) -> Options:
-    """``Options`` from the parsed CLI parameters."""
-    from .report import Options
+    """``Options`` from the parsed CLI parameters (bad values: click's usage error, exit 2)."""
+    from .report import DEFAULT_CONTEXTS, make_options
 
     if params.get("prefix_cache") and not params.get("snapshot_interval"):
         raise click.UsageError("--prefix-cache needs --snapshot-interval")
     contexts = params.get("contexts")
     if contexts is None and params.get("max_model_len"):
-        from .report import DEFAULT_CONTEXTS
-
         limit = params["max_model_len"]
         contexts = sorted({c for c in DEFAULT_CONTEXTS if c <= limit} | {limit})
-    return Options(
+    try:
+        return make_options(**_option_fields(params, contexts))
+    except UsageError as err:
+        raise click.UsageError(str(err)) from None
+
+
+def _option_fields(params: dict[str, Any], contexts: list[int] | None) -> dict[str, Any]:
+    return dict(
         kv_cache_dtype=params["kv_cache_dtype"], state_dtype=params["state_dtype"],
         conv_dtype=params["conv_dtype"], indexer_dtype=params["indexer_dtype"],
         tensor_parallel_size=params["tp"], contexts=tuple(contexts) if contexts else None,
@@ -228,7 +235,7 @@ def report_command(models: tuple[str, ...], fmt: str, **params: Any) -> None:
 
     options = build_options(params)
     hub = build_hub(params) if any(looks_like_repo_id(m) for m in models) else None
-    reports, errors, code = [], [], 0
+    reports, rows, code = [], [], 0  # rows: JSON objects in the order the models were given
     for model in models:
         try:
             loaded = load_config(model, hub=hub, revision=params.get("revision"))
@@ -242,29 +249,40 @@ def report_command(models: tuple[str, ...], fmt: str, **params: Any) -> None:
             )
         except HfkvError as err:
             click.echo(f"hfkv: error: {err}", err=True)
-            errors.append({"model": model, "error": f"{err.kind}: {err.message}"})
+            rows.append({"model": model, "error": err.row_text()})
             code = max(code, err.exit_code)
             continue
         reports.append(report)
+        rows.append(report.to_dict())
         if fmt == "table":
             render.render_table(report)
         elif fmt == "markdown":
             click.echo(render.render_markdown(report))
-    if fmt == "json" and (reports or errors):
+    if fmt == "json" and rows:
         if len(models) == 1 and reports:
             click.echo(render.to_json(reports[0]))
         elif len(models) > 1:
-            click.echo(render.to_json(reports, errors))
+            click.echo(json.dumps(rows, indent=2))
     sys.exit(code)
 
 
 def entry() -> None:
     """Console entry point: ``main`` with a last guard, so no input ever ends in a traceback."""
     try:
-        main(standalone_mode=True)
+        code = main(standalone_mode=False)
+        sys.exit(code or 0)
+    except click.exceptions.Abort:  # Ctrl-C inside click's prompt handling
+        click.echo("hfkv: interrupted", err=True)
+        sys.exit(130)
     except KeyboardInterrupt:
         click.echo("hfkv: interrupted", err=True)
         sys.exit(130)
+    except click.ClickException as err:  # bad usage: click's own message, exit 2
+        err.show()
+        sys.exit(err.exit_code)
+    except BrokenPipeError:  # `hfkv ... | head`: the reader left; say nothing more
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(0)
     except Exception as err:  # a bug in hfkv: still one line, and a non-zero exit
         detail = str(err).splitlines()[0][:300] if str(err) else ""
         click.echo(f"hfkv: error: internal error ({type(err).__name__}: {detail}); please report it", err=True)

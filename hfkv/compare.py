@@ -80,7 +80,7 @@ def _inspect(model: str, cfg: Any, options: Options, out: Collected) -> Report |
 
 def _record_error(out: Collected, model: str, err: HfkvError) -> None:
     click.echo(f"hfkv: error: {err}", err=True)
-    out.errors.append({"model": model, "error": f"{err.kind}: {err.message}"})
+    out.errors.append({"model": model, "error": err.row_text()})
     out.exit_code = max(out.exit_code, err.exit_code)
 
 

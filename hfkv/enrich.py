@@ -47,6 +47,8 @@ def enrich(
                 report, gpu=gpu, gpu_memory_utilization=gpu_memory_utilization, weights_bytes=weights_bytes,
                 batch=report.batch,
             )
+    if report.batch and report.budget_bytes is None and "serving" not in report.extra:
+        report.warnings.append("--batch asks for the longest context within a budget: give --budget or --gpu")
     if engine != "theory":
         from .engines import simulate
 

@@ -19,13 +19,23 @@ class HfkvError(Exception):
         self.source = source
 
     def __str__(self) -> str:
-        return f"{self.source}: {self.message}" if self.source else self.message
+        text = f"{self.source}: {self.message}" if self.source else self.message
+        return one_line(text)
+
+    def row_text(self) -> str:
+        """``"<kind>: <message>"`` for a scan row or a JSON error object (no source, one line)."""
+        return one_line(f"{self.kind}: {self.message}")
 
     def with_source(self, source: str) -> "HfkvError":
         """Name the file or repo the error belongs to, unless one is named already."""
         if self.source is None:
             self.source = source
         return self
+
+
+def one_line(text: str) -> str:
+    """Control characters escaped (a repo id from the Hub may hold a newline): never a forged line."""
+    return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in str(text))
 
 
 class ConfigError(HfkvError):
@@ -46,7 +56,10 @@ class UnsupportedModelError(ConfigError):
     kind = "unsupported"
 
     def __init__(self, problem: str, *, source: str | None = None) -> None:
-        super().__init__(None, f"unsupported: {problem}", source=source)
+        super().__init__(None, problem, source=source)
+
+    def __str__(self) -> str:
+        return one_line(f"{self.source}: unsupported: {self.message}" if self.source else f"unsupported: {self.message}")
 
 
 class SourceError(HfkvError):

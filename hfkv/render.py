@@ -70,7 +70,7 @@ def extra_lines(report: Report) -> list[str]:
                         if serving.get("budget_source") == "gpu-without-weights" else ""))
         for ctx in serving.get("contexts", []):
             if ctx.get("max_concurrency") is not None:
-                step = ctx.get("decode_step_seconds", {})
+                step = ctx.get("decode_step_seconds") or {}  # None without a GPU's bandwidth
                 fastest = step.get("1")
                 lines.append(f"  {format_tokens(ctx['tokens'])}: B_max {ctx['max_concurrency']:,} per replica"
                              + (f", decode step ≥ {fastest * 1000:.2f} ms at batch 1" if fastest else ""))

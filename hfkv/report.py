@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from fractions import Fraction
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
@@ -32,7 +32,9 @@ class Options(BaseModel):
     conv_dtype: str = Field("auto", description="conv-state dtype; auto = the model's 16-bit dtype")
     indexer_dtype: str = Field("fp8", description="indexer keys; fp8/fp4 add an fp32 scale per 128 values")
     tensor_parallel_size: int = Field(1, ge=1)
-    contexts: tuple[int, ...] | None = Field(None, description="context lengths; default 4k, 32k, 128k and the max")
+    contexts: tuple[Annotated[int, Field(ge=1, le=acc.SEARCH_LIMIT)], ...] | None = Field(
+        None, description="context lengths; default 4k, 32k, 128k and the max"
+    )
     budget_bytes: int | None = Field(None, gt=0, description="KV budget per GPU")
     batch: int | None = Field(None, ge=1, description="concurrency for the longest-context question")
     prefix_cache_tokens: int | None = Field(None, ge=0)
@@ -180,12 +182,17 @@ def resolve_precision(view: ConfigView, options: Options, notes: list[str], warn
     """Turn the options' ``auto`` values into dtypes, saying where each came from."""
     base = model_dtype(view)
     serving = base
+    needs_base = options.kv_cache_dtype == "auto" or options.conv_dtype == "auto"
     if base is None:
         serving = "bf16"
-        warnings.append("config names no dtype: assuming bf16 for the KV cache and conv state")
-    elif base == "fp32" or base not in ("bf16", "fp16"):
+        written = view.value("torch_dtype") or view.value("dtype")
+        if needs_base:
+            what = f"config dtype {written!r} is not a storage dtype" if written else "config names no dtype"
+            warnings.append(f"{what}: assuming bf16 for the model's 16-bit KV/conv storage")
+    elif base not in ("bf16", "fp16"):
         serving = "bf16"
-        notes.append(f"checkpoint dtype {base}: engines serve it in 16 bits, so bf16 is assumed")
+        if needs_base:
+            notes.append(f"checkpoint dtype {base}: engines serve it in 16 bits, so bf16 is assumed")
     kv = options.kv_cache_dtype
     if kv == "auto":
         declared = declared_kv_dtype(view)
@@ -302,8 +309,13 @@ def build_report(
             raise UsageError("--prefix-cache needs --snapshot-interval")
         extra += acc.prefix_cache_extra(state, options.prefix_cache_tokens, options.snapshot_interval)
 
+    asked = list(options.contexts or default_contexts(max_positions))
+    beyond = [S for S in asked if max_positions and S > max_positions]
+    if beyond:
+        notes.append(f"context(s) {', '.join(map(str, beyond))} exceed max_position_embeddings {max_positions}: "
+                     "figures extrapolate the layout")
     contexts = []
-    for S in options.contexts or default_contexts(max_positions):
+    for S in asked:
         per_request = acc.request_bytes(layers, S, p, tp)
         contexts.append(ContextReport(
             tokens=S,
@@ -341,15 +353,30 @@ def build_report(
     return report
 
 
+def make_options(options: Options | None = None, **knobs: Any) -> Options:
+    """``options``, or an ``Options`` built from keyword knobs; bad values are a ``UsageError``."""
+    if options is not None and knobs:
+        raise UsageError("give either options=Options(...) or keyword options, not both")
+    if options is not None:
+        return options
+    try:
+        return Options(**knobs)
+    except ValueError as err:  # pydantic's ValidationError: name the field and the problem in one line
+        raise UsageError(f"invalid option: {_first_line(err)}") from None
+
+
 def inspect_config(
     data: Any, *, model: str = "config.json", options: Options | None = None,
-    commit: str | None = None, source: str | None = None,
+    commit: str | None = None, source: str | None = None, **knobs: Any,
 ) -> Report:
-    """Report on a config dict (already loaded). Raises ``HfkvError`` subclasses naming ``model``."""
+    """Report on a config dict (already loaded). ``knobs``: any ``Options`` field, instead of ``options``.
+
+    Raises ``HfkvError`` subclasses naming ``model`` (``UsageError`` for bad options).
+    """
     from hfkv.mappings import resolve  # the mappers import the core, not the other way round
     from hfkv.mappings.common import max_positions
 
-    options = options or Options()
+    options = make_options(options, **knobs)
     try:
         view = ConfigView(data, source=model)
         mapper = resolve(view)

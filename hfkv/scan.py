@@ -5,16 +5,18 @@ The list holds one model per line (``org/name``, ``org/name@rev`` or a local pat
 the single-model JSON object (``Report.to_dict()``) or ``{"model": ..., "error": "<kind>: <message>"}``.
 Rows are written as they complete (jsonl, csv, markdown) and flushed one by one, so an interrupted
 scan loses nothing, and ``--resume`` completes such a file. Exit codes: 0 every model succeeded, 1
-some failed (their rows say why), 2 bad usage.
+some failed (their rows say why) or the output could not be written, 2 bad usage, 130 interrupted.
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
 import os
 import re
+import stat
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -25,11 +27,12 @@ from typing import IO, Any, Iterable
 import click
 
 from .cli import accounting_options, build_hub, build_options, hub_options
-from .errors import HfkvError
+from .errors import HfkvError, UsageError
 from .units import format_bytes, format_tokens
 
 FORMATS = ("table", "jsonl", "csv", "markdown")
 STREAM_FORMATS = ("jsonl", "csv", "markdown")
+LIST_LIMIT = 64 * 1024 * 1024  # bytes of a list file; a list that large is a mistake (or /dev/zero)
 _EXTENSION_FORMATS = {".csv": "csv", ".md": "markdown", ".markdown": "markdown", ".jsonl": "jsonl", ".json": "jsonl"}
 
 
@@ -48,6 +51,44 @@ def read_entries(lines: Iterable[str]) -> list[str]:
         if text:
             seen.setdefault(text, None)
     return list(seen)
+
+
+def read_list(name: str) -> list[str]:
+    """The entries of the list file ``name`` (``-``: stdin, read line by line).
+
+    Raises ``UsageError`` (one line) when the file cannot be opened, is not a regular file (a FIFO or
+    a device such as ``/dev/zero`` would block or never end), is over ``LIST_LIMIT`` bytes or is not
+    UTF-8 text.
+    """
+    if name == "-":
+        return read_entries(_stdin_lines())
+    try:
+        if not stat.S_ISREG(os.stat(name).st_mode):  # before open(): opening a FIFO blocks
+            raise UsageError(f"cannot read the list {name}: not a regular file")
+        with open(name, "rb") as handle:
+            raw = handle.read(LIST_LIMIT + 1)  # bounded even if the file grows while read
+    except OSError as err:
+        raise UsageError(f"cannot read the list {name}: {err.strerror or type(err).__name__}") from None
+    if len(raw) > LIST_LIMIT:
+        raise UsageError(f"cannot read the list {name}: larger than {LIST_LIMIT // 2**20} MiB")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise UsageError(f"cannot read the list {name}: not UTF-8 text (byte {err.start})") from None
+    return read_entries(text.splitlines())
+
+
+def _stdin_lines() -> Iterable[str]:
+    """Lines of stdin decoded one by one, so a long pipe is not held twice in memory."""
+    stream = getattr(sys.stdin, "buffer", None)
+    if stream is None:  # a text-only stdin (embedding code replaced it): already decoded
+        yield from sys.stdin
+        return
+    for number, raw in enumerate(stream, start=1):
+        try:
+            yield raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise UsageError(f"cannot read the list from stdin: not UTF-8 text (line {number})") from None
 
 
 # -- one model ------------------------------------------------------------------------------------
@@ -304,23 +345,33 @@ WRITERS: dict[str, type[Writer]] = {"jsonl": JsonlWriter, "csv": CsvWriter, "mar
 def resume_file(path: Path, writer: Writer) -> dict[str, bool]:
     """Rows an interrupted run already wrote to ``path``: {model key: succeeded}.
 
-    Only complete lines count; a truncated last line (no newline: the run died mid-write), an
-    unreadable line or a repeated model is dropped by rewriting the file (atomically) with the header
-    and the good rows, so the rows appended next start on a fresh line. A header that does not match
-    this run's columns is a usage error: appending would mix two shapes in one file.
+    Only complete lines count; a truncated last line (no newline: the run died mid-write) or a
+    repeated model is dropped by rewriting the file (atomically) with the header and the good rows,
+    so the rows appended next start on a fresh line. Anything else is a ``UsageError`` and the file
+    is left untouched: a header that does not match this run's columns (appending would mix two
+    shapes in one file), or any complete line that is not a row of this format (the file was not
+    written by a scan, and rewriting it would destroy it).
     """
-    if not path.exists():
-        return {}
-    text = path.read_text(encoding="utf-8", errors="replace")
+    try:
+        if not path.exists():
+            return {}
+        if not path.is_file():  # a device or FIFO cannot hold earlier rows (and may never end)
+            raise UsageError(f"--resume: {path} is not a regular file")
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError as err:
+        raise UsageError(f"cannot read {path}: {err.strerror or type(err).__name__}") from None
     complete = text.split("\n")[:-1]  # the piece after the last newline is unfinished
     header = writer.header()
     if complete[: len(header)] != header and complete != header[: len(complete)]:
-        raise click.UsageError(f"{path} was not written by a scan with these columns (format or --context differ)")
+        raise UsageError(f"--resume: {path} was not written by a scan with these columns (format or --context differ)")
     done: dict[str, bool] = {}
     kept: list[str] = []
-    for line in complete[len(header):]:
+    for number, line in enumerate(complete[len(header):], start=len(header) + 1):
         parsed = writer.parse(line)
-        if parsed and parsed[0] not in done:
+        if parsed is None:
+            raise UsageError(f"--resume: line {number} of {path} is not a scan row of this format; "
+                             "refusing to rewrite a file a scan did not write")
+        if parsed[0] not in done:
             done[parsed[0]] = parsed[1]
             kept.append(line)
     # A file holding no complete row is emptied, so the header is written afresh.
@@ -335,14 +386,26 @@ def resume_file(path: Path, writer: Writer) -> dict[str, bool]:
 # -- output ---------------------------------------------------------------------------------------
 
 
+class OutputError(Exception):
+    """A row or header could not be written (disk full, /dev/full, a closed pipe): the scan stops."""
+
+    def __init__(self, name: str, err: OSError) -> None:
+        super().__init__(f"cannot write {name}: {err.strerror or type(err).__name__}")
+
+
 @dataclass
 class Output:
-    """Where rows go as they complete: a file (flushed per row) or stdout, around a progress bar."""
+    """Where rows go as they complete: a file (flushed per row) or stdout, around a progress bar.
+
+    A failed write raises ``OutputError``; ``written`` counts the rows that reached the stream.
+    """
 
     writer: Writer | None  # None: the table format, printed once at the end
     stream: IO[str] | None
     bar: Any = None
     rows: list[Row] = field(default_factory=list)
+    name: str = "<stdout>"
+    written: int = 0
 
     def start(self, fresh: bool) -> None:
         if self.writer and fresh:
@@ -353,15 +416,28 @@ class Output:
         self.rows.append(row)
         if self.writer:
             self._emit(self.writer.line(row))
+            self.written += 1
         if self.bar is not None:
             self.bar.update(1)
 
     def _emit(self, line: str) -> None:
-        if self.bar is not None and self.stream is sys.stdout and sys.stdout.isatty():
-            self.bar.write(line, file=sys.stdout)  # same terminal: clear the bar, print, redraw it
-        else:
-            self.stream.write(line + "\n")
-        self.stream.flush()
+        try:
+            if self.bar is not None and self.stream is sys.stdout and sys.stdout.isatty():
+                self.bar.write(line, file=sys.stdout)  # same terminal: clear the bar, print, redraw it
+            else:
+                self.stream.write(line + "\n")
+            self.stream.flush()
+        except OSError as err:
+            raise OutputError(self.name, err) from None
+
+    def close(self) -> None:
+        """Close the bar, and the stream unless it is stdout (everything was flushed row by row)."""
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+        if self.stream is not None and self.stream is not sys.stdout:
+            with contextlib.suppress(OSError):  # a failed flush was reported when the row was written
+                self.stream.close()
 
 
 def _progress(total: int) -> Any:
@@ -390,7 +466,11 @@ def print_table(rows: list[Row], columns: Columns) -> None:
 
 
 def run(entries: list[str], job: Job, out: Output, jobs: int) -> list[Row]:
-    """Fetch every entry with ``jobs`` threads; rows go to ``out`` in completion order."""
+    """Fetch every entry with ``jobs`` threads; rows go to ``out`` in completion order.
+
+    On any exception (Ctrl-C, a failed write) the pending fetches are cancelled and the exception
+    propagates at once: the pool is not joined, since a worker may be stuck in a Hub request.
+    """
     if not entries:
         return []
     pool = ThreadPoolExecutor(max_workers=min(jobs, len(entries)), thread_name_prefix="hfkv-scan")
@@ -398,22 +478,51 @@ def run(entries: list[str], job: Job, out: Output, jobs: int) -> list[Row]:
         futures = {pool.submit(job.run, entry): entry for entry in entries}
         for future in as_completed(futures):
             out.add(future.result())
-    finally:
-        # On Ctrl-C: drop what has not started; rows already written stay written.
-        pool.shutdown(wait=True, cancel_futures=True)
+    except BaseException:
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
     return out.rows
+
+
+def interrupted(out: Output) -> None:
+    """Ctrl-C: keep the rows written so far, say so, and exit 130 now.
+
+    ``os._exit`` rather than ``sys.exit``: the pool's worker threads are not daemons and the
+    interpreter joins them at exit, so a worker blocked in a Hub request (a stalled server, a long
+    timeout) would keep a plain exit waiting for minutes. Every row was flushed as it was written,
+    and the streams are flushed here, so skipping the interpreter's shutdown loses nothing.
+    """
+    out.close()
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+    click.echo("hfkv: interrupted", err=True)
+    with contextlib.suppress(Exception):
+        sys.stderr.flush()
+    os._exit(130)
 
 
 # -- the command ----------------------------------------------------------------------------------
 
 
 def open_output(path: str, append: bool) -> IO[str]:
-    """The --output file (``Output`` flushes it after every row); bad usage when it cannot be opened."""
+    """The --output file (``Output`` flushes it after every row); ``UsageError`` when it cannot be opened."""
     try:
         return open(path, "a" if append else "w", encoding="utf-8")
     except OSError as err:
-        raise click.BadParameter(f"cannot write {path}: {err.strerror or type(err).__name__}",
-                                 param_hint="'--output'") from None
+        raise UsageError(f"cannot write {path}: {err.strerror or type(err).__name__}") from None
+
+
+def check_not_the_list(list_name: str, output: str) -> None:
+    """Refuse an --output that is the list file itself: writing rows would destroy the list."""
+    if list_name == "-":
+        return
+    try:
+        same = os.path.samefile(list_name, output)
+    except OSError:  # the output does not exist yet (or cannot be examined): not the list
+        return
+    if same:
+        raise UsageError(f"--output {output} is the list being scanned; choose another file")
 
 
 def choose_format(fmt: str | None, output: str | None) -> str:
@@ -426,7 +535,7 @@ def choose_format(fmt: str | None, output: str | None) -> str:
 
 
 @click.command("scan")
-@click.argument("list_file", metavar="FILE|-", type=click.File("r", encoding="utf-8"))
+@click.argument("list_name", metavar="FILE|-")
 @accounting_options
 @hub_options
 @click.option("--jobs", "-j", type=click.IntRange(min=1, max=256), default=16, show_default=True,
@@ -437,13 +546,15 @@ def choose_format(fmt: str | None, output: str | None) -> str:
               help="Write rows to PATH as they complete (flushed per row).")
 @click.option("--resume", is_flag=True, help="Skip models already in --output PATH and append the rest.")
 @click.option("--weights", is_flag=True, help="Also fetch parameter counts (one more Hub request per repo).")
-def scan_command(list_file: IO[str], jobs: int, fmt: str | None, output: str | None, resume: bool,
+def scan_command(list_name: str, jobs: int, fmt: str | None, output: str | None, resume: bool,
                  weights: bool, **params: Any) -> None:
     """One row per model listed in FILE (or stdin with -): org/name[@rev] or a local path per line.
 
     Blank lines and # comments are skipped; a model listed twice is fetched once. Exit code 0 when
-    every model succeeded, 1 when some failed (their rows say why), 2 on bad usage.
+    every model succeeded, 1 when some failed (their rows say why) or the output could not be
+    written, 2 on bad usage, 130 when interrupted (rows written so far stay).
     """
+    from .cli import fail
     from .source import looks_like_repo_id
 
     fmt = choose_format(fmt, output)
@@ -453,28 +564,21 @@ def scan_command(list_file: IO[str], jobs: int, fmt: str | None, output: str | N
         raise click.UsageError("--format table is for the terminal; use jsonl, csv or markdown with --output")
     options = build_options(params)
     columns = Columns.for_options(options, weights)
-    entries = read_entries(list_file)
-
     writer = WRITERS[fmt](columns) if fmt in WRITERS else None
-    done: dict[str, bool] = {}
-    if resume:
-        done = resume_file(Path(output), writer)
+    try:
+        if output:
+            check_not_the_list(list_name, output)
+        entries = read_list(list_name)
+        done = resume_file(Path(output), writer) if resume else {}
+        stream = open_output(output, resume) if output else sys.stdout
+    except UsageError as err:
+        fail(str(err), err.exit_code)
     todo = [e for e in entries if writer is None or writer.key(e) not in done]
     earlier_failures = sum(1 for e in entries if writer and done.get(writer.key(e)) is False)
-
     hub = build_hub(params) if any(looks_like_repo_id(e) for e in todo) else None
     job = Job(options=options, hub=hub, revision=params.get("revision"), weights=weights)
-    stream = open_output(output, resume) if output else sys.stdout
-    bar = _progress(len(todo))
-    out = Output(writer=writer, stream=stream, bar=bar)
-    try:
-        out.start(fresh=not resume or stream.tell() == 0)
-        rows = run(todo, job, out, jobs)
-    finally:
-        if bar is not None:
-            bar.close()
-        if output:
-            stream.close()
+    out = Output(writer=writer, stream=stream, name=output or "<stdout>")
+    rows = scan_rows(todo, job, out, jobs=jobs, fresh=not resume or stream.tell() == 0)
     if writer is None:
         order = {e: i for i, e in enumerate(entries)}
         print_table(sorted(rows, key=lambda r: order[r.model]), columns)
@@ -483,3 +587,24 @@ def scan_command(list_file: IO[str], jobs: int, fmt: str | None, output: str | N
         click.echo(f"hfkv: {failed} of {len(entries)} models failed (see their rows)", err=True)
     sys.exit(1 if failed else 0)
 
+
+def scan_rows(todo: list[str], job: Job, out: Output, *, jobs: int, fresh: bool) -> list[Row]:
+    """Scan ``todo`` into ``out`` (header first when ``fresh``).
+
+    A failed write stops the scan and exits 1 with one line counting the rows lost; Ctrl-C keeps the
+    rows written and exits 130 (``interrupted``).
+    """
+    from .cli import fail
+
+    out.bar = _progress(len(todo))
+    try:
+        out.start(fresh)
+        rows = run(todo, job, out, jobs)
+    except KeyboardInterrupt:
+        interrupted(out)
+    except OutputError as err:
+        out.close()
+        lost = len(todo) - out.written
+        fail(f"{err} ({lost} of {len(todo)} rows not written: lost)", 1)
+    out.close()
+    return rows

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import SourceError
+from .errors import SourceError, UsageError
 
 # Real quantised configs reach several MB (MiniMax-M3: 3 MB); anything past this is not a config.
 MAX_CONFIG_BYTES = 32 * 1024 * 1024
@@ -43,6 +43,8 @@ def parse_config_bytes(raw: bytes, name: str) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as err:
         raise SourceError("invalid-json", f"config.json is not valid JSON: {err.msg} at line {err.lineno} column {err.colno}", source=name) from None
+    except ValueError as err:  # e.g. an integer literal of more than 4300 digits
+        raise SourceError("invalid-json", f"config.json holds a value Python will not read ({str(err)[:80]})", source=name) from None
     except RecursionError:
         raise SourceError("invalid-json", "config.json is nested too deeply", source=name) from None
 
@@ -67,8 +69,16 @@ def load_local(path: str | os.PathLike) -> LoadedConfig:
     return LoadedConfig(name=name, data=parse_config_bytes(raw, name), source="file")
 
 
+def _exists(text: str) -> bool:
+    """Path.exists, with names the OS rejects (too long, NUL) meaning "not a local path"."""
+    try:
+        return Path(text).exists()
+    except (OSError, ValueError):
+        return False
+
+
 def looks_like_repo_id(text: str) -> bool:
-    return bool(_REPO_ID.match(text)) and not Path(text).exists()
+    return bool(_REPO_ID.match(text)) and not _exists(text)
 
 
 def split_revision(text: str) -> tuple[str, str | None]:
@@ -77,11 +87,15 @@ def split_revision(text: str) -> tuple[str, str | None]:
     return repo, revision or None
 
 
-def load_config(model: str, *, hub: Any = None, revision: str | None = None) -> LoadedConfig:
+def load_config(model: str | os.PathLike, *, hub: Any = None, revision: str | None = None) -> LoadedConfig:
     """Resolve MODEL: an existing path is read locally, an ``org/name[@rev]`` id from the Hub."""
+    if isinstance(model, os.PathLike):
+        return load_local(model)
+    if not isinstance(model, str):
+        raise UsageError(f"a model is a path or a repo id, not {type(model).__name__}")
     if not model.strip():
         raise SourceError("not-found", "empty model name", source="''")
-    if Path(model).exists():
+    if _exists(model):
         return load_local(model)
     if looks_like_repo_id(model):
         from .hub import HubClient  # huggingface_hub is imported only for Hub sources

@@ -56,8 +56,8 @@ def test_several_models_make_a_list_and_keep_the_good_ones(tmp_path):
     run = hfkv(LLAMA, str(bad), V32, "--format", "json")
     assert run.returncode == 2
     rows = json.loads(run.stdout)
-    assert [r.get("alpha_bytes_per_token") for r in rows[:2]] == [131072, 78324]
-    assert rows[2]["model"] == str(bad) and rows[2]["error"].startswith("config:")
+    assert [r.get("alpha_bytes_per_token") for r in rows] == [131072, None, 78324]  # input order
+    assert rows[1]["model"] == str(bad) and rows[1]["error"].startswith("config:")
     assert run.stderr.count("\n") == 1 and "num_hidden_layers" in run.stderr and str(bad) in run.stderr
 
 
@@ -121,3 +121,50 @@ def test_devices_fifos_and_empty_names_fail_fast(tmp_path):
     for target, needle in ((str(fifo), "not a regular file"), ("/dev/zero", "not a regular file"), ("", "empty model name")):
         run = hfkv(target)
         assert run.returncode == 1 and needle in run.stderr and run.stderr.count("\n") == 1, run.stderr
+
+
+@pytest.mark.parametrize("engine", ["sglang", "vllm"])
+@pytest.mark.parametrize("fmt", ["table", "markdown"])
+def test_engine_modes_with_a_budget_render(engine, fmt):
+    run = hfkv(LLAMA, "--engine", engine, "--budget", "60GiB", "--format", fmt)
+    assert run.returncode == 0, run.stderr
+    # both engines charge Llama-3.1-8B 32 × 2 × 8 × 128 × 2 = 131,072 B per token
+    assert "131,072 B per token per GPU" in run.stdout
+
+
+def test_several_models_keep_the_input_order(tmp_path):
+    run = hfkv(LLAMA, str(tmp_path / "missing.json"), V32, "--format", "json")
+    rows = json.loads(run.stdout)
+    assert [("error" in r) for r in rows] == [False, True, False]
+    assert rows[1]["error"].startswith("not-found:")
+
+
+def test_unsupported_is_said_once():
+    run = hfkv(str(FIXTURES / "google-t5__t5-base"), LLAMA, "--format", "json")
+    rows = json.loads(run.stdout)
+    assert rows[0]["error"].startswith("unsupported: encoder-decoder") and "unsupported: unsupported" not in run.stderr
+
+
+def test_contexts_past_the_maximum_are_noted_and_absurd_ones_refused():
+    data = json.loads(hfkv(LLAMA, "--context", "1m", "--format", "json").stdout)
+    assert any("exceed max_position_embeddings 131072" in n for n in data["notes"])
+    assert hfkv(LLAMA, "--context", "99999999999999999999").returncode == 2
+
+
+def test_python_api_arguments():
+    import hfkv as api
+
+    assert api.inspect(Path(LLAMA)).alpha_bytes_per_token == 131072  # a pathlib.Path is a path
+    with pytest.raises(api.UsageError):
+        api.inspect(LLAMA, contexts=(-4096,))
+    with pytest.raises(api.UsageError):
+        api.inspect(None)
+    data = json.loads((Path(LLAMA) / "config.json").read_text())
+    assert api.inspect_config(data, kv_cache_dtype="fp8").alpha_bytes_per_token == 65536  # keyword options
+
+
+def test_error_lines_escape_control_characters():
+    from hfkv.errors import SourceError
+
+    err = SourceError("not-found", "missing", source="evil/x\nInjected: 1")
+    assert "\n" not in str(err) and "\\n" in str(err)
