@@ -126,7 +126,7 @@ def planning_options(fn: Callable) -> Callable:
             continue  # --spec-tokens / --num-speculative-tokens already sets it
         flag = "--" + name.replace("_", "-")
         if name in _KNOB_FLAGS:
-            opt = click.option(f"{flag}/--no-{flag[2:]}", name, default=None, help=f"[{'sglang/vllm'}] {text}")
+            opt = click.option(f"{flag}/--no-{flag[2:]}", name, default=None, help=f"[engine] {text}")
         else:
             opt = click.option(flag, name, type=_KNOB_TYPES.get(name), default=None, help=f"[engine] {text}")
         options.append(opt)
