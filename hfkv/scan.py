@@ -70,7 +70,7 @@ def read_list(name: str) -> list[str]:
     except OSError as err:
         raise UsageError(f"cannot read the list {name}: {err.strerror or type(err).__name__}") from None
     if len(raw) > LIST_LIMIT:
-        raise UsageError(f"cannot read the list {name}: larger than {LIST_LIMIT // 2**20} MiB")
+        raise UsageError(f"cannot read the list {name}: larger than {format_bytes(LIST_LIMIT)}")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as err:

@@ -18,6 +18,7 @@ from click.testing import CliRunner
 
 import hfkv
 from fakehub import Fault
+from hfkv import scan as scan_module
 from hfkv.cli import main
 from hfkv.scan import read_entries
 
@@ -398,3 +399,151 @@ def test_concurrent_first_reports_needing_transformers_defaults_all_succeed(tmp_
     # Gemma 3 text defaults: 4 kv heads × 256 head_dim, every 6th of 34 layers full (5 layers), window 1024:
     # α = 5 × 2 × 4 × 256 × 2 = 20480
     assert {r["alpha_bytes_per_token"] for r in rows.values()} == {5 * 2 * 4 * 256 * 2} and len(rows) == 24
+
+
+# -- files that are not ours, lists that are not lists, outputs that fail ------------------------------
+
+
+def one_error_line(result, code: int) -> str:
+    """The single stderr line of a failed scan, after checking the exit code and that nothing else was said."""
+    assert result.exit_code == code, (result.exit_code, result.output)
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("hfkv: error: "), result.stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize("fmt, text", [
+    ("jsonl", "important\n"),
+    ("jsonl", '{"model": "a/b", "alpha_bytes_per_token": 1}\nimportant\n{"model": "c/d"'),  # one foreign line
+    ("csv", "important\n"),
+    ("markdown", "# My notes\n\nimportant\n"),
+])
+def test_resume_refuses_a_file_a_scan_did_not_write(fake_hub, tmp_path, fmt, text):
+    notes = tmp_path / "notes.txt"
+    notes.write_text(text)
+    result = scan(write_list(tmp_path, QWEN3), "--endpoint", fake_hub.url, "-o", str(notes), "--resume",
+                  "--format", fmt)
+    one_error_line(result, 2)
+    assert notes.read_text() == text  # untouched, not even the truncated last line dropped
+    assert fake_hub.log == []
+
+
+@pytest.mark.parametrize("resume", [False, True])
+@pytest.mark.parametrize("link", [False, True])
+def test_output_that_is_the_list_itself_exits_2(fake_hub, tmp_path, resume, link):
+    listing = write_list(tmp_path, QWEN3)
+    target = listing
+    if link:  # another name for the same file
+        target = str(tmp_path / "alias.txt")
+        os.symlink(listing, target)
+    before = Path(listing).read_text()
+    result = scan(listing, "--endpoint", fake_hub.url, "-o", target, *(["--resume"] if resume else []))
+    assert "is the list being scanned" in one_error_line(result, 2)
+    assert Path(listing).read_text() == before
+    assert fake_hub.log == []
+
+
+def test_list_that_is_not_utf8_text_exits_2(fake_hub, tmp_path):
+    binary = tmp_path / "binary.bin"
+    binary.write_bytes(b"org/a\n\xff\xfe\x00\x01\n")
+    line = one_error_line(scan(str(binary), "--endpoint", fake_hub.url), 2)
+    assert line == f"hfkv: error: cannot read the list {binary}: not UTF-8 text (byte 6)"  # b"org/a\n" is 6 bytes
+    stdin = scan("-", "--endpoint", fake_hub.url, stdin="org/a\n\udcff\n".encode("utf-8", "surrogateescape"))
+    assert one_error_line(stdin, 2) == "hfkv: error: cannot read the list from stdin: not UTF-8 text (line 2)"
+    assert fake_hub.log == []
+
+
+def test_list_that_is_a_device_or_fifo_is_refused_at_once(fake_hub, tmp_path):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)  # opening it for reading would block until a writer comes
+    for name in ("/dev/zero", str(fifo)):
+        if not os.path.exists(name):
+            continue
+        line = one_error_line(scan(name, "--endpoint", fake_hub.url), 2)
+        assert line == f"hfkv: error: cannot read the list {name}: not a regular file"
+
+
+def test_list_over_the_size_cap_exits_2(fake_hub, tmp_path, monkeypatch):
+    assert scan_module.LIST_LIMIT == 64 * 1024 * 1024
+    monkeypatch.setattr(scan_module, "LIST_LIMIT", 10)
+    listing = write_list(tmp_path, "org/a", "org/b")  # 12 bytes: "org/a\norg/b\n"
+    assert "larger than 10 B" in one_error_line(scan(listing, "--endpoint", fake_hub.url), 2)
+    monkeypatch.setattr(scan_module, "LIST_LIMIT", 12)  # exactly at the cap: read
+    ok = scan(listing, "--endpoint", fake_hub.url)
+    assert ok.exit_code == 1 and set(jsonl(ok.stdout)) == {"org/a", "org/b"}  # not on the fake Hub
+
+
+def test_missing_list_is_one_line(fake_hub, tmp_path):
+    line = one_error_line(scan(str(tmp_path / "nope.txt"), "--endpoint", fake_hub.url), 2)
+    assert line == f"hfkv: error: cannot read the list {tmp_path / 'nope.txt'}: No such file or directory"
+
+
+def test_output_that_cannot_be_opened_exits_2(fake_hub, tmp_path):
+    target = tmp_path / "no" / "rows.jsonl"
+    line = one_error_line(scan(write_list(tmp_path, QWEN3), "--endpoint", fake_hub.url, "-o", str(target)), 2)
+    assert line == f"hfkv: error: cannot write {target}: No such file or directory"
+
+
+LOCAL = [str(ROOT / "fixtures" / name) for name in ("Qwen__Qwen3-8B", "meta-llama__Llama-2-7b-hf", "openai__gpt-oss-120b")]
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full on this system")
+def test_output_to_a_full_device_exits_1_naming_the_lost_rows(tmp_path):
+    result = scan(write_list(tmp_path, *LOCAL[:2]), "-o", "/dev/full", "--format", "jsonl")
+    assert one_error_line(result, 1) == (
+        "hfkv: error: cannot write /dev/full: No space left on device (2 of 2 rows not written: lost)")
+
+
+def test_a_write_failing_mid_scan_keeps_earlier_rows_and_counts_the_rest(tmp_path, monkeypatch):
+    out = tmp_path / "rows.jsonl"
+
+    class FillsUp(io.StringIO):
+        """Accepts one row, then the disk is full."""
+
+        def write(self, text: str) -> int:
+            if self.getvalue():
+                raise OSError(28, "No space left on device")
+            return super().write(text)
+
+        def close(self) -> None:
+            out.write_text(self.getvalue())
+            super().close()
+
+    monkeypatch.setattr(scan_module, "open_output", lambda path, append: FillsUp())
+    result = scan(write_list(tmp_path, *LOCAL), "-o", str(out), "--jobs", "1")
+    assert one_error_line(result, 1) == (
+        f"hfkv: error: cannot write {out}: No space left on device (2 of 3 rows not written: lost)")
+    assert len(jsonl(out.read_text())) == 1
+
+
+def test_ctrl_c_stops_a_scan_stuck_on_the_hub_and_keeps_written_rows(fake_hub, tmp_path):
+    """SIGINT while a worker waits 20 s on the Hub: exit 130 within seconds, the local row kept."""
+    import signal
+    import time
+
+    stuck = "acme/stuck"
+    fake_hub.add_fixture(stuck, folder="Qwen__Qwen3-8B")
+    fake_hub.faults[stuck] = Fault(kind="slow", delay=20)
+    out = tmp_path / "rows.jsonl"
+    proc = subprocess.Popen([sys.executable, "-m", "hfkv", "scan", write_list(tmp_path, stuck, LOCAL[0]),
+                             "--endpoint", fake_hub.url, "-o", str(out), "--jobs", "2"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not (fake_hub.requests(stuck) and out.exists() and out.read_text()):
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.05)
+        assert fake_hub.requests(stuck), "the stuck request never arrived"
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=10)
+        assert time.monotonic() - sent < 5  # not the 20 s the worker is blocked for
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, err
+    assert err.strip() == "hfkv: interrupted"
+    rows = jsonl(out.read_text())
+    assert out.read_text().endswith("\n") and list(rows) == [LOCAL[0]]
+    assert rows[LOCAL[0]]["alpha_bytes_per_token"] == QWEN3_ALPHA
