@@ -81,6 +81,12 @@ def head_dim(cfg: ConfigView, heads: int, *, defaults: bool = False) -> int:
     return hidden // heads
 
 
+def attention_shape(cfg: ConfigView, *, head_dim_defaults: bool = False) -> tuple[int, int, int]:
+    """(query heads, KV heads, head_dim) of the config's standard attention."""
+    heads = num_heads(cfg)
+    return heads, kv_heads(cfg, heads), head_dim(cfg, heads, defaults=head_dim_defaults)
+
+
 def v_head_dim(cfg: ConfigView, key_dim: int) -> int:
     """Value head dim for standard attention (``v_head_dim`` when present and > 0)."""
     return cfg.optional_int("v_head_dim") or key_dim

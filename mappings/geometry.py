@@ -25,15 +25,13 @@ from hfkv.errors import ConfigError
 from hfkv.specs import ChunkedLocal, FullAttention, LayerSpec, Layout, MLALatent, SlidingWindow
 
 from .common import (
+    attention_shape,
     dsa_indexer,
     effective_window,
-    head_dim,
     is_sliding_type,
-    kv_heads,
     layer_types,
     mla_latent,
     mtp_note,
-    num_heads,
     num_layers,
 )
 from .registry import register
@@ -138,9 +136,7 @@ def mimo_v2(cfg: ConfigView) -> Layout:
     """Full layers (K, V heads of their own widths) and SWA layers with their own KV heads and dims."""
     notes: list[str] = []
     n = num_layers(cfg)
-    heads = num_heads(cfg)
-    kv = kv_heads(cfg, heads)
-    key_dim = head_dim(cfg, heads, defaults=True)
+    heads, kv, key_dim = attention_shape(cfg, head_dim_defaults=True)
     value_dim = cfg.optional_int("v_head_dim", defaults=True) or key_dim
     swa_kv = cfg.optional_int("swa_num_key_value_heads", minimum=1) or kv
     swa_key = cfg.optional_int("swa_head_dim", minimum=1) or key_dim
@@ -186,9 +182,7 @@ def step3p5(cfg: ConfigView) -> Layout:
     """Full and sliding layers; the sliding type's KV heads and head dim come from ``attention_other_setting``."""
     notes: list[str] = []
     n = num_layers(cfg)
-    heads = num_heads(cfg)
-    kv = kv_heads(cfg, heads)
-    key_dim = head_dim(cfg, heads)
+    heads, kv, key_dim = attention_shape(cfg)
     other_type, other = _step_other(cfg)
     types = layer_types(cfg, n)
     if types is None:
@@ -253,9 +247,7 @@ def llama4(cfg: ConfigView) -> Layout:
     """Chunked local layers keep one chunk; global NoPE layers keep the whole context."""
     notes: list[str] = []
     n = num_layers(cfg)
-    heads = num_heads(cfg)
-    kv = kv_heads(cfg, heads)
-    key_dim = head_dim(cfg, heads, defaults=True)
+    heads, kv, key_dim = attention_shape(cfg, head_dim_defaults=True)
     chunk = _llama4_chunk(cfg)
     flags = _llama4_flags(cfg, n, notes)
     full = _heads_part(kv, key_dim, key_dim)

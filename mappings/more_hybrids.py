@@ -57,6 +57,7 @@ from hfkv.specs import IndexerKeys, LayerSpec, LinearAttentionState, Layout, Mam
 
 from ._state_keys import ATTENTION, LINEAR, MLP, hidden_size, roles_from_indices, roles_from_list
 from .common import (
+    attention_shape,
     attention_part,
     effective_window,
     head_dim,
@@ -520,8 +521,7 @@ def inkling(cfg: ConfigView) -> Layout:
     notes: list[str] = []
     warnings: list[str] = []
     roles = inkling_roles(cfg, n, notes)
-    heads = num_heads(cfg)
-    kv, dim = kv_heads(cfg, heads), head_dim(cfg, heads, defaults=True)
+    heads, kv, dim = attention_shape(cfg, head_dim_defaults=True)
     swa_kv = cfg.optional_int("swa_num_key_value_heads", minimum=1, defaults=True) or kv
     swa_dim = cfg.optional_int("swa_head_dim", minimum=1, defaults=True) or dim
     cfg.mark("swa_num_attention_heads", "mtp_local_layer_ids", "rel_extent", "d_rel")
