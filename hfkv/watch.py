@@ -21,6 +21,11 @@ Guarantees:
   process killed at any point leaves complete files and a valid state, and the model is redone next run.
 * A model whose config cannot be fetched or read is recorded with its error and **retried on the next
   run**; it never gets a report file. A listing failure is reported and exits 1 with ``--once``.
+* Permanent failures are recorded once and **not retried**: a listed id that is not a Hub repo id
+  (``org/name`` of word characters, ``.`` and ``-``; stored under its escaped form), and a config
+  refused as too large (retried only when the listing shows a new commit).
+* Repo ids are printed and indexed with unprintable characters escaped (a newline becomes the two
+  characters backslash-n), so an id from the Hub can never forge a line on stderr or in Markdown.
 * One watcher per state file (an advisory lock next to it).
 """
 
@@ -56,6 +61,9 @@ EXPAND = ["createdAt", "sha", "config", "safetensors"]
 _PLAIN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}")
 _COMMIT = re.compile(r"[0-9a-f]{40}")
 _TOKEN_SHAPE = re.compile(r"hf_[A-Za-z0-9]{16,}")
+_HUB_ID = re.compile(r"[\w.-]+/[\w.-]+")  # what the Hub accepts as a model id (\w: unicode letters too)
+PERMANENT_KINDS = frozenset({"too-large"})  # SourceError kinds a retry of the same commit cannot fix
+SKIPPED = "skipped"  # state status of a permanent failure: recorded, not retried
 
 
 # -- file names and atomic writes -------------------------------------------------------------------
@@ -85,6 +93,19 @@ def printable_text(text: str) -> str:
         c if c == "\n" or unicodedata.category(c) not in ("Cc", "Cf", "Cs", "Co") else f"\\u{ord(c):04x}"
         for c in text
     )
+
+
+def escape_id(text: Any) -> str:
+    """``text`` with every unprintable character (newline, NUL, ESC, bidi overrides, ...) as its Python escape.
+
+    For ids in terminal lines, state keys of invalid ids and Markdown: ``evil/x\\nInjected: 1`` stays
+    one line. Valid Hub ids are unchanged (they hold only word characters, ``.``, ``-`` and ``/``).
+    """
+    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in str(text))
+
+
+def is_hub_id(repo_id: str) -> bool:
+    return bool(_HUB_ID.fullmatch(repo_id))
 
 
 def inside(directory: Path, name: str) -> Path:
@@ -209,13 +230,15 @@ class PollSummary:
 
     written: list[str] = field(default_factory=list)
     failed: list[tuple[str, str]] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # newly recorded permanent failures
     list_errors: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     wrote_anything: bool = False
 
 
 def _scrub(text: str) -> str:
-    return _TOKEN_SHAPE.sub("<token>", " ".join(str(text).split()))[:300]
+    """One printable line of at most 300 characters, token-shaped strings hidden."""
+    return escape_id(_TOKEN_SHAPE.sub("<token>", " ".join(str(text).split())))[:300]
 
 
 def _error_line(err: BaseException) -> str:
@@ -308,17 +331,17 @@ def model_markdown(report: Any, budgets: dict[str, int], weights: dict | None, c
 def _done_entry(report: Any, info: Any, author: str, stem: str, weights: dict | None) -> dict[str, Any]:
     return {
         "status": "done", "author": author, "created_at": _iso(getattr(info, "created_at", None)),
-        "sha": getattr(info, "sha", None) if isinstance(getattr(info, "sha", None), str) else None,
+        "sha": _sha(info),
         "file": stem, "model_type": report.model_type, "alpha_bytes_per_token": report.alpha_bytes_per_token,
         "total_parameters": weights.get("total_parameters") if weights else None,
         "weights_bytes": weights.get("weights_bytes") if weights else None,
     }
 
 
-def _error_entry(info: Any, author: str, error: str) -> dict[str, Any]:
+def _error_entry(info: Any, author: str, error: str, status: str = "error") -> dict[str, Any]:
     return {
-        "status": "error", "author": author, "created_at": _iso(getattr(info, "created_at", None)),
-        "sha": getattr(info, "sha", None) if isinstance(getattr(info, "sha", None), str) else None,
+        "status": status, "author": author, "created_at": _iso(getattr(info, "created_at", None)),
+        "sha": _sha(info),
         "error": error,
     }
 
@@ -333,7 +356,8 @@ def index_markdown(state: dict[str, Any]) -> str:
         return sorted(items, key=lambda kv: (kv[1].get("created_at") or "", kv[0]), reverse=True)
 
     done = newest_first((k, v) for k, v in models.items() if v.get("status") == "done")
-    failed = newest_first((k, v) for k, v in models.items() if v.get("status") != "done")
+    failed = newest_first((k, v) for k, v in models.items() if v.get("status") not in ("done", SKIPPED))
+    skipped = newest_first((k, v) for k, v in models.items() if v.get("status") == SKIPPED)
     authors = sorted({str(v.get("author")) for v in models.values() if v.get("author")})
     lines = [
         "# hfkv watch: new models", "",
@@ -348,14 +372,15 @@ def index_markdown(state: dict[str, Any]) -> str:
         params = entry.get("total_parameters")
         weights = entry.get("weights_bytes")
         lines.append(
-            f"| {md_escape((entry.get('created_at') or '-')[:10])} | {md_escape(repo_id)} | {md_escape(entry.get('model_type') or '?')} "
+            f"| {md_escape((entry.get('created_at') or '-')[:10])} | {md_escape(escape_id(repo_id))} | {md_escape(entry.get('model_type') or '?')} "
             f"| {f'{alpha:,}' if isinstance(alpha, (int, float)) else '-'} | {f'{params:,}' if isinstance(params, int) else '-'} "
             f"| {format_bytes(weights) if isinstance(weights, int) else '-'} | [md]({stem}.md) · [json]({stem}.json) |"
         )
-    if failed:
-        lines += ["", "## Not reported yet (retried on the next run)", "", "| published | model | error |", "|---|---|---|"]
-        for repo_id, entry in failed:
-            lines.append(f"| {md_escape((entry.get('created_at') or '-')[:10])} | {md_escape(repo_id)} | {md_escape(entry.get('error', '?'))} |")
+    for title, entries in (("Not reported yet (retried on the next run)", failed), ("Skipped (not retried)", skipped)):
+        if entries:
+            lines += ["", f"## {title}", "", "| published | model | error |", "|---|---|---|"]
+            lines += [f"| {md_escape((entry.get('created_at') or '-')[:10])} | {md_escape(escape_id(repo_id))} "
+                      f"| {md_escape(escape_id(entry.get('error', '?')))} |" for repo_id, entry in entries]
     return printable_text("\n".join(lines) + "\n")
 
 
@@ -373,7 +398,8 @@ def process_model(client: Any, info: Any, author: str, cfg: WatchConfig) -> dict
     try:
         report, budgets, weights = build_model_report(client, info, cfg)
     except HfkvError as err:
-        return _error_entry(info, author, _error_line(err))
+        permanent = getattr(err, "kind", None) in PERMANENT_KINDS
+        return _error_entry(info, author, _error_line(err), SKIPPED if permanent else "error")
     except Exception as err:  # a bug or a hostile config must not stop the watcher: record and retry later
         return _error_entry(info, author, "internal error: " + _error_line(err))
     stem = safe_name(repo_id)
@@ -405,20 +431,43 @@ def poll(client: Any, cfg: WatchConfig, *, now: dt.datetime | None = None) -> Po
                 summary.list_errors.append(f"{author}: listing failed: {_error_line(err)}")
                 continue
             for info in listed:
-                repo_id = str(info.id)
-                old = state["models"].get(repo_id)
-                if old and old.get("status") == "done":
+                repo_id, entry = poll_one(client, info, author, cfg, state["models"])
+                if entry is None:
                     continue
-                entry = process_model(client, info, author, cfg)
                 if entry["status"] == "done":
                     summary.written.append(repo_id)
+                elif entry["status"] == SKIPPED:
+                    summary.skipped.append((repo_id, entry["error"]))
                 else:
                     summary.failed.append((repo_id, entry["error"]))
-                if entry != old:
+                if entry != state["models"].get(repo_id):
                     state["models"][repo_id] = entry
                     _commit(cfg, state)
                     summary.wrote_anything = True
     return summary
+
+
+def poll_one(client: Any, info: Any, author: str, cfg: WatchConfig,
+             models: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
+    """(state key, new entry) for one listed model; entry None when there is nothing to do.
+
+    Nothing to do: already reported, or a permanent failure already recorded for this commit. An id
+    that is not a Hub id is never fetched; it is keyed by its escaped form (no control characters
+    in the state or the index) and recorded as skipped.
+    """
+    repo_id = str(info.id)
+    key = repo_id if is_hub_id(repo_id) else escape_id(repo_id)
+    old = models.get(key)
+    if old and (old.get("status") == "done" or (old.get("status") == SKIPPED and old.get("sha") == _sha(info))):
+        return key, None
+    if not is_hub_id(repo_id):
+        return key, _error_entry(info, author, "not a valid Hub repo id (org/name)", SKIPPED)
+    return key, process_model(client, info, author, cfg)
+
+
+def _sha(info: Any) -> str | None:
+    sha = getattr(info, "sha", None)
+    return sha if isinstance(sha, str) else None
 
 
 # -- command line -----------------------------------------------------------------------------------
@@ -439,9 +488,12 @@ def _echo_summary(summary: PollSummary) -> None:
     for line in summary.list_errors:
         click.echo(f"hfkv: error: {line}", err=True)
     for repo_id, error in summary.failed:
-        click.echo(f"hfkv: warning: {repo_id}: {error} (retried on the next run)", err=True)
-    written = ", ".join(summary.written) if summary.written else "nothing new"
-    click.echo(f"hfkv watch: {len(summary.written)} report(s) written ({written}); {len(summary.failed)} failed")
+        click.echo(f"hfkv: warning: {escape_id(repo_id)}: {escape_id(error)} (retried on the next run)", err=True)
+    for repo_id, error in summary.skipped:
+        click.echo(f"hfkv: warning: {escape_id(repo_id)}: {escape_id(error)} (recorded; not retried)", err=True)
+    written = ", ".join(escape_id(r) for r in summary.written) if summary.written else "nothing new"
+    skipped = f"; {len(summary.skipped)} skipped" if summary.skipped else ""
+    click.echo(f"hfkv watch: {len(summary.written)} report(s) written ({written}); {len(summary.failed)} failed{skipped}")
 
 
 @click.command("watch")

@@ -14,6 +14,7 @@ from click.testing import CliRunner
 from fakehub import Fault
 
 from hfkv import watch
+from hfkv.errors import SourceError
 from hfkv.report import Options
 from hfkv.source import LoadedConfig
 
@@ -170,18 +171,30 @@ HOSTILE = ["../../evil", "/etc/passwd", "org/..", "..", ".", "a\x00b/c", "x/" + 
            "org/\ud800x", "org/\u202egnp.exe"]
 
 
+VALID = {"org/..", "x/" + "y" * 5000, "org/模型", "org/.hidden", "org/index", "org__a/b", "org/__a_b", "org/a..b"}
+
+
 def test_hostile_ids_make_distinct_plain_names_inside_out(tmp_path):
     out = tmp_path / "out"
     client = StubClient(HOSTILE)
     summary = watch.poll(client, _config(out))
-    assert sorted(summary.written) == sorted(HOSTILE) and not summary.failed
+    # Ids the Hub could serve (org/name of word characters, . and -) are reported; the others are
+    # never fetched, only recorded under their escaped form.
+    assert sorted(summary.written) == sorted(VALID) and not summary.failed
+    assert sorted(client.loaded) == sorted(VALID)
+    invalid = [i for i in HOSTILE if i not in VALID]
+    assert sorted(k for k, _ in summary.skipped) == sorted(watch.escape_id(i) for i in invalid)
+    assert watch.escape_id("a\x00b/c") == "a\\x00b/c" and watch.escape_id("org/\u202egnp.exe") == "org/\\u202egnp.exe"
     assert [p for p in tmp_path.rglob("*") if p.is_file() and p.parent != out] == []
     stems = {watch.safe_name(i) for i in HOSTILE}
     assert len(stems) == len(HOSTILE)  # distinct ids never share a file
     for stem in stems:
         assert re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", stem) and len(stem) <= 110
+    for repo_id in VALID:
+        stem = watch.safe_name(repo_id)
         assert (out / f"{stem}.md").is_file() and (out / f"{stem}.json").is_file()
-        text = (out / f"{stem}.md").read_text()
+    for path in out.iterdir():
+        text = path.read_text()
         assert "\x00" not in text and "\u202e" not in text
     assert watch.safe_name("meta-llama/Llama-3.1-8B") == "meta-llama__Llama-3.1-8B"
 
@@ -305,3 +318,58 @@ def test_killed_process_leaves_complete_files_and_a_valid_state(fake_hub, tmp_pa
     assert run(fake_hub, out).exit_code == 0
     state = json.loads((out / watch.STATE_FILE).read_text())
     assert sorted(state["models"]) == sorted(ids) and not list(out.glob(f"*{watch.TMP_SUFFIX}"))
+
+
+def test_an_id_with_a_newline_cannot_forge_a_line_and_is_recorded_once(fake_hub, tmp_path):
+    evil = f"{ORG}/x\nInjected: 1"
+    fake_hub.add_model(evil, {"config.json": LLAMA}, created_at="2026-06-05T00:00:00.000Z")
+    fake_hub.add_model(f"{ORG}/fine", {"config.json": LLAMA}, created_at="2026-06-04T00:00:00.000Z")
+    out = tmp_path / "out"
+    result = run(fake_hub, out)
+    assert result.exit_code == 0, result.output
+    assert not [line for line in result.output.splitlines() if line.startswith("Injected")]
+    escaped = f"{ORG}/x\\nInjected: 1"  # backslash and n: two characters
+    assert f"hfkv: warning: {escaped}: not a valid Hub repo id (org/name) (recorded; not retried)" in result.output
+    state = json.loads((out / watch.STATE_FILE).read_text())
+    assert state["models"][escaped]["status"] == "skipped" and evil not in state["models"]
+    assert state["models"][f"{ORG}/fine"]["status"] == "done"
+    index = (out / "index.md").read_text()
+    assert "## Skipped (not retried)" in index and "\nInjected" not in index and escaped in index
+    assert not fake_hub.requests(evil)  # never fetched
+
+    before = snapshot(out)
+    fake_hub.reset()
+    again = run(fake_hub, out)
+    assert again.exit_code == 0 and "Injected" not in again.output  # recorded once: not reported again
+    assert snapshot(out) == before and [e["path"] for e in fake_hub.log] == ["/api/models"]
+
+
+class TooLargeClient(StubClient):
+    """The first listed id's config is refused as too large; the others load."""
+
+    def load_config(self, repo_id: str, revision: str | None = None) -> LoadedConfig:
+        if repo_id == self.infos[0].id:
+            self.loaded.append(repo_id)
+            raise SourceError("too-large", "config.json is 40000000 bytes, over the 33554432-byte limit")
+        return super().load_config(repo_id, revision)
+
+
+def test_a_config_refused_as_too_large_is_recorded_and_not_retried(tmp_path):
+    out = tmp_path / "out"
+    huge, fine = f"{ORG}/huge", f"{ORG}/fine"
+    client = TooLargeClient([huge, fine])
+    summary = watch.poll(client, _config(out))
+    assert summary.written == [fine] and not summary.failed
+    assert summary.skipped == [(huge, "too-large: config.json is 40000000 bytes, over the 33554432-byte limit")]
+    state = json.loads((out / watch.STATE_FILE).read_text())
+    assert state["models"][huge]["status"] == "skipped"
+
+    client.loaded.clear()
+    before = snapshot(out)
+    again = watch.poll(client, _config(out))
+    assert client.loaded == [] and not again.skipped and not again.wrote_anything
+    assert snapshot(out) == before
+
+    client.infos[0].sha = "a" * 40  # a new commit: one more try
+    third = watch.poll(client, _config(out))
+    assert client.loaded == [huge] and third.skipped and third.skipped[0][0] == huge
