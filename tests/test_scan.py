@@ -547,3 +547,15 @@ def test_ctrl_c_stops_a_scan_stuck_on_the_hub_and_keeps_written_rows(fake_hub, t
     rows = jsonl(out.read_text())
     assert out.read_text().endswith("\n") and list(rows) == [LOCAL[0]]
     assert rows[LOCAL[0]]["alpha_bytes_per_token"] == QWEN3_ALPHA
+
+
+def test_a_line_too_long_for_a_file_name_is_a_not_found_row(fake_hub, tmp_path):
+    """100,000 characters: Path.exists() raises "File name too long"; the row must still be clean."""
+    long_name, long_path, long_id = "a" * 100_000, "x/" * 50_000, "org/" + "b" * 100_000
+    result = scan(write_list(tmp_path, long_name, long_path, long_id, QWEN3), "--endpoint", fake_hub.url)
+    assert result.exit_code == 1, result.output
+    rows = jsonl(result.stdout)
+    for entry in (long_name, long_path, long_id):
+        assert rows[entry]["error"].startswith("not-found: "), rows[entry]["error"][:200]
+    assert rows[QWEN3]["alpha_bytes_per_token"] == QWEN3_ALPHA
+    assert {e["repo"] for e in fake_hub.requests()} == {QWEN3}  # the long id never reached the Hub
