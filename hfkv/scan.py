@@ -18,7 +18,6 @@ import os
 import re
 import stat
 import sys
-import threading
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -119,11 +118,6 @@ def _describe(err: BaseException) -> str:
     return f"internal: {type(err).__name__}" + (f": {detail}" if detail else "")
 
 
-# Report building runs one at a time. It is pure CPU (the GIL serialises it anyway, so nothing is
-# lost), and the first reports that need transformers defaults import transformers and its config
-# classes lazily: several threads doing that at once saw half-initialised modules, the defaults
-# silently came back empty, and some rows failed with "missing key" (1-2 of 24 Gemma 3 rows).
-_REPORT_LOCK = threading.Lock()
 
 
 @dataclass
@@ -151,9 +145,8 @@ class Job:
         from .source import load_config
 
         loaded = load_config(entry, hub=self.hub, revision=self.revision)  # network: concurrent
-        with _REPORT_LOCK:
-            report = inspect_config(loaded.data, model=entry, options=self.options, commit=loaded.commit,
-                                    source=loaded.source)
+        report = inspect_config(loaded.data, model=entry, options=self.options, commit=loaded.commit,
+                                source=loaded.source)
         if self.weights:
             self._add_weights(report, loaded)
         return Row(entry, report=report)
