@@ -7,7 +7,7 @@ writing the rows included) with ``--jobs J`` against an empty cache, then again 
 
 The limit is N × requests per repo × latency / J: what J perfectly overlapped requests would take
 with no client or server CPU at all. Requests per repo are counted from the server's log (cold: the
-config's HEAD + GET; warm: the HEAD). Run: ``python benchmarks/bench_scan.py [--repos 300] [--jobs 32]``.
+config's GET, cold or warm). Run: ``python benchmarks/bench_scan.py [--repos 300] [--jobs 32]``.
 """
 
 from __future__ import annotations

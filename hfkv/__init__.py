@@ -34,11 +34,8 @@ def inspect(source: "str | os.PathLike[str]", *, hub: Any = None, revision: str 
     Raises ``SourceError`` when the config cannot be obtained and ``ConfigError`` when it cannot be
     understood; both name the source.
     """
-    from .report import make_options
+    from .report import inspect_loaded, make_options
     from .source import load_config
 
     settings = make_options(**options)  # bad options fail before anything is fetched
-    loaded = load_config(source, hub=hub, revision=revision)
-    return inspect_config(
-        loaded.data, model=loaded.name, options=settings, commit=loaded.commit, source=loaded.source
-    )
+    return inspect_loaded(load_config(source, hub=hub, revision=revision), settings)

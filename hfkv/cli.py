@@ -230,7 +230,7 @@ def report_command(models: tuple[str, ...], fmt: str, **params: Any) -> None:
     """Report on each MODEL: layers by kind, α, γ, S*, and per context bytes, reads and B_max."""
     from . import render
     from .enrich import enrich
-    from .report import inspect_config
+    from .report import inspect_loaded
     from .source import load_config, looks_like_repo_id
 
     options = build_options(params)
@@ -239,7 +239,7 @@ def report_command(models: tuple[str, ...], fmt: str, **params: Any) -> None:
     for model in models:
         try:
             loaded = load_config(model, hub=hub, revision=params.get("revision"))
-            report = inspect_config(loaded.data, model=loaded.name, options=options, commit=loaded.commit, source=loaded.source)
+            report = inspect_loaded(loaded, options)
             enrich(
                 report, hub=None if params.get("no_weights") or loaded.source != "hub" else hub,
                 repo_id=loaded.name, revision=loaded.revision, gpu=params.get("gpu"),

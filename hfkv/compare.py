@@ -69,10 +69,10 @@ def unique_labels(models: list[str]) -> list[str]:
 
 def _inspect(model: str, cfg: Any, options: Options, out: Collected) -> Report | None:
     """The report of one loaded config, or None after recording its error."""
-    from .report import inspect_config
+    from .report import inspect_loaded
 
     try:
-        return inspect_config(cfg.data, model=cfg.name, options=options, commit=cfg.commit, source=cfg.source)
+        return inspect_loaded(cfg, options)
     except HfkvError as err:
         _record_error(out, model, err)
         return None

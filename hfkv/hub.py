@@ -4,9 +4,12 @@
 call, so nothing depends on when ``huggingface_hub.constants`` was imported (docs/hub.md §1).
 
 Contract:
-* ``load_config`` downloads ``config.json`` only (one HEAD + one GET cold, one HEAD warm, none
-  offline or for a cached commit), parses it as data, records the commit it read. It never asks for
-  ``.py`` files and never passes ``trust_remote_code``: a config with ``auto_map`` is read as JSON.
+* ``load_config`` downloads ``config.json`` only: one GET online (cold or warm: the answer carries
+  the commit, and a config is a few kB, so a HEAD first would only add a request), none offline or
+  for a commit already cached. The file goes into the huggingface_hub cache layout (``hfkv.hubcache``)
+  so that ``--offline`` and other tools find it. It never asks for ``.py`` files and never passes
+  ``trust_remote_code``: a config with ``auto_map`` is read as JSON. (huggingface_hub's
+  ``hf_hub_download`` costs a HEAD + GET and ~6 ms of CPU per file; this path ~1 ms: docs/hub.md §5.)
 * Every failure becomes ``SourceError(kind, one line, source=repo_id)``; kinds: ``gated``,
   ``not-found``, ``no-config``, ``bad-revision``, ``rate-limited``, ``network``, ``offline``,
   ``invalid-json``, ``too-large``, ``hub-error``, ``cache``.
@@ -18,6 +21,7 @@ Contract:
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import os
@@ -26,8 +30,9 @@ import threading
 from fractions import Fraction
 from pathlib import Path
 from typing import Any, Callable, TypeVar
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
+from . import __version__, hubcache
 from .errors import SourceError
 from .source import MAX_CONFIG_BYTES, LoadedConfig, parse_config_bytes
 
@@ -77,6 +82,7 @@ class HubClient:
         self.offline = bool(offline) or _truthy(os.environ.get("HF_HUB_OFFLINE")) or bool(constants.HF_HUB_OFFLINE)
         self.timeout = timeout
         self._api: Any = None
+        self._built_headers: dict[str, str] | None = None
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -104,33 +110,92 @@ class HubClient:
     def load_config(self, repo_id: str, revision: str | None = None) -> LoadedConfig:
         """``config.json`` of ``repo_id`` at ``revision`` (default branch when None), parsed as data.
 
-        ``commit`` is the 40-hex commit of the snapshot read (from the cache path, so also offline).
+        Online: one GET of the file (its answer carries the commit), stored in the cache. Offline, or
+        for a commit already cached: the cache, no request. When the Hub cannot be reached or answers
+        5xx/429 and a copy of that revision is cached, the copy is used at once (no retries) and
+        ``LoadedConfig.warnings`` says so. ``commit`` is the 40-hex commit read.
         Raises ``SourceError`` (see the module docstring for the kinds).
         """
-        from huggingface_hub import hf_hub_download
-
-        extra = {} if self.timeout is None else {"etag_timeout": self.timeout}
         log.debug("fetching %s from %s (revision %s, offline %s, token %s)",
                   repo_id, self.host, revision or "main", self.offline, self._token_state())
-        error: SourceError | None = None
         try:
-            path = _retry_once(lambda: hf_hub_download(
-                repo_id, CONFIG_FILE, revision=revision, endpoint=self.endpoint, token=self._token,
-                cache_dir=self.cache_dir, local_files_only=self.offline, **extra,
-            ))
+            return self._load(repo_id, revision)
         except Exception as err:
             error = self._source_error(err, repo_id, revision)
             if error is None:
                 raise
-        if error is not None:
-            # Raised outside the except block, so it carries no __context__: the library's exception
-            # holds the request (with its Authorization header) and the server's unfiltered text.
-            raise error
-        raw = _read_limited(Path(path), repo_id)
-        data = parse_config_bytes(raw, repo_id)
-        commit = Path(path).parent.name
+        # Raised outside the except block, so it carries no __context__: the library's exception
+        # holds the request (with its Authorization header) and the server's unfiltered text.
+        raise error
+
+    def _load(self, repo_id: str, revision: str | None) -> LoadedConfig:
+        from huggingface_hub.utils import validate_repo_id
+
+        validate_repo_id(repo_id)
+        cached = hubcache.cached_file(self.cache_dir, repo_id, CONFIG_FILE, revision)
+        if self.offline or (cached is not None and revision is not None and _COMMIT.match(revision)):
+            if cached is None:
+                raise self._offline_error(repo_id, revision)
+            return self._from_cache(repo_id, revision, cached)
+        try:
+            return _retry_once(lambda: self._fetch(repo_id, revision, retries=0 if cached else 5),
+                               when=_second_try_helps)
+        except Exception as err:
+            if cached is None or not _transient(err):
+                raise
+            reason = self._source_error(err, repo_id, revision)
+        loaded = self._from_cache(repo_id, revision, cached)
+        why = reason.message if reason is not None else type(err).__name__
+        return dataclasses.replace(loaded, warnings=(f"read the cached {CONFIG_FILE} (commit {loaded.commit}) "
+                                                     f"because the Hub did not answer: {why}",))
+
+    def _fetch(self, repo_id: str, revision: str | None, *, retries: int) -> LoadedConfig:
+        """One GET of config.json (redirects followed), parsed and stored in the cache."""
+        from huggingface_hub.utils import hf_raise_for_status, http_stream_backoff
+
+        url = f"{self.endpoint}/{quote(repo_id, safe='/')}/resolve/{quote(revision or 'main', safe='')}/{CONFIG_FILE}"
+        failure: Exception | None = None
+        with http_stream_backoff("GET", url, headers=self._headers(), timeout=self._timeout(),
+                                 max_retries=retries) as response:
+            try:
+                hf_raise_for_status(response)
+                commit, etag = _commit_and_etag(response)
+                body = _read_body(response, repo_id)
+            except Exception as err:
+                # Raised once the stream is closed: thrown into the library's retry generator, a body
+                # cut mid-way would be retried there and break it ("generator didn't stop after throw").
+                failure = _BodyCut(str(err)) if _is_transport_error(err) else err
+        if failure is not None:
+            raise failure
+        if commit is None:
+            raise SourceError("hub-error", f"{self.host} did not answer like a Hugging Face Hub (no commit "
+                                           "header): check HF_ENDPOINT/--endpoint and any proxy")
+        data = parse_config_bytes(body, repo_id)
+        warnings: tuple[str, ...] = ()
+        try:
+            hubcache.store(self.cache_dir, repo_id, CONFIG_FILE, revision=revision, commit=commit, etag=etag, body=body)
+        except OSError as err:  # the report stands; only --offline later will miss this copy
+            warnings = (f"could not write the cache {self.cache_dir}: {err.strerror or type(err).__name__}",)
+        return LoadedConfig(name=repo_id, data=data, source="hub", commit=commit, revision=revision, warnings=warnings)
+
+    def _from_cache(self, repo_id: str, revision: str | None, path: Path) -> LoadedConfig:
+        data = parse_config_bytes(_read_limited(path, repo_id), repo_id)
+        commit = path.parent.name
         return LoadedConfig(name=repo_id, data=data, source="hub",
                             commit=commit if _COMMIT.match(commit) else None, revision=revision)
+
+    def _headers(self) -> dict[str, str]:
+        """User agent and ``Authorization`` (token resolved like huggingface_hub), built once per client."""
+        if self._built_headers is None:
+            from huggingface_hub.utils import build_hf_headers
+
+            self._built_headers = build_hf_headers(token=self._token, library_name="hfkv", library_version=__version__)
+        return self._built_headers
+
+    def _timeout(self) -> float:
+        from huggingface_hub import constants
+
+        return self.timeout if self.timeout is not None else float(constants.HF_HUB_DOWNLOAD_TIMEOUT)
 
     # -- parameter counts ---------------------------------------------------------------------------
 
@@ -199,6 +264,9 @@ class HubClient:
         def fail(kind: str, message: str) -> SourceError:
             return SourceError(kind, message, source=repo_id)
 
+        if isinstance(err, SourceError):
+            return err.with_source(repo_id)
+
         token_hint = "" if self._token_sent() else " (no token was sent: set HF_TOKEN or pass --token)"
         if isinstance(err, GatedRepoError):
             why = " (the token sent has not been granted access)" if self._token_sent() else token_hint
@@ -247,7 +315,8 @@ class HubClient:
             when = f"the Hub asks to wait {wait} s" if wait is not None else "retry later"
             hint = "" if self._token_sent() else "; a token (HF_TOKEN or --token) raises the limit"
             return SourceError("rate-limited", f"rate-limited by {self.host} (HTTP 429): {when}{hint}", source=repo_id)
-        message = self._scrub(err.server_message or "") or "no message"
+        # The Hub's one-line X-Error-Message first: server_message also appends the body's copy of it.
+        message = self._scrub(err.response.headers.get("X-Error-Message") or err.server_message or "") or "no message"
         if status == 401:
             message += " (the token was rejected: check HF_TOKEN or --token)" if self._token_sent() else ""
         return SourceError("hub-error", f"{self.host} answered HTTP {status}: {message}", source=repo_id)
@@ -310,8 +379,12 @@ def retry_after_seconds(headers: Any) -> int | None:
     return int(value) if value is not None and str(value).strip().isdigit() else None
 
 
-def _retry_once(call: Callable[[], T]) -> T:
-    """``call()``, tried a second time after a raw transport failure.
+class _BodyCut(Exception):
+    """The connection dropped while the body was read (after the library's retries had ended)."""
+
+
+def _retry_once(call: Callable[[], T], when: Callable[[BaseException], bool] | None = None) -> T:
+    """``call()``, tried a second time after a failure ``when`` accepts (default: a transport failure).
 
     In a thread pool, huggingface_hub closes its shared HTTP client when any thread hits a
     ConnectError, killing other threads' requests with ReadError or RuntimeError("...client has been
@@ -320,16 +393,66 @@ def _retry_once(call: Callable[[], T]) -> T:
     try:
         return call()
     except Exception as err:
-        if not _is_transport_error(err):
+        if not (when or _is_transport_error)(err):
             raise
         log.debug("transient %s, retrying once", type(err).__name__)
         return call()
 
 
+def _transient(err: BaseException) -> bool:
+    """A failure that a cached copy may stand in for: no connection, a 5xx, or a 429."""
+    from huggingface_hub.errors import HfHubHTTPError
+
+    if _is_transport_error(err):
+        return True
+    response = getattr(err, "response", None) if isinstance(err, HfHubHTTPError) else None
+    return response is not None and (response.status_code == 429 or response.status_code >= 500)
+
+
+def _commit_and_etag(response: Any) -> tuple[str | None, str | None]:
+    """The commit and ETag of the file, from the last Hub answer that carried a commit.
+
+    A redirect to a CDN puts them on the Hub's 302 (``X-Repo-Commit``, ``X-Linked-Etag``), not on the
+    CDN's answer; a renamed repo's 307 carries neither, its target does.
+    """
+    for answer in reversed([*response.history, response]):
+        commit = answer.headers.get("X-Repo-Commit")
+        if commit:
+            commit = commit.strip().lower()
+            return (commit if _COMMIT.match(commit) else None,
+                    answer.headers.get("X-Linked-Etag") or answer.headers.get("ETag"))
+    return None, None
+
+
+def _read_body(response: Any, repo_id: str) -> bytes:
+    """The streamed body, refused past the config size limit (checked on Content-Length, then as read)."""
+    declared = response.headers.get("Content-Length", "")
+    if declared.isdigit() and int(declared) > MAX_CONFIG_BYTES:
+        raise SourceError("too-large", f"{CONFIG_FILE} is {declared} bytes, over the {MAX_CONFIG_BYTES}-byte limit",
+                          source=repo_id)
+    chunks, size = [], 0
+    for chunk in response.iter_bytes():
+        size += len(chunk)
+        if size > MAX_CONFIG_BYTES:
+            raise SourceError("too-large", f"{CONFIG_FILE} is over the {MAX_CONFIG_BYTES}-byte limit", source=repo_id)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _second_try_helps(err: BaseException) -> bool:
+    """For the config GET, whose request the library already retries on network errors: a body cut
+    mid-way, or the shared client closed under us by another thread."""
+    return isinstance(err, _BodyCut) or _client_closed(err)
+
+
+def _client_closed(err: BaseException) -> bool:
+    return isinstance(err, RuntimeError) and "client has been closed" in str(err)
+
+
 def _is_transport_error(err: BaseException) -> bool:
     import httpx2
 
-    return isinstance(err, httpx2.TransportError) or (isinstance(err, RuntimeError) and "client has been closed" in str(err))
+    return isinstance(err, (httpx2.TransportError, _BodyCut)) or _client_closed(err)
 
 
 def _transport_reason(err: BaseException) -> str:

@@ -398,6 +398,15 @@ def inspect_config(
         raise ConfigError(None, f"invalid layer shape: {_first_line(err)}", source=model) from None
 
 
+def inspect_loaded(loaded: Any, options: Options, *, model: str | None = None) -> Report:
+    """``inspect_config`` on a ``source.LoadedConfig``: its name (or ``model``), commit, source, and
+    its warnings (a stale cached copy, an unwritable cache) at the head of the report's warnings."""
+    report = inspect_config(loaded.data, model=model or loaded.name, options=options, commit=loaded.commit,
+                            source=loaded.source)
+    report.warnings[:0] = list(loaded.warnings)
+    return report
+
+
 def _first_line(err: Exception) -> str:
     text = str(err).strip().splitlines()
     return " ".join(line.strip() for line in text[:3]) if text else type(err).__name__

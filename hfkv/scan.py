@@ -141,12 +141,11 @@ class Job:
             return Row(entry, error=_describe(err))
 
     def _report(self, entry: str) -> Row:
-        from .report import inspect_config
+        from .report import inspect_loaded
         from .source import load_config
 
         loaded = load_config(entry, hub=self.hub, revision=self.revision)  # network: concurrent
-        report = inspect_config(loaded.data, model=entry, options=self.options, commit=loaded.commit,
-                                source=loaded.source)
+        report = inspect_loaded(loaded, self.options, model=entry)
         if self.weights:
             self._add_weights(report, loaded)
         return Row(entry, report=report)

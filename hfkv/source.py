@@ -29,6 +29,7 @@ class LoadedConfig:
     source: str  # "file" or "hub"
     commit: str | None = None
     revision: str | None = None
+    warnings: tuple[str, ...] = ()  # how it was read, when the report should say (a stale cached copy)
 
 
 def parse_config_bytes(raw: bytes, name: str) -> Any:

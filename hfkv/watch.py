@@ -281,14 +281,14 @@ def _weights(info: Any) -> dict[str, Any] | None:
 def build_model_report(client: Any, info: Any, cfg: WatchConfig) -> tuple[Any, dict[str, int], dict | None]:
     """Fetch the config of a listed model and build its report with GPU budgets. Raises on failure."""
     from .hub import attach_weights
-    from .report import inspect_config
+    from .report import inspect_loaded
     from .serving import gpu_budgets
 
     repo_id = str(info.id)
     sha = getattr(info, "sha", None)
     revision = sha if isinstance(sha, str) and _COMMIT.fullmatch(sha) else None
     loaded = client.load_config(repo_id, revision=revision)
-    report = inspect_config(loaded.data, model=repo_id, options=cfg.options, commit=loaded.commit, source=loaded.source)
+    report = inspect_loaded(loaded, cfg.options, model=repo_id)
     weights = _weights(info)
     attach_weights(report, weights)
     weights_bytes = weights.get("weights_bytes") if weights else None

@@ -58,11 +58,11 @@ def test_load_config_returns_loaded_config(fake_hub, hub_client):
 def test_request_counts_cold_warm_pinned_offline(fake_hub, hub_cache):
     client = HubClient(endpoint=fake_hub.url, cache_dir=hub_cache)
     client.load_config(LLAMA2)
-    assert fake_hub.calls(LLAMA2) == [("HEAD", CONFIG_PATH), ("GET", CONFIG_PATH)]  # cold: HEAD + GET
+    assert fake_hub.calls(LLAMA2) == [("GET", CONFIG_PATH)]  # cold: one GET (its answer carries the commit)
 
     fake_hub.reset()
     warm = client.load_config(LLAMA2)
-    assert fake_hub.calls(LLAMA2) == [("HEAD", CONFIG_PATH)]  # warm on a branch: HEAD only
+    assert fake_hub.calls(LLAMA2) == [("GET", CONFIG_PATH)]  # warm on a branch: the branch may have moved
 
     fake_hub.reset()
     pinned = client.load_config(LLAMA2, revision=warm.commit)
@@ -87,7 +87,7 @@ def test_offline_from_environment(fake_hub, hub_cache, monkeypatch):
 
 def test_no_token_sent_by_default(fake_hub, hub_client):
     hub_client.load_config(LLAMA2)
-    assert [e["auth"] for e in fake_hub.requests(LLAMA2)] == [None, None]
+    assert [e["auth"] for e in fake_hub.requests(LLAMA2)] == [None]
 
 
 def test_endpoint_and_cache_from_environment(fake_hub, tmp_path, monkeypatch):
@@ -116,7 +116,7 @@ def test_org_name_at_revision(fake_hub, hub_client, revision):
     # 6 layers × 2 (K, V) × 2 kv heads × 128 head_dim (1024 / 8) × 2 bytes (bf16) = 6144
     assert report.alpha_bytes_per_token == 6 * 2 * 2 * 128 * 2 == 6144
     assert report.commit == commit
-    assert [e["method"] for e in fake_hub.requests("org/rev-model")] == ["HEAD", "GET"]
+    assert [e["method"] for e in fake_hub.requests("org/rev-model")] == ["GET"]
     assert fake_hub.requests("org/rev-model")[0]["path"] == f"/org/rev-model/resolve/{quote(revision, safe='')}/config.json"
 
     main = hfkv.inspect("org/rev-model", hub=hub_client)
@@ -255,4 +255,4 @@ def test_thread_pool_of_cold_downloads(fake_hub, hub_client):
         loaded = list(pool.map(hub_client.load_config, repos))
     assert [c.data["num_hidden_layers"] for c in loaded] == [1 + i % 4 for i in range(24)]
     assert all(c.commit == fake_hub.commit(c.name) for c in loaded)
-    assert len(fake_hub.log) == 2 * 24  # HEAD + GET each
+    assert len(fake_hub.log) == 24  # one GET each

@@ -15,6 +15,7 @@ from typing import Any, Callable
 import pytest
 from click.testing import CliRunner
 
+import hfkv
 from fakehub import Fault
 from hfkv.cli import main
 from hfkv.errors import SourceError
@@ -76,14 +77,14 @@ CASES = {
     "bad-revision": Case("bad-revision", ("revision 'nope' not found",), revision="nope", requests=1),
     "rate-limited-retry-after": Case(
         "rate-limited", ("HTTP 429", "wait 7 s", "HF_TOKEN"), _fault(Fault(status=429, headers={"Retry-After": "7"})),
-        # one HEAD without retries, then the library's 1 + 5 retries, each after Retry-After + 1 s
-        requests=7, waits=[8.0] * 5),
+        # the GET and the library's 5 retries, each after Retry-After + 1 s
+        requests=6, waits=[8.0] * 5),
     "rate-limited-ratelimit-header": Case(
         "rate-limited", ("wait 42 s",), _fault(Fault(status=429, headers={"RateLimit": '"resolvers";r=0;t=42'})),
-        requests=7, waits=[43.0] * 5),
+        requests=6, waits=[43.0] * 5),
     "server-error": Case("hub-error", ("HTTP 503", "maintenance window"),
                          _fault(Fault(status=503, message="Service unavailable:\nmaintenance window")),
-                         requests=7, waits=[1, 2, 4, 8, 8]),
+                         requests=6, waits=[1, 2, 4, 8, 8]),
     "disabled": Case("hub-error", ("disabled",),
                      lambda hub: hub.add_model("org/broken", {"config.json": CONFIG}, disabled=True), requests=1),
     "rejected-token": Case("hub-error", ("HTTP 401", "Invalid credentials", "token was rejected"),
@@ -93,15 +94,15 @@ CASES = {
     "connection-refused": Case("network", ("cannot reach the Hub at 127.0.0.1:", "could not connect", "--offline"),
                                client={"endpoint": "CLOSED"}, waits=[1, 2, 4, 8, 8]),
     "connection-reset": Case("network", ("cannot reach the Hub", "dropped"), _fault(Fault(kind="reset")),
-                             requests=2),  # our one retry, no library retry for a reset HEAD
+                             requests=6, waits=[1, 2, 4, 8, 8]),  # the library's retries; none more of ours
     "truncated-body": Case("network", ("dropped",), _fault(Fault(kind="truncate", methods=("GET",))),
-                           requests=14),  # (HEAD + GET + 5 resumed GETs) × our 2 tries
+                           requests=2),  # the body is read past the library's retries: our one more try
     "offline-not-cached": Case("offline", ("offline", "not in the cache", "HF_HUB_OFFLINE"),
                                client={"offline": True}, requests=0),
     "invalid-json": Case("invalid-json", ("not valid JSON", "line 1"),
-                         lambda hub: hub.add_model("org/broken", {"config.json": b'{"model_type": '}), requests=2),
+                         lambda hub: hub.add_model("org/broken", {"config.json": b'{"model_type": '}), requests=1),
     "invalid-utf8": Case("invalid-json", ("not UTF-8",), _fault(Fault(kind="invalid-utf8", methods=("GET",))),
-                         requests=2),
+                         requests=1),
     "invalid-repo-id": Case("not-found", ("not a valid Hub repo id",), lambda hub: None, repo="org/bad..name",
                             requests=0),
 }
@@ -165,29 +166,32 @@ def test_server_error_with_cached_copy_serves_cache_and_its_commit(fake_hub, hub
     fake_hub.reset()
     fake_hub.faults["org/flaky"] = Fault(status=503, message="down")
     loaded = hub_client.load_config("org/flaky")
-    # the HEAD fails, the library falls back to the cache at once: the *cached* commit is what was read
+    # the GET fails, the cached copy stands in at once (no retries): the *cached* commit is what was read
     assert loaded.commit == cached != fake_hub.commit("org/flaky")
     assert loaded.data["num_hidden_layers"] == 2
     assert len(fake_hub.requests("org/flaky")) == 1 and no_sleep == []
+    assert loaded.warnings == (f"read the cached config.json (commit {cached}) because the Hub did not answer: "
+                               f"{fake_hub.url[7:]} answered HTTP 503: down",)
+    report = hfkv.inspect("org/flaky", hub=hub_client)
+    assert report.warnings[0] == loaded.warnings[0]  # and the report says so
 
 
-def test_connection_reset_once_is_retried(fake_hub, hub_client):
+def test_connection_reset_once_is_retried(fake_hub, hub_client, no_sleep):
     fake_hub.add_model("org/reset-once", {"config.json": CONFIG})
     fake_hub.faults["org/reset-once"] = Fault(kind="reset", times=1)
     loaded = hub_client.load_config("org/reset-once")
     assert loaded.commit == fake_hub.commit("org/reset-once")
-    assert [e["method"] for e in fake_hub.requests("org/reset-once")] == ["HEAD", "HEAD", "GET"]
+    assert [e["method"] for e in fake_hub.requests("org/reset-once")] == ["GET", "GET"]
+    assert no_sleep == [1]  # the library's first backoff
 
 
-def test_truncated_body_once_is_resumed_with_range(fake_hub, hub_client, no_sleep):
+def test_truncated_body_once_is_fetched_again(fake_hub, hub_client, no_sleep):
     fake_hub.add_model("org/cut-once", {"config.json": CONFIG})
     fake_hub.faults["org/cut-once"] = Fault(kind="truncate", methods=("GET",), times=1)
     loaded = hub_client.load_config("org/cut-once")
     assert loaded.data == CONFIG
-    entries = fake_hub.requests("org/cut-once")
-    assert [e["method"] for e in entries] == ["HEAD", "GET", "GET"]
-    # httpx buffers the cut chunk, so nothing was kept and the second GET starts from byte 0 again
-    assert no_sleep == [1]  # the library's resume waits 1 s
+    assert [e["method"] for e in fake_hub.requests("org/cut-once")] == ["GET", "GET"]
+    assert no_sleep == []  # our second try follows at once
 
 
 def test_redirect_to_other_origin_drops_authorization(fake_hub, hub_cache):
@@ -196,42 +200,41 @@ def test_redirect_to_other_origin_drops_authorization(fake_hub, hub_cache):
     client = HubClient(endpoint=fake_hub.url, cache_dir=hub_cache, token=fake_hub.token)
     loaded = client.load_config("org/on-cdn")
     assert loaded.data == CONFIG and loaded.commit == fake_hub.commit("org/on-cdn")
-    head, get = fake_hub.requests("org/on-cdn")
-    assert (head["method"], head["host"], head["auth"]) == ("HEAD", fake_hub.url[7:], fake_hub.token)
-    assert (get["method"], get["host"], get["auth"]) == ("GET", fake_hub.cdn_url[7:], None)
-    assert get["path"].startswith("/cdn/")
+    hub, cdn = fake_hub.requests("org/on-cdn")
+    assert (hub["method"], hub["host"], hub["auth"]) == ("GET", fake_hub.url[7:], fake_hub.token)
+    assert (cdn["method"], cdn["host"], cdn["auth"]) == ("GET", fake_hub.cdn_url[7:], None)
+    assert cdn["path"].startswith("/cdn/")
 
 
 def test_slow_metadata_answer_past_timeout_is_retried(fake_hub, hub_cache, no_sleep):
     fake_hub.add_model("org/slow", {"config.json": CONFIG})
-    fake_hub.faults["org/slow"] = Fault(kind="slow", delay=0.6, times=1, methods=("HEAD",))
+    fake_hub.faults["org/slow"] = Fault(kind="slow", delay=0.6, times=1, methods=("GET",))
     client = HubClient(endpoint=fake_hub.url, cache_dir=hub_cache, timeout=0.2)
     assert client.load_config("org/slow").data == CONFIG
+    assert len(fake_hub.requests("org/slow")) == 2 and no_sleep == [1]  # timed out, then the library's retry
 
 
 def test_latency_does_not_change_requests(fake_hub, hub_client):
     fake_hub.latency = 0.02
     hub_client.load_config("meta-llama/Llama-2-7b-hf")
-    assert [e["method"] for e in fake_hub.requests("meta-llama/Llama-2-7b-hf")] == ["HEAD", "GET"]
+    assert [e["method"] for e in fake_hub.requests("meta-llama/Llama-2-7b-hf")] == ["GET"]
 
 
-@pytest.mark.parametrize("transient", [RuntimeError("Cannot send a request, as the client has been closed."), "read-error"])
-def test_closed_shared_client_in_a_thread_pool_is_retried_once(transient, fake_hub, hub_client, monkeypatch):
+def test_closed_shared_client_in_a_thread_pool_is_retried_once(fake_hub, hub_client, monkeypatch):
     """Another thread's ConnectError closes the shared HTTP client under us (docs/hub.md §8.5)."""
-    import httpx2
-    import huggingface_hub
+    import huggingface_hub.utils as hub_utils
 
-    real = huggingface_hub.hf_hub_download
-    failures = [httpx2.ReadError("[Errno 9] Bad file descriptor") if transient == "read-error" else transient]
+    real = hub_utils.http_stream_backoff
+    failures = [RuntimeError("Cannot send a request, as the client has been closed.")]
 
-    def flaky(*args: Any, **kwargs: Any) -> str:
+    def flaky(*args: Any, **kwargs: Any) -> Any:
         if failures:
             raise failures.pop()
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(huggingface_hub, "hf_hub_download", flaky)
+    monkeypatch.setattr(hub_utils, "http_stream_backoff", flaky)
     assert hub_client.load_config("meta-llama/Llama-2-7b-hf").data["num_hidden_layers"] == 32
-    assert fake_hub.calls("meta-llama/Llama-2-7b-hf")[0][0] == "HEAD"
+    assert fake_hub.calls("meta-llama/Llama-2-7b-hf") == [("GET", "/meta-llama/Llama-2-7b-hf/resolve/main/config.json")]
 
 
 def test_retry_once_gives_up_after_second_failure():
@@ -249,11 +252,11 @@ def test_retry_once_gives_up_after_second_failure():
 
 
 def test_other_runtime_errors_are_not_hidden(fake_hub, hub_client, monkeypatch):
-    import huggingface_hub
+    import huggingface_hub.utils as hub_utils
 
-    def broken(*args: Any, **kwargs: Any) -> str:
+    def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("etag is empty due to uncovered problems")
 
-    monkeypatch.setattr(huggingface_hub, "hf_hub_download", broken)
+    monkeypatch.setattr(hub_utils, "http_stream_backoff", broken)
     with pytest.raises(RuntimeError, match="uncovered"):
         hub_client.load_config("org/x")

@@ -121,12 +121,11 @@ def test_mixed_list_keeps_good_rows_marks_bad_ones_and_exits_1(fake_hub, bad_rep
         assert set(rows[repo]) == {"model", "error"}
     assert "5 of" not in result.stderr and "4 of 7 models failed" in result.stderr
 
-    # Cold cache: the config's HEAD + GET per repo, nothing else; the repo listed twice only once.
+    # One GET of the config per repo, nothing else; the repo listed twice only once.
     for repo in (LLAMA2, GPT_OSS, "acme/broken"):
-        assert fake_hub.calls(repo) == [("HEAD", config_path(repo)), ("GET", config_path(repo))], repo
-    qwen = fake_hub.calls(QWEN3)  # and one HEAD that found no such branch
-    assert sorted(qwen) == sorted([("HEAD", config_path(QWEN3)), ("GET", config_path(QWEN3)),
-                                   ("HEAD", f"/{QWEN3}/resolve/no-such-branch/config.json")])
+        assert fake_hub.calls(repo) == [("GET", config_path(repo))], repo
+    qwen = fake_hub.calls(QWEN3)  # and one GET that found no such branch
+    assert sorted(qwen) == sorted([("GET", config_path(QWEN3)), ("GET", f"/{QWEN3}/resolve/no-such-branch/config.json")])
     assert not [e for e in fake_hub.requests() if e["path"].startswith("/api/")]
 
 
@@ -177,13 +176,13 @@ def test_an_unexpected_exception_becomes_an_internal_row(fake_hub, tmp_path, mon
     assert rows[QWEN3]["alpha_bytes_per_token"] == QWEN3_ALPHA
 
 
-def test_a_dropped_connection_is_retried_once(fake_hub, tmp_path, no_sleep):
+def test_a_dropped_connection_is_retried(fake_hub, tmp_path, no_sleep):
     fake_hub.faults[LLAMA2] = Fault(kind="reset", methods=("GET",), times=1)
     result = scan(write_list(tmp_path, LLAMA2, QWEN3), "--endpoint", fake_hub.url)
     assert result.exit_code == 0, result.output
     assert jsonl(result.stdout)[LLAMA2]["alpha_bytes_per_token"] == LLAMA2_ALPHA
-    head, get = ("HEAD", config_path(LLAMA2)), ("GET", config_path(LLAMA2))
-    assert fake_hub.calls(LLAMA2) == [head, get, head, get]  # the dropped GET, then one more try
+    get = ("GET", config_path(LLAMA2))
+    assert fake_hub.calls(LLAMA2) == [get, get] and no_sleep == [1]  # the dropped GET, then the library's retry
 
 
 def test_a_repo_that_always_drops_fails_alone(fake_hub, tmp_path, no_sleep):
@@ -192,7 +191,8 @@ def test_a_repo_that_always_drops_fails_alone(fake_hub, tmp_path, no_sleep):
     assert result.exit_code == 1
     rows = jsonl(result.stdout)
     assert rows[LLAMA2]["error"].startswith("network: ")
-    assert fake_hub.calls(LLAMA2) == [("HEAD", config_path(LLAMA2))] * 2  # tried twice in all, not more
+    # the GET and the library's 5 retries (1 + 2 + 4 + 8 + 8 s apart), no more: ours are for cut bodies only
+    assert fake_hub.calls(LLAMA2) == [("GET", config_path(LLAMA2))] * 6 and no_sleep == [1, 2, 4, 8, 8]
     assert rows[QWEN3]["alpha_bytes_per_token"] == QWEN3_ALPHA
     assert rows[GPT_OSS]["alpha_bytes_per_token"] == GPT_OSS_ALPHA
 
@@ -208,7 +208,7 @@ def test_weights_adds_parameter_counts_with_one_api_request(fake_hub, tmp_path):
     assert row["total_parameters"] == "147849216"
     assert row["weights_bytes"] == str(2 * 147849216) == "295698432"
     api = [e for e in fake_hub.requests("acme/llama-w") if e["path"].startswith("/api/")]
-    assert len(api) == 1 and len(fake_hub.requests("acme/llama-w")) == 3  # HEAD + GET config, 1 API call
+    assert len(api) == 1 and len(fake_hub.requests("acme/llama-w")) == 2  # GET config, 1 API call
 
 
 # -- formats --------------------------------------------------------------------------------------------
@@ -283,7 +283,7 @@ def test_output_then_resume_completes_a_truncated_jsonl(fake_hub, tmp_path):
     assert rows[LLAMA2]["alpha_bytes_per_token"] == LLAMA2_ALPHA
     # Only the repos not yet in the file were fetched.
     assert fake_hub.calls(QWEN3) == [] and fake_hub.calls("nobody/not-here") == []
-    assert len(fake_hub.calls(LLAMA2)) == 2 and len(fake_hub.calls(GPT_OSS)) == 2
+    assert len(fake_hub.calls(LLAMA2)) == 1 and len(fake_hub.calls(GPT_OSS)) == 1
 
     fake_hub.reset()
     again = scan(listing, "--endpoint", fake_hub.url, "--output", str(out), "--resume")

@@ -196,7 +196,7 @@ def test_token_file_is_used_and_not_leaked(fake_hub, hub_cache, monkeypatch, iso
     fake_hub.token = SENTINEL
     fake_hub.add_model("org/gated-secret", {"config.json": CONFIG}, gated="manual")
     loaded = HubClient(endpoint=fake_hub.url, cache_dir=hub_cache).load_config("org/gated-secret")
-    assert loaded.data == CONFIG and [e["auth"] for e in fake_hub.log] == [SENTINEL, SENTINEL]
+    assert loaded.data == CONFIG and [e["auth"] for e in fake_hub.log] == [SENTINEL]
 
 
 # -- remote code --------------------------------------------------------------------------------------------
@@ -214,7 +214,7 @@ def test_auto_map_config_is_read_as_data_and_module_never_fetched(fake_hub, hub_
     # MLA latent per layer: 61 layers × (kv_lora_rank 512 + rope 64) × 2 bytes (bf16) = 70272
     assert report.alpha_bytes_per_token == 61 * (512 + 64) * 2 == 70272
     assert any("auto_map" in note for note in report.notes)
-    assert [e["file"] for e in fake_hub.requests("trap/kimi")] == ["config.json", "config.json"]
+    assert [e["file"] for e in fake_hub.requests("trap/kimi")] == ["config.json"]
     assert not any(str(e["path"]).endswith(".py") for e in fake_hub.log)
     assert not marker.exists()
     assert "configuration_deepseek" not in sys.modules
