@@ -11,35 +11,46 @@ from __future__ import annotations
 
 from collections import Counter
 from fractions import Fraction
-from typing import Callable, Sequence
+from typing import Callable, Sequence, Union
 
 from .dtypes import Precision
 from .specs import LayerSpec
 
-Layers = Sequence[LayerSpec]
+Layers = Union[Sequence[LayerSpec], "Grouped"]  # a layer list, or the same grouped once by ``group``
 
 # Largest context the searches consider: 2^40 tokens, far past any real model.
 SEARCH_LIMIT = 1 << 40
 
 
-def _distinct(layers: Layers) -> list[tuple[LayerSpec, int]]:
+class Grouped(tuple):
+    """Layers grouped by the very part objects they hold: ``((layer, count), ...)``.
+
+    Every function here accepts one in place of the layer list: a caller that asks many questions of
+    the same layers (a report, a search over S) groups them once with ``group``.
+    """
+
+
+def group(layers: Layers | Grouped) -> Grouped:
     """Layers grouped by the very part objects they hold, with how many layers share them.
 
     Mappers build one part object per kind of layer and reuse it, so a 61-layer model is a handful
     of groups. Grouping by identity is exact (same objects, same figures) and avoids deep-hashing
     pydantic models; equal parts held as distinct objects are merely summed separately.
     """
+    if isinstance(layers, Grouped):
+        return layers
     counts: Counter = Counter()
     first: dict[tuple[int, ...], LayerSpec] = {}
     for layer in layers:
         key = tuple(map(id, layer.parts))
         counts[key] += 1
         first.setdefault(key, layer)
-    return [(first[key], n) for key, n in counts.items()]
+    return Grouped((first[key], n) for key, n in counts.items())
+
 
 
 def _total(layers: Layers, figure: Callable[[LayerSpec], Fraction]) -> Fraction:
-    return sum((n * figure(layer) for layer, n in _distinct(layers)), Fraction(0))
+    return sum(n * figure(layer) for layer, n in group(layers))
 
 
 def request_bytes(layers: Layers, S: int, p: Precision, tp: int = 1) -> Fraction:
@@ -88,7 +99,7 @@ def max_concurrency(budget: int, per_request: Fraction) -> int | None:
     """B_max = floor(budget / M): requests that fit; None when a request costs nothing."""
     if per_request <= 0:
         return None
-    return int(Fraction(budget) // per_request)
+    return int(budget // per_request)
 
 
 def max_context(
@@ -99,6 +110,8 @@ def max_context(
     0 when not even one token fits; None when the memory stops growing before ``SEARCH_LIMIT``
     (every layer is windowed or recurrent), i.e. any context fits.
     """
+
+    layers = group(layers)
 
     def fits(S: int) -> bool:
         return batch * (request_bytes(layers, S, p, tp) + extra) <= budget
@@ -125,7 +138,7 @@ def equivalent_tokens(state: Fraction, entry_bytes_per_token: Fraction) -> Fract
 
 def as_number(value: Fraction | None) -> int | float | None:
     """An int when the figure is integral, else a float (JSON-friendly)."""
-    if value is None:
-        return None
+    if value is None or type(value) is int:
+        return value
     value = Fraction(value)
     return int(value) if value.denominator == 1 else float(value)

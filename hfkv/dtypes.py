@@ -1,7 +1,7 @@
 """Element sizes and the precision settings of one report.
 
-Sizes are ``Fraction`` so that fp4 (half a byte) stays exact; a figure is turned into an ``int``
-only when it is integral.
+Sizes are exact: ``int`` bytes, and a ``Fraction`` for fp4 (half a byte); a figure is reported as an
+``int`` whenever it is integral.
 """
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from pydantic import BaseModel, ConfigDict
 from .errors import UsageError
 
 # Canonical dtype names and their bytes per element.
-BYTES = {
-    "fp32": Fraction(4),
-    "bf16": Fraction(2),
-    "fp16": Fraction(2),
-    "fp8": Fraction(1),
+BYTES: dict[str, int | Fraction] = {
+    "fp32": 4,
+    "bf16": 2,
+    "fp16": 2,
+    "fp8": 1,
     "fp4": Fraction(1, 2),
 }
 
@@ -57,7 +57,7 @@ def ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def block_scaled_bytes(values: int, dtype: str) -> Fraction:
+def block_scaled_bytes(values: int, dtype: str) -> int | Fraction:
     """Bytes of ``values`` elements in ``dtype``; 8- and 4-bit add one fp32 scale per 128 values."""
     data = values * BYTES[dtype]
     if BYTES[dtype] < 2:
@@ -76,13 +76,13 @@ class Precision(BaseModel):
     indexer: str = "fp8"
 
     @property
-    def kv_bytes(self) -> Fraction:
+    def kv_bytes(self) -> int | Fraction:
         return BYTES[self.kv]
 
     @property
-    def state_bytes(self) -> Fraction:
+    def state_bytes(self) -> int | Fraction:
         return BYTES[self.state]
 
     @property
-    def conv_bytes(self) -> Fraction:
+    def conv_bytes(self) -> int | Fraction:
         return BYTES[self.conv]

@@ -115,13 +115,17 @@ class Report(BaseModel):
     extra: dict[str, Any] = Field(default_factory=dict, description="sections added by other tools (weights, engine)")
 
     # What planners (serving, engine modes, plots) need to recompute figures; not serialised.
-    _layers: list[LayerSpec] = PrivateAttr(default_factory=list)
+    # Plain None defaults: a default_factory makes pydantic inspect the factory's signature on
+    # every instance (~1 ms per report here).
+    _layers: list[LayerSpec] | None = PrivateAttr(default=None)
     _precision: dtypes.Precision | None = PrivateAttr(default=None)
-    _config: dict = PrivateAttr(default_factory=dict)
+    _config: dict | None = PrivateAttr(default=None)
 
     @property
     def layer_specs(self) -> list[LayerSpec]:
         """The mapped layers (per-layer specs) behind this report."""
+        if self._layers is None:
+            self._layers = []
         return self._layers
 
     @property
@@ -131,6 +135,8 @@ class Report(BaseModel):
     @property
     def config(self) -> dict:
         """The text sub-config the report was built from (raw dict; read-only by convention)."""
+        if self._config is None:
+            self._config = {}
         return self._config
 
     def to_dict(self) -> dict[str, Any]:
@@ -301,8 +307,9 @@ def build_report(
         raise ConfigError(None, "the mapper found no decoder layers")
 
     warnings += _tp_warnings(layers, tp)
-    a, g = acc.alpha(layers, p, tp), acc.gamma(layers, p, tp)
-    state = acc.recurrent_state_bytes(layers, p, tp)
+    stack = acc.group(layers)  # every figure below sums over the distinct storages, counted once
+    a, g = acc.alpha(stack, p, tp), acc.gamma(stack, p, tp)
+    state = acc.recurrent_state_bytes(stack, p, tp)
     extra = acc.speculative_extra(state, options.spec_tokens)
     if options.prefix_cache_tokens:
         if not options.snapshot_interval:
@@ -316,18 +323,18 @@ def build_report(
                      "figures extrapolate the layout")
     contexts = []
     for S in asked:
-        per_request = acc.request_bytes(layers, S, p, tp)
+        per_request = acc.request_bytes(stack, S, p, tp)
         contexts.append(ContextReport(
             tokens=S,
             kv_bytes_per_request=acc.as_number(per_request),
-            read_bytes_per_step=acc.as_number(acc.read_bytes(layers, S, p, tp)),
+            read_bytes_per_step=acc.as_number(acc.read_bytes(stack, S, p, tp)),
             extra_state_bytes=acc.as_number(extra) if extra else None,
             max_concurrency=acc.max_concurrency(options.budget_bytes, per_request + extra)
             if options.budget_bytes else None,
         ))
     longest = None
     if options.budget_bytes and options.batch:
-        longest = acc.max_context(layers, options.budget_bytes, options.batch, p, tp, extra)
+        longest = acc.max_context(stack, options.budget_bytes, options.batch, p, tp, extra)
 
     built: dict[tuple, LayerReport] = {}  # identical layers differ only by index: build each once
     layer_reports = []

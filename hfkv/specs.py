@@ -25,10 +25,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .dtypes import BYTES, Precision, block_scaled_bytes, ceil_div
 
-Bytes = Fraction
+# Exact byte counts: int, or Fraction where fp4 or a compression ratio makes them fractional
+# (ints are kept as ints: Python's int arithmetic is ~10x cheaper than Fraction's).
+Bytes = Union[int, Fraction]
 
 
-def latent_entry_bytes(nope_dim: int, rope_dim: int, kv_dtype: str) -> Fraction:
+def latent_entry_bytes(nope_dim: int, rope_dim: int, kv_dtype: str) -> Bytes:
     """One MLA-style latent entry (no head axis).
 
     16-bit and wider: every value at the KV width. fp8 follows the reference layout: the no-RoPE part
@@ -51,10 +53,10 @@ class _Part(BaseModel):
         return 0
 
     def entry_bytes(self, p: Precision, tp: int = 1) -> Bytes:
-        return Fraction(0)
+        return 0
 
     def state_bytes(self, p: Precision, tp: int = 1) -> Bytes:
-        return Fraction(0)
+        return 0
 
     @property
     def copies(self) -> int:
@@ -67,9 +69,9 @@ class _Part(BaseModel):
     def read_bytes(self, S: int, p: Precision, tp: int = 1) -> Bytes:
         return self.entries(S) * self.entry_bytes(p, tp)
 
-    def growth(self) -> tuple[Fraction, int]:
+    def growth(self) -> tuple[Bytes, int]:
         """(rate, cap): for long contexts n(S) ≈ rate·S + cap."""
-        return Fraction(0), 0
+        return 0, 0
 
     def slope(self, p: Precision, tp: int = 1) -> Bytes:
         rate, _ = self.growth()
@@ -118,8 +120,8 @@ class FullAttention(_HeadsPart):
     def entries(self, S: int) -> int:
         return S
 
-    def growth(self) -> tuple[Fraction, int]:
-        return Fraction(1), 0
+    def growth(self) -> tuple[Bytes, int]:
+        return 1, 0
 
 
 class _BoundedHeads(_HeadsPart):
@@ -132,8 +134,8 @@ class _BoundedHeads(_HeadsPart):
     def entries(self, S: int) -> int:
         return min(S, self.bound)
 
-    def growth(self) -> tuple[Fraction, int]:
-        return Fraction(0), self.bound
+    def growth(self) -> tuple[Bytes, int]:
+        return 0, self.bound
 
 
 class SlidingWindow(_BoundedHeads):
@@ -189,8 +191,8 @@ class MLALatent(_TokenPart):
             n = min(n, self.topk)
         return n * self.entry_bytes(p, tp)
 
-    def growth(self) -> tuple[Fraction, int]:
-        return (Fraction(1), 0) if self.window is None else (Fraction(0), self.window)
+    def growth(self) -> tuple[Bytes, int]:
+        return (1, 0) if self.window is None else (0, self.window)
 
 
 class IndexerKeys(_TokenPart):
@@ -217,10 +219,10 @@ class IndexerKeys(_TokenPart):
 
     def state_bytes(self, p: Precision, tp: int = 1) -> Bytes:
         if self.copies == 0:
-            return Fraction(0)
+            return 0
         return self.ring_slots * self.ring_factor * self.head_dim * p.state_bytes
 
-    def growth(self) -> tuple[Fraction, int]:
+    def growth(self) -> tuple[Bytes, int]:
         return Fraction(1, self.ratio), 0
 
 
@@ -250,7 +252,7 @@ class CompressedKV(_TokenPart):
 
     def state_bytes(self, p: Precision, tp: int = 1) -> Bytes:
         if self.copies == 0:
-            return Fraction(0)
+            return 0
         return self.ring_slots * self.ring_factor * self.head_dim * p.state_bytes
 
     def read_bytes(self, S: int, p: Precision, tp: int = 1) -> Bytes:
@@ -259,7 +261,7 @@ class CompressedKV(_TokenPart):
             n = min(n, self.topk)
         return n * self.entry_bytes(p, tp)
 
-    def growth(self) -> tuple[Fraction, int]:
+    def growth(self) -> tuple[Bytes, int]:
         return Fraction(1, self.ratio), 0
 
 
@@ -360,27 +362,27 @@ class LayerSpec(BaseModel):
         return min(sources) if sources else None
 
     def memory(self, S: int, p: Precision, tp: int = 1) -> Bytes:
-        return sum((part.memory(S, p, tp) for part in self.parts), Fraction(0))
+        return sum((part.memory(S, p, tp) for part in self.parts), 0)
 
     def read_bytes(self, S: int, p: Precision, tp: int = 1) -> Bytes:
-        return sum((part.read_bytes(S, p, tp) for part in self.parts), Fraction(0))
+        return sum((part.read_bytes(S, p, tp) for part in self.parts), 0)
 
     def slope(self, p: Precision, tp: int = 1) -> Bytes:
-        return sum((part.slope(p, tp) for part in self.parts), Fraction(0))
+        return sum((part.slope(p, tp) for part in self.parts), 0)
 
     def intercept(self, p: Precision, tp: int = 1) -> Bytes:
-        return sum((part.intercept(p, tp) for part in self.parts), Fraction(0))
+        return sum((part.intercept(p, tp) for part in self.parts), 0)
 
     def entry_bytes(self, p: Precision, tp: int = 1) -> Bytes:
         """Σ over the token parts of one entry each (e.g. DSA: latent + indexer key)."""
-        return sum((part.entry_bytes(p, tp) for part in self.parts), Fraction(0))
+        return sum((part.entry_bytes(p, tp) for part in self.parts), 0)
 
     def state_bytes(self, p: Precision, tp: int = 1) -> Bytes:
-        return sum((part.state_bytes(p, tp) for part in self.parts), Fraction(0))
+        return sum((part.state_bytes(p, tp) for part in self.parts), 0)
 
     def recurrent_state_bytes(self, p: Precision, tp: int = 1) -> Bytes:
         """State that a prefix cache or speculative decoding must copy (linear, Mamba, conv)."""
-        return sum((part.state_bytes(p, tp) for part in self.parts if part.recurrent), Fraction(0))
+        return sum((part.state_bytes(p, tp) for part in self.parts if part.recurrent), 0)
 
 
 class Layout(BaseModel):
