@@ -116,8 +116,9 @@ class HubClient:
         ``LoadedConfig.warnings`` says so. ``commit`` is the 40-hex commit read.
         Raises ``SourceError`` (see the module docstring for the kinds).
         """
-        log.debug("fetching %s from %s (revision %s, offline %s, token %s)",
-                  repo_id, self.host, revision or "main", self.offline, self._token_state())
+        if log.isEnabledFor(logging.DEBUG):  # resolving the token state reads the token file: only for the log
+            log.debug("fetching %s from %s (revision %s, offline %s, token %s)",
+                      repo_id, self.host, revision or "main", self.offline, self._token_state())
         try:
             return self._load(repo_id, revision)
         except Exception as err:
@@ -159,7 +160,7 @@ class HubClient:
                                  max_retries=retries) as response:
             try:
                 hf_raise_for_status(response)
-                commit, etag = _commit_and_etag(response)
+                commit = _commit(response)
                 body = _read_body(response, repo_id)
             except Exception as err:
                 # Raised once the stream is closed: thrown into the library's retry generator, a body
@@ -173,7 +174,7 @@ class HubClient:
         data = parse_config_bytes(body, repo_id)
         warnings: tuple[str, ...] = ()
         try:
-            hubcache.store(self.cache_dir, repo_id, CONFIG_FILE, revision=revision, commit=commit, etag=etag, body=body)
+            hubcache.store(self.cache_dir, repo_id, CONFIG_FILE, revision=revision, commit=commit, body=body)
         except OSError as err:  # the report stands; only --offline later will miss this copy
             warnings = (f"could not write the cache {self.cache_dir}: {err.strerror or type(err).__name__}",)
         return LoadedConfig(name=repo_id, data=data, source="hub", commit=commit, revision=revision, warnings=warnings)
@@ -409,19 +410,17 @@ def _transient(err: BaseException) -> bool:
     return response is not None and (response.status_code == 429 or response.status_code >= 500)
 
 
-def _commit_and_etag(response: Any) -> tuple[str | None, str | None]:
-    """The commit and ETag of the file, from the last Hub answer that carried a commit.
+def _commit(response: Any) -> str | None:
+    """The commit the file was read at: ``X-Repo-Commit`` of the last Hub answer that carried one.
 
-    A redirect to a CDN puts them on the Hub's 302 (``X-Repo-Commit``, ``X-Linked-Etag``), not on the
-    CDN's answer; a renamed repo's 307 carries neither, its target does.
+    A redirect to a CDN puts it on the Hub's 302, not on the CDN's answer; a renamed repo's 307
+    carries none, its target does. None when absent or not 40 hex.
     """
     for answer in reversed([*response.history, response]):
-        commit = answer.headers.get("X-Repo-Commit")
+        commit = (answer.headers.get("X-Repo-Commit") or "").strip().lower()
         if commit:
-            commit = commit.strip().lower()
-            return (commit if _COMMIT.match(commit) else None,
-                    answer.headers.get("X-Linked-Etag") or answer.headers.get("ETag"))
-    return None, None
+            return commit if _COMMIT.match(commit) else None
+    return None
 
 
 def _read_body(response: Any, repo_id: str) -> bytes:

@@ -1,29 +1,29 @@
 """config.json in the huggingface_hub cache layout, read and written without the download machinery.
 
 The layout is huggingface_hub's (``docs/hub.md`` §5), so a file stored here is found by
-``hf_hub_download(..., local_files_only=True)``, ``try_to_load_from_cache`` and ``HF_HUB_OFFLINE=1``,
-and a config already downloaded by other tools is found by hfkv offline::
+``hf_hub_download(..., local_files_only=True)``, ``try_to_load_from_cache``, ``scan_cache_dir`` and
+``HF_HUB_OFFLINE=1``, and a config already downloaded by other tools is found by hfkv offline::
 
-    <cache>/models--org--name/blobs/<etag>
-    <cache>/models--org--name/snapshots/<commit>/config.json -> ../../blobs/<etag>
+    <cache>/models--org--name/snapshots/<commit>/config.json
     <cache>/models--org--name/refs/<revision>                  (the commit a branch or tag pointed to)
 
+The file is stored in the snapshot folder itself, as huggingface_hub does where symlinks are not
+available, rather than as ``blobs/<etag>`` plus a link: a few kB per config are not worth the
+blob's extra directory, file and link, which cost more than the download on a slow disk.
+
 Contract: every write is atomic (temporary name, then ``os.replace``), so a killed process leaves
-either the old file or the new one; names built from server answers (commit, ETag, revision) are
-checked before they become paths, so nothing is ever written outside the repo's folder.
+either the old file or the new one; names built from server answers (commit, revision) are checked
+before they become paths, so nothing is ever written outside the repo's folder.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
-import tempfile
 import threading
 from pathlib import Path
 
 COMMIT = re.compile(r"^[0-9a-f]{40}$")
-_BLOB_NAME = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")  # git blob sha1 or LFS sha256, as the Hub sends them
 _REF_PART = re.compile(r"^[\w.\-]+$")
 
 
@@ -42,14 +42,6 @@ def cached_file(cache_dir: str | os.PathLike, repo_id: str, filename: str, revis
     return Path(found) if isinstance(found, str) else None
 
 
-def blob_name(etag: str | None, body: bytes) -> str:
-    """The blob's file name: the Hub's ETag when it has the usual shape, else the body's sha256."""
-    tag = (etag or "").strip()
-    tag = tag[2:] if tag.startswith("W/") else tag
-    tag = tag.strip('"').lower()
-    return tag if _BLOB_NAME.match(tag) else hashlib.sha256(body).hexdigest()
-
-
 def safe_ref(revision: str) -> bool:
     """Whether a revision name can be a path under ``refs/`` (``main``, ``v1.0``, ``refs/pr/1``)."""
     parts = revision.split("/")
@@ -57,7 +49,7 @@ def safe_ref(revision: str) -> bool:
 
 
 def store(cache_dir: str | os.PathLike, repo_id: str, filename: str, *, revision: str | None, commit: str,
-          etag: str | None, body: bytes) -> Path:
+          body: bytes) -> Path:
     """Put ``body`` into the cache as ``filename`` at ``commit``; record ``revision`` -> ``commit``.
 
     ``commit`` must be 40 hex (``ValueError`` otherwise). Returns the snapshot path. Raises
@@ -65,54 +57,41 @@ def store(cache_dir: str | os.PathLike, repo_id: str, filename: str, *, revision
     """
     if not COMMIT.match(commit):
         raise ValueError(f"not a commit hash: {commit!r}")
-    folder = repo_folder(cache_dir, repo_id)
-    blob = folder / "blobs" / blob_name(etag, body)
-    snapshot = folder / "snapshots" / commit / filename
-    if not blob.is_file():
-        _write_atomic(blob, body)
-    if not snapshot.exists():  # follows the link: a dangling link is rewritten too
-        _link_atomic(snapshot, blob, body)
+    folder = str(repo_folder(cache_dir, repo_id))
+    snapshot = os.path.join(folder, "snapshots", commit, filename)
+    if not os.path.exists(snapshot):  # a commit's files never change: written once
+        _write_atomic(snapshot, body)
     name = revision or "main"
     if name != commit and safe_ref(name):
-        ref = folder / "refs" / name
+        ref = os.path.join(folder, "refs", *name.split("/"))
         if _read_text(ref) != commit:
             _write_atomic(ref, commit.encode())
-    return snapshot
+    return Path(snapshot)
 
 
-def _read_text(path: Path) -> str | None:
+def _read_text(path: str) -> str | None:
     try:
-        return path.read_text().strip()
+        with open(path, encoding="utf-8") as handle:
+            return handle.read().strip()
     except (OSError, UnicodeDecodeError):
         return None
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".hfkv-", suffix=".tmp")
+def _write_atomic(path: str, data: bytes) -> None:
+    """``data`` at ``path`` by way of a temporary file in the same folder (created when missing)."""
+    tmp = f"{path}.{os.getpid()}-{threading.get_ident()}.hfkv-tmp"  # unique per thread; replaced or removed
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    except FileNotFoundError:  # first file of this repo or commit: make the folders, once
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
         os.replace(tmp, path)
     except BaseException:
-        _unlink(tmp)
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
         raise
-
-
-def _link_atomic(link: Path, blob: Path, body: bytes) -> None:
-    """``link`` -> ``blob`` as a relative symlink, like huggingface_hub; a copy where links fail."""
-    link.parent.mkdir(parents=True, exist_ok=True)
-    tmp = link.parent / f".hfkv-{os.getpid()}-{threading.get_ident()}.link"  # unique per thread
-    try:
-        os.symlink(os.path.relpath(blob, link.parent), tmp)
-        os.replace(tmp, link)
-    except OSError:  # no symlinks here (some Windows setups, some network file systems): copy
-        _unlink(tmp)
-        _write_atomic(link, body)
-
-
-def _unlink(path: str | os.PathLike) -> None:
-    try:
-        os.unlink(path)
-    except OSError:
-        pass
