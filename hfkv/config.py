@@ -14,11 +14,10 @@ non-integral sizes.
 from __future__ import annotations
 
 import math
-import os
 import re
-import threading
 from typing import Any
 
+from . import tfdefaults
 from .errors import ConfigError
 
 _MISSING = object()
@@ -39,27 +38,6 @@ _NOT_CACHE_KEY = re.compile(
     r"logit|multiplier|scale|range|alpha|beta|output_attentions|use_cache|gate|proj|mlp|moe|expert",
     re.I,
 )
-
-
-_TF_LOCK = threading.Lock()
-
-
-def _config_mapping() -> Any:
-    """transformers' CONFIG_MAPPING, imported once under a lock, or None when unavailable.
-
-    Threads of a scan that import transformers at the same moment can see a half-initialised
-    module; the lock makes the first import complete before anyone reads it.
-    """
-    with _TF_LOCK:
-        try:
-            os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")  # no "PyTorch was not found" noise
-            os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
-            from transformers import CONFIG_MAPPING
-
-            CONFIG_MAPPING.keys()  # force the lazy mapping to load while holding the lock
-            return CONFIG_MAPPING
-        except Exception:
-            return None
 
 
 def _lookup(data: dict, key: str) -> Any:
@@ -256,32 +234,14 @@ class ConfigView:
     def _load_tf_defaults(self) -> dict | None:
         """The transformers config class's view of this config (defaults filled), or None.
 
-        Imports transformers on first use only. Never runs repo code: only classes that
-        transformers itself ships are used, and ``auto_map`` is ignored.
+        Computed once per view, by ``hfkv.tfdefaults`` (which imports transformers on first use).
         """
-        if self._tf_loaded:
-            return self._tf_defaults
-        self._tf_loaded = True
-        model_type = self.text_model_type
-        CONFIG_MAPPING = _config_mapping()
-        if CONFIG_MAPPING is None:  # transformers missing or broken: no defaults, the mapper decides
-            return None
-        for candidate in (model_type, self.model_type):
-            with _TF_LOCK:  # the first lookup of a type imports its configuration module
-                if not candidate or candidate not in CONFIG_MAPPING:
-                    continue
-                cls = CONFIG_MAPPING[candidate]
-            data = {k: v for k, v in self.text.items() if k not in ("auto_map", "model_type")}
-            for kwargs in (data, {}):
-                try:
-                    config = cls(**kwargs)
-                    if candidate == self.model_type and self.text is not self.root:
-                        config = config.get_text_config()
-                    self._tf_defaults = config.to_dict()
-                    return self._tf_defaults
-                except Exception:  # strict dataclass checks reject odd values; try bare defaults
-                    continue
-        return None
+        if not self._tf_loaded:
+            self._tf_loaded = True
+            split = self.text is not self.root
+            candidates = [(t, t == self.model_type and split) for t in (self.text_model_type, self.model_type) if t]
+            self._tf_defaults = tfdefaults.lookup(candidates, self.text)
+        return self._tf_defaults
 
     # -- diagnostics ----------------------------------------------------------------------------
 

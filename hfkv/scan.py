@@ -25,12 +25,16 @@ from typing import IO, Any, Iterable
 
 import click
 
+from . import tfdefaults
 from .cli import accounting_options, build_hub, build_options, hub_options
 from .errors import HfkvError, UsageError
 from .units import format_bytes, format_tokens
 
 FORMATS = ("table", "jsonl", "csv", "markdown")
 STREAM_FORMATS = ("jsonl", "csv", "markdown")
+# From this many models on, transformers is imported by a helper process on another core while the
+# configs download (hfkv.tfdefaults); a shorter list would rarely repay starting it.
+HELPER_MIN_MODELS = 16
 LIST_LIMIT = 64 * 1024 * 1024  # bytes of a list file; a list that large is a mistake (or /dev/zero)
 _EXTENSION_FORMATS = {".csv": "csv", ".md": "markdown", ".markdown": "markdown", ".jsonl": "jsonl", ".json": "jsonl"}
 
@@ -166,12 +170,16 @@ class Job:
         except Exception as err:  # noqa: BLE001 - one model's bug must not end the scan
             return Fetched(entry, error=_describe(err))
 
-    def finish(self, fetched: Fetched) -> Row:
-        """The row of one fetched model. Never raises."""
+    def finish(self, fetched: Fetched, *, defer: bool = False) -> Row | None:
+        """The row of one fetched model. Never raises. With ``defer``: None when the report needs
+        transformers defaults that the helper process is still starting to provide (ask again later)."""
         if fetched.error is not None:
             return Row(fetched.entry, error=fetched.error)
         try:
-            return Row(fetched.entry, report=self._report(fetched))
+            with tfdefaults.deferring(defer):
+                return Row(fetched.entry, report=self._report(fetched))
+        except tfdefaults.NotReady:
+            return None
         except Exception as err:  # noqa: BLE001
             return Row(fetched.entry, error=_describe(err))
 
@@ -484,7 +492,8 @@ def print_table(rows: list[Row], columns: Columns) -> None:
 
 def run(entries: list[str], job: Job, out: Output, jobs: int) -> list[Row]:
     """Fetch every entry with ``jobs`` threads, report on each in this thread as its fetch completes;
-    rows go to ``out`` in completion order.
+    rows go to ``out`` in completion order. A model whose report needs the transformers defaults the
+    helper process is still starting to provide waits, and the others go first.
 
     On any exception (Ctrl-C, a failed write) the pending fetches are cancelled and the exception
     propagates at once: the pool is not joined, since a worker may be stuck in a Hub request.
@@ -494,8 +503,17 @@ def run(entries: list[str], job: Job, out: Output, jobs: int) -> list[Row]:
     pool = ThreadPoolExecutor(max_workers=min(jobs, len(entries)), thread_name_prefix="hfkv-scan")
     try:
         futures = [pool.submit(job.fetch, entry) for entry in entries]
+        waiting: list[Fetched] = []  # need transformers defaults before the helper has them
         for future in as_completed(futures):
-            out.add(job.finish(future.result()))
+            row = job.finish(future.result(), defer=True)
+            if row is None:
+                waiting.append(future.result())
+            else:
+                out.add(row)
+            while waiting and tfdefaults.ready():
+                out.add(job.finish(waiting.pop(0)))
+        for fetched in waiting:  # the helper is not ready yet: wait for it now
+            out.add(job.finish(fetched))
     except BaseException:
         pool.shutdown(wait=False, cancel_futures=True)
         raise
@@ -617,7 +635,8 @@ def scan_rows(todo: list[str], job: Job, out: Output, *, jobs: int, fresh: bool)
     out.bar = _progress(len(todo))
     try:
         out.start(fresh)
-        rows = run(todo, job, out, jobs)
+        with tfdefaults.helper_running(enabled=len(todo) >= HELPER_MIN_MODELS):
+            rows = run(todo, job, out, jobs)
     except KeyboardInterrupt:
         interrupted(out)
     except OutputError as err:

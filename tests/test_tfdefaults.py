@@ -1,0 +1,124 @@
+"""transformers defaults from a helper process: the same answers as in process, a fallback to this
+process on any trouble, and a scan that reports on other models while the helper starts."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hfkv import tfdefaults
+from hfkv.report import make_options
+from hfkv.scan import Job, Output, run
+
+ROOT = Path(__file__).resolve().parents[1]
+GEMMA3 = ROOT / "fixtures" / "google__gemma-3-4b-it" / "config.json"
+QWEN3 = ROOT / "fixtures" / "Qwen__Qwen3-8B" / "config.json"
+LLAMA2 = ROOT / "fixtures" / "meta-llama__Llama-2-7b-hf" / "config.json"
+# Gemma 3 4B's sparse text_config is completed by transformers: 4 KV heads × 256 head_dim, 5 of 34
+# layers full → α = 5 × 2 × 4 × 256 × 2 = 20480 (test_foundation_families derives the layout).
+GEMMA3_ALPHA = 5 * 2 * 4 * 256 * 2
+
+
+def gemma_request() -> tuple[list[tuple[str, bool]], dict]:
+    root = json.loads(GEMMA3.read_text())
+    return [("gemma3_text", False), ("gemma3", True)], root["text_config"]
+
+
+def test_helper_answers_exactly_like_this_process():
+    candidates, data = gemma_request()
+    helper = tfdefaults.Helper()
+    try:
+        answer = helper.ask(candidates, data)
+        assert helper.ready.is_set()
+        assert answer == tfdefaults.compute(candidates, data)
+        assert (answer["num_key_value_heads"], answer["head_dim"]) == (4, 256)
+    finally:
+        helper.close()
+    assert helper._proc.returncode is not None  # ended on end of input
+
+
+def test_a_dead_helper_sends_lookups_back_to_this_process(monkeypatch):
+    candidates, data = gemma_request()
+    helper = tfdefaults.Helper()
+    helper._proc.kill()
+    helper._proc.wait()
+    monkeypatch.setattr(tfdefaults, "_active", helper)
+    assert helper.ask(candidates, data) is tfdefaults._FAILED
+    assert tfdefaults.lookup(candidates, data) == tfdefaults.compute(candidates, data)
+    helper.close()
+
+
+def test_helper_that_cannot_start_is_skipped(monkeypatch):
+    monkeypatch.setattr(tfdefaults, "_worth_starting", lambda: True)
+    monkeypatch.setattr(tfdefaults.sys, "executable", "/nonexistent/python")
+    with tfdefaults.helper_running():
+        assert tfdefaults._active is None and tfdefaults.ready()
+        candidates, data = gemma_request()
+        assert tfdefaults.lookup(candidates, data)["head_dim"] == 256
+
+
+def test_helper_running_starts_and_stops_one(monkeypatch):
+    monkeypatch.setattr(tfdefaults, "_worth_starting", lambda: True)
+    with tfdefaults.helper_running():
+        helper = tfdefaults._active
+        assert isinstance(helper, tfdefaults.Helper)
+    assert tfdefaults._active is None and helper._proc.returncode is not None
+    with tfdefaults.helper_running(enabled=False):
+        assert tfdefaults._active is None
+
+
+class SlowStart:
+    """A helper still importing transformers until ``ready`` is set; then it answers in process."""
+
+    def __init__(self) -> None:
+        self.ready = threading.Event()
+
+    def ask(self, candidates: Any, data: dict) -> Any:
+        return tfdefaults.compute(candidates, data)
+
+
+def scan_rows(monkeypatch, helper: SlowStart, paths: list[Path], on_row=None) -> list:
+    monkeypatch.setattr(tfdefaults, "_active", helper)
+    out = Output(writer=None, stream=None)
+    if on_row is not None:
+        add = out.add
+        monkeypatch.setattr(out, "add", lambda row: (add(row), on_row(out)))
+    return run([str(p) for p in paths], Job(options=make_options()), out, jobs=1)
+
+
+def test_a_report_needing_defaults_waits_while_the_others_go_first(monkeypatch):
+    rows = scan_rows(monkeypatch, SlowStart(), [GEMMA3, QWEN3, LLAMA2])
+    assert [Path(r.model) for r in rows] == [QWEN3, LLAMA2, GEMMA3]  # waited for the helper, not failed
+    assert all(r.ok for r in rows)
+    assert rows[-1].report.alpha_bytes_per_token == GEMMA3_ALPHA == 20480
+    assert "head_dim" in rows[-1].report.transformers_defaults
+
+
+def test_a_waiting_report_goes_as_soon_as_the_helper_is_ready(monkeypatch):
+    helper = SlowStart()
+    rows = scan_rows(monkeypatch, helper, [GEMMA3, QWEN3, LLAMA2], on_row=lambda out: helper.ready.set())
+    # Qwen3's row makes the helper ready; Gemma's waiting report is built before Llama's
+    assert [Path(r.model) for r in rows] == [QWEN3, GEMMA3, LLAMA2]
+    assert rows[1].report.alpha_bytes_per_token == GEMMA3_ALPHA
+
+
+def test_deferring_is_per_thread_and_restored():
+    helper = SlowStart()
+    candidates, data = gemma_request()
+    tfdefaults._active = helper
+    try:
+        with tfdefaults.deferring():
+            with pytest.raises(tfdefaults.NotReady):
+                tfdefaults.lookup(candidates, data)
+            seen: list = []
+            worker = threading.Thread(target=lambda: seen.append(tfdefaults.lookup(candidates, data)["head_dim"]))
+            worker.start()
+            worker.join()
+            assert seen == [256]  # another thread does not defer
+        assert tfdefaults.lookup(candidates, data)["head_dim"] == 256  # outside the block: waits and answers
+    finally:
+        tfdefaults._active = None
