@@ -6,8 +6,12 @@ fixtures that hfkv reports on. ``hfkv scan`` runs as a subprocess (process start
 writing the rows included) with ``--jobs J`` against an empty cache, then again with the cache warm.
 
 The limit is N × requests per repo × latency / J: what J perfectly overlapped requests would take
-with no client or server CPU at all. Requests per repo are counted from the server's log (cold: the
-config's GET, cold or warm). Run: ``python benchmarks/bench_scan.py [--repos 300] [--jobs 32]``.
+with no client or server CPU at all. The floor is what this machine needs for those requests alone:
+a fresh Python process that imports huggingface_hub and GETs the same N configs through its shared
+session with J threads, nothing else (no cache, no report). A scan cannot beat the floor; the
+floor's own ratio to the limit says how much of the goal the machine leaves. Requests per repo are
+counted from the server's log (the config's GET, cold or warm).
+Run: ``python benchmarks/bench_scan.py [--repos 300] [--jobs 32]``.
 """
 
 from __future__ import annotations
@@ -82,6 +86,26 @@ def run_scan(listing: Path, out: Path, url: str, jobs: int, env: dict[str, str])
     return wall, children_cpu() - cpu, [json.loads(line) for line in out.read_text().splitlines()]
 
 
+FLOOR = """
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from huggingface_hub.utils import get_session
+url, repos, jobs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+def get(i):
+    return get_session().get(f"{url}/bench/model-{i:04d}/resolve/main/config.json").content
+with ThreadPoolExecutor(jobs) as pool:
+    list(pool.map(get, range(repos)))
+"""
+
+
+def run_floor(url: str, repos: int, jobs: int, env: dict[str, str]) -> tuple[float, float]:
+    """Wall and CPU seconds of the floor process (see the module docstring)."""
+    cpu = children_cpu()
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-c", FLOOR, url, str(repos), str(jobs)], env=env, check=True, timeout=600)
+    return time.perf_counter() - start, children_cpu() - cpu
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repos", type=int, default=300)
@@ -89,6 +113,10 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.05, help="seconds the fake Hub sleeps per request")
     args = parser.parse_args()
 
+    # An installed hfkv has bytecode (pip compiles it); an editable checkout under
+    # PYTHONDONTWRITEBYTECODE=1 would recompile every module at every start: compile once here.
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "hfkv"), str(ROOT / "mappings")],
+                   check=True, capture_output=True)
     configs = usable_configs()
     ctx = mp.get_context("spawn")
     parent, child = ctx.Pipe()
@@ -119,6 +147,13 @@ def main() -> None:
                       f"{cpu:>6.2f}  {len(rows) - len(failed)}/{len(failed)}")
                 for row in failed[:3]:
                     print(f"       failed: {row['model']}: {row['error'][:120]}")
+            wall, cpu = run_floor(url, args.repos, args.jobs, env)
+            parent.send("log")
+            requests = len(parent.recv())
+            limit = requests * args.latency / args.jobs
+            ratio = f"{wall / limit:>6.2f}" if limit else f"{'-':>6}"
+            print(f"{'floor':<6} {requests:>8} {requests / args.repos:>8.2f} {wall:>7.2f} {limit:>7.2f} {ratio} {cpu:>6.2f}"
+                  "  (bare GETs: python + huggingface_hub's session, no hfkv)")
     finally:
         parent.send("stop")
         server.join(timeout=10)
