@@ -93,6 +93,11 @@ def hub_options(fn: Callable) -> Callable:
         click.option("--token", envvar=None, help="Hub token (else HF_TOKEN, else the stored token). Never printed."),
         click.option("--endpoint", help="Hub endpoint (else HF_ENDPOINT, e.g. a mirror)."),
         click.option("--offline", is_flag=True, help="Use the local cache only (also HF_HUB_OFFLINE=1)."),
+        click.option("--timeout", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS",
+                     help="Seconds to wait for each Hub answer (default HF_HUB_DOWNLOAD_TIMEOUT, else 10)."),
+        click.option("--retries", type=click.IntRange(min=0), default=5, show_default=True,
+                     help="Retries of a config download after a network error, HTTP 429 or 5xx (1-8 s apart, "
+                          "or as the Hub asks)."),
     ]
     return functools.reduce(lambda f, opt: opt(f), reversed(options), fn)
 
@@ -175,6 +180,7 @@ def build_hub(params: dict[str, Any]) -> Any:
 
     return HubClient(
         endpoint=params.get("endpoint"), token=params.get("token"), offline=bool(params.get("offline")),
+        timeout=params.get("timeout"), retries=params.get("retries", 5),
     )
 
 

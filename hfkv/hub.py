@@ -65,13 +65,17 @@ class HubClient:
     ``endpoint``: default ``HF_ENDPOINT``, else huggingface.co. ``token``: a string, ``False`` (send
     none), ``True`` (require the stored one) or None (huggingface_hub resolves ``HF_TOKEN``, then the
     token file). ``cache_dir``: default ``HF_HUB_CACHE``, else ``$HF_HOME/hub``. ``offline``: True, or
-    ``HF_HUB_OFFLINE`` set (which ``offline=False`` cannot override); offline, only the cache is read. ``timeout``: seconds to wait for the metadata
-    (HEAD) answer before falling back to the cache or the library's retries (default: the library's 10).
+    ``HF_HUB_OFFLINE`` set (which ``offline=False`` cannot override); offline, only the cache is read.
+    ``timeout``: seconds to wait for each answer (default ``HF_HUB_DOWNLOAD_TIMEOUT``, else 10).
+    ``retries``: further tries of a config GET after a network error, a 429 or a 5xx, 1, 2, 4, 8, 8 s
+    apart or as long as the Hub asks (default 5, huggingface_hub's); none when a cached copy can
+    stand in. A Hub that never answers holds a config for at most
+    (retries + 1) × timeout + the waits: 6 × 10 + 23 = 83 s by default.
     """
 
     def __init__(
         self, *, endpoint: str | None = None, token: str | bool | None = None, cache_dir: str | None = None,
-        offline: bool | None = None, timeout: float | None = None,
+        offline: bool | None = None, timeout: float | None = None, retries: int = 5,
     ) -> None:
         from huggingface_hub import constants
 
@@ -81,6 +85,7 @@ class HubClient:
         # HF_HUB_OFFLINE wins over offline=False: the library refuses every request in that mode anyway.
         self.offline = bool(offline) or _truthy(os.environ.get("HF_HUB_OFFLINE")) or bool(constants.HF_HUB_OFFLINE)
         self.timeout = timeout
+        self.retries = retries
         self._api: Any = None
         self._built_headers: dict[str, str] | None = None
         self._lock = threading.Lock()
@@ -139,7 +144,7 @@ class HubClient:
                 raise self._offline_error(repo_id, revision)
             return self._from_cache(repo_id, revision, cached)
         try:
-            return _retry_once(lambda: self._fetch(repo_id, revision, retries=0 if cached else 5),
+            return _retry_once(lambda: self._fetch(repo_id, revision, retries=0 if cached else self.retries),
                                when=_second_try_helps)
         except Exception as err:
             if cached is None or not _transient(err):

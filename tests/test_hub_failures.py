@@ -260,3 +260,19 @@ def test_other_runtime_errors_are_not_hidden(fake_hub, hub_client, monkeypatch):
     monkeypatch.setattr(hub_utils, "http_stream_backoff", broken)
     with pytest.raises(RuntimeError, match="uncovered"):
         hub_client.load_config("org/x")
+
+
+def test_timeout_and_retries_bound_a_hub_that_never_answers(fake_hub, no_sleep):
+    """--timeout per answer, --retries after it: 1 + 1 tries of 0.2 s here, one 1 s backoff (recorded, not slept)."""
+    fake_hub.add_model("org/stalled", {"config.json": CONFIG})
+    fake_hub.faults["org/stalled"] = Fault(kind="slow", delay=0.6, methods=("GET",))
+    result = CliRunner().invoke(main, ["org/stalled", "--endpoint", fake_hub.url, "--timeout", "0.2", "--retries", "1"])
+    assert result.exit_code == 1
+    assert "cannot reach the Hub" in result.stderr and "timed out" in result.stderr
+    assert len(fake_hub.requests("org/stalled")) == 2 and no_sleep == [1]
+
+
+@pytest.mark.parametrize("args", [["--timeout", "0"], ["--retries", "-1"]])
+def test_bad_timeout_or_retries_is_usage_error(args):
+    result = CliRunner().invoke(main, ["org/x", *args])
+    assert result.exit_code == 2
