@@ -300,6 +300,9 @@ class HubClient:
         if _is_transport_error(err):
             return fail("network", f"cannot reach the Hub at {self.host} ({_transport_reason(err)}); check the "
                                    "network and HF_ENDPOINT/--endpoint, or use --offline for a cached copy")
+        if _is_request_error(err):  # httpx's other request failures: a redirect loop, an undecodable body
+            return fail("hub-error", f"{self.host} gave an unusable answer ({type(err).__name__}): check "
+                                     "HF_ENDPOINT/--endpoint and any proxy")
         if isinstance(err, OSError):  # the cache: permissions, disk full
             return fail("cache", f"cannot use the cache at {self.cache_dir}: {err.strerror or type(err).__name__}")
         return None
@@ -451,6 +454,12 @@ def _second_try_helps(err: BaseException) -> bool:
 
 def _client_closed(err: BaseException) -> bool:
     return isinstance(err, RuntimeError) and "client has been closed" in str(err)
+
+
+def _is_request_error(err: BaseException) -> bool:
+    import httpx2
+
+    return isinstance(err, httpx2.RequestError)
 
 
 def _is_transport_error(err: BaseException) -> bool:

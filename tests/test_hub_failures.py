@@ -276,3 +276,10 @@ def test_timeout_and_retries_bound_a_hub_that_never_answers(fake_hub, no_sleep):
 def test_bad_timeout_or_retries_is_usage_error(args):
     result = CliRunner().invoke(main, ["org/x", *args])
     assert result.exit_code == 2
+
+
+def test_redirect_loop_is_one_line_hub_error(fake_hub, hub_client):
+    fake_hub.aliases.update({"org/loop-a": "org/loop-b", "org/loop-b": "org/loop-a"})  # renamed into each other
+    with pytest.raises(SourceError) as caught:
+        hub_client.load_config("org/loop-a")
+    assert caught.value.kind == "hub-error" and "TooManyRedirects" in caught.value.message
