@@ -237,10 +237,10 @@ class ConfigView:
         Computed once per view, by ``hfkv.tfdefaults`` (which imports transformers on first use).
         """
         if not self._tf_loaded:
-            self._tf_loaded = True
             split = self.text is not self.root
             candidates = [(t, t == self.model_type and split) for t in (self.text_model_type, self.model_type) if t]
-            self._tf_defaults = tfdefaults.lookup(candidates, self.text)
+            self._tf_defaults = tfdefaults.lookup(candidates, self.text)  # may raise tfdefaults.NotReady
+            self._tf_loaded = True
         return self._tf_defaults
 
     # -- diagnostics ----------------------------------------------------------------------------

@@ -263,7 +263,7 @@ class HubClient:
     def _source_error(self, err: BaseException, repo_id: str, revision: str | None) -> SourceError | None:
         """The ``SourceError`` for a failed config download (docs/hub.md §8.5 order), or None if unknown."""
         from huggingface_hub.errors import (
-            GatedRepoError, HFValidationError, LocalEntryNotFoundError, OfflineModeIsEnabled,
+            GatedRepoError, HFValidationError, LocalEntryNotFoundError, LocalTokenNotFoundError, OfflineModeIsEnabled,
             RemoteEntryNotFoundError, RepositoryNotFoundError, RevisionNotFoundError,
         )
 
@@ -303,6 +303,9 @@ class HubClient:
         if _is_request_error(err):  # httpx's other request failures: a redirect loop, an undecodable body
             return fail("hub-error", f"{self.host} gave an unusable answer ({type(err).__name__}): check "
                                      "HF_ENDPOINT/--endpoint and any proxy")
+        if isinstance(err, LocalTokenNotFoundError):  # token=True and none stored (an OSError subclass)
+            return fail("hub-error", "a token is required but none is set: set HF_TOKEN, pass --token or run "
+                                     "`hf auth login`")
         if isinstance(err, OSError):  # the cache: permissions, disk full
             return fail("cache", f"cannot use the cache at {self.cache_dir}: {err.strerror or type(err).__name__}")
         return None

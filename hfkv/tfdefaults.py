@@ -162,12 +162,11 @@ class Helper:
             return _FAILED
 
     def close(self) -> None:
-        with contextlib.suppress(OSError):
-            self._proc.stdin.close()  # the child ends on end of input
-        try:
+        """End the child now: no lookup is pending, and one still importing must not delay the exit."""
+        self._proc.kill()
+        with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+            self._proc.stdin.close()
             self._proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            self._proc.kill()
 
 
 @contextlib.contextmanager

@@ -103,6 +103,8 @@ CASES = {
                          lambda hub: hub.add_model("org/broken", {"config.json": b'{"model_type": '}), requests=1),
     "invalid-utf8": Case("invalid-json", ("not UTF-8",), _fault(Fault(kind="invalid-utf8", methods=("GET",))),
                          requests=1),
+    "token-required-none-set": Case("hub-error", ("token is required", "HF_TOKEN"), client={"token": True},
+                                    requests=0),
     "invalid-repo-id": Case("not-found", ("not a valid Hub repo id",), lambda hub: None, repo="org/bad..name",
                             requests=0),
 }
