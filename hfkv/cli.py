@@ -108,6 +108,7 @@ _KNOB_TYPES: dict[str, Any] = {
     "swa_full_tokens_ratio": click.FloatRange(min=0, min_open=True, max=1),
     "max_running_requests": click.IntRange(min=1), "mamba_full_memory_ratio": click.FloatRange(min=0, min_open=True),
     "max_num_batched_tokens": click.IntRange(min=1), "mamba_ssm_dtype": click.Choice(DTYPES[1:]),
+    "speculative_draft_layers": click.IntRange(min=0),
 }
 _KNOB_FLAGS = ("enable_prefix_caching", "async_scheduling", "disable_hybrid_kv_cache_manager", "chunked_local_hybrid")
 

@@ -231,5 +231,6 @@ def mtp_note(cfg: ConfigView) -> list[str]:
     """A note on MTP/draft layers, which are not part of the target model."""
     count = cfg.optional_int("num_nextn_predict_layers", "mtp_num_hidden_layers")
     if count:
-        return [f"{count} MTP draft layer(s) left out: they are not part of the target model"]
+        return [f"{count} MTP draft layer(s) left out: they are not part of the target model "
+                f"(--engine sglang --speculative-draft-layers {count} adds SGLang's draft pool)"]
     return []

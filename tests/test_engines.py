@@ -91,6 +91,27 @@ def test_sglang_dsa_bf16_cell():
     assert out["bytes_per_token"] == 61 * (1152 + 132) == 78324  # 576 × 2 B + 132 B indexer
 
 
+def test_sglang_mtp_draft_pool_adds_one_target_layer_per_draft_layer():
+    out = simulate(report(V32, kv_cache_dtype="fp8"), engine="sglang", budget_bytes=None, max_model_len=None,
+                   speculative_draft_layers=1)
+    # the draft's MTP layer has a latent and an indexer like each of the 61 target layers: 62 × (656 + 132)
+    assert out["bytes_per_token"] == 48068 + 656 + 132 == 62 * 788 == 48856
+    out = simulate(report(V3), engine="sglang", budget_bytes=None, max_model_len=None, speculative_draft_layers=2)
+    assert out["bytes_per_token"] == 70272 + 2 * 1152 == 72576  # (61 + 2) × 1152
+
+
+def test_sglang_dsv4_mtp_draft_multiplies_by_l_plus_d_over_l():
+    out = simulate(report("deepseek-ai__DeepSeek-V4-Flash"), engine="sglang", budget_bytes=None, max_model_len=None,
+                   speculative_draft_layers=1)
+    # 7086.75 B per full-pool token (test above) × (43 + 1) / 43
+    assert out["bytes_per_token"] == pytest.approx(7086.75 * 44 / 43)
+
+
+def test_vllm_says_it_leaves_draft_layers_out():
+    out = simulate(report(V3), engine="vllm", budget_bytes=None, max_model_len=4096, speculative_draft_layers=1)
+    assert any("not modelled in vLLM mode" in a for a in out["assumptions"])
+
+
 def test_sglang_plain_mla_fp8_is_raw_576():
     out = simulate(report(V3, kv_cache_dtype="fp8", tensor_parallel_size=8), engine="sglang",
                    budget_bytes=None, max_model_len=None)

@@ -38,6 +38,11 @@ name):
 - ``num_speculative_tokens`` (0): vLLM speculative tokens: extra Mamba blocks and conv rows.
 - ``mamba_ssm_dtype`` (None): recurrent-state dtype; default SGLang fp32 (or the config's
   ``mamba_ssm_dtype``), vLLM the model dtype (Nemotron-H and KDA fp32, Qwen3.5 the config's).
+- ``speculative_draft_layers`` (0): SGLang's EAGLE/MTP draft pool shares the token count, so the cell
+  grows by ``cell·draft_layers/target_layers`` (DSA: latent and indexer each by their own layer
+  count; DeepSeek V4: ``×(L+d)/L``) (§3.1.4). For a built-in MTP/NextN head it is the config's
+  ``num_nextn_predict_layers``; for a separate EAGLE draft model, that model's layer count.
+  vLLM mode does not model draft layers (it says so).
 
 Result keys (besides ``name``, ``version``, ``assumptions``):
 
@@ -78,6 +83,8 @@ ENGINE_KNOBS: dict[str, tuple[Any, str]] = {
     "chunked_local_hybrid": (False, "vLLM: let chunked-local layers (Llama 4) use the hybrid manager"),
     "num_speculative_tokens": (0, "vLLM speculative tokens (extra Mamba blocks and conv rows)"),
     "mamba_ssm_dtype": (None, "recurrent-state dtype (default: the engine's rule)"),
+    "speculative_draft_layers": (0, "SGLang EAGLE/MTP draft layers sharing the token count (MTP: the config's "
+                                    "num_nextn_predict_layers); each adds one target layer's bytes per token"),
 }
 
 VERSIONS = {"sglang": "0.5.23", "vllm": "0.33.0"}

@@ -101,6 +101,30 @@ def part_token_bytes(part: Any, kv: str, tp: int, dsa: bool) -> Fraction:
     return Fraction(0)
 
 
+def draft_bytes(layers: list[LayerSpec], kv: str, tp: int, dsa: bool, knobs: dict, assumptions: list[str]) -> Fraction:
+    """The EAGLE/MTP draft pool's bytes per token: ``cell·draft/target``, the DSA indexer scaled by its
+    own layer count (a draft layer always has one) (engines.md §3.1.4)."""
+    draft = int(knobs["speculative_draft_layers"] or 0)
+    if not draft:
+        assumptions.append("no speculative draft pool (--speculative-draft-layers, e.g. the config's "
+                           "num_nextn_predict_layers for MTP)")
+        return Fraction(0)
+    sums = {"kv": Fraction(0), "index": Fraction(0)}
+    counts = {"kv": 0, "index": 0}
+    for layer in layers:
+        for key in ("kv", "index"):
+            costs = [part_token_bytes(p, kv, tp, dsa) for p in layer.parts if isinstance(p, IndexerKeys) == (key == "index")]
+            if any(costs):
+                sums[key] += sum(costs)
+                counts[key] += 1
+    if any(is_local(p) for layer in layers for p in layer.parts):
+        assumptions.append("draft layers priced as the target's average layer, windowed ones at full size")
+    extra = sum((sums[k] * draft / counts[k] for k in sums if counts[k]), Fraction(0))
+    assumptions.append(f"speculative draft pool: {draft} draft layer(s) sharing the token count, "
+                       f"+{number(extra)} B per token (cell·draft/target layers)")
+    return extra
+
+
 def is_local(part: Any) -> bool:
     """Parts a hybrid-SWA pool holds in its sliding pool (Llama 4's chunks count as a window)."""
     return isinstance(part, (SlidingWindow, ChunkedLocal)) or (isinstance(part, MLALatent) and part.window)
@@ -208,6 +232,7 @@ def simulate(report: Any, *, budget_bytes: int | None, max_model_len: int | None
                 swa += cost
             else:
                 full += cost
+    full += draft_bytes(layers, kv, tp, dsa, knobs, assumptions)
     if any(part.copies == 0 for layer in layers for part in layer.parts):
         assumptions.append("layers that share another layer's KV are still sized in the pool (no saving in SGLang)")
     hybrid = bool(swa) and is_hybrid_swa(report)
@@ -228,7 +253,6 @@ def simulate(report: Any, *, budget_bytes: int | None, max_model_len: int | None
     if not knobs["page_size"]:
         backend = "FlashMLA-sparse style DSA backend" if dsa else "CUDA attention backend"
         assumptions.append(f"page size {page} (SGLang default, {backend})")
-    assumptions.append("no speculative draft (EAGLE/MTP would add draft_layers/target_layers to the cell)")
 
     sp = state_precision(report, knobs, assumptions) if any(layer.recurrent_state_bytes(report.precision, tp)
                                                             for layer in layers) else None
@@ -332,15 +356,20 @@ def dsv4_fixed_bytes(per_ratio: dict, slots: int, latent_dim: int) -> int:
 def simulate_dsv4(report: Any, *, budget_bytes: int | None, max_model_len: int | None, knobs: dict) -> dict:
     assumptions = [
         "DeepSeek V4 pool: fp8 rows in the v4 layout (584 B, pages padded to 576 B) whatever the report's KV dtype",
-        "no speculative draft (MTP would multiply by (L+1)/L)",
     ]
     layers = list(report.layer_specs)
+    draft = int(knobs["speculative_draft_layers"] or 0)
     context = context_length(report, max_model_len, assumptions)
     page = knobs["page_size"] or DSV4_PAGE
     if not knobs["page_size"]:
         assumptions.append(f"page size {page} (SGLang default for DeepSeek V4)")
     ratio = swa_ratio(report, knobs, assumptions)
     per_token, per_swa, per_ratio = dsv4_bytes_per_full_token(layers, page, ratio)
+    if draft:
+        per_token = per_token * (len(layers) + draft) / len(layers)
+        assumptions.append(f"speculative draft pool: {draft} MTP layer(s), bytes per token × (L + {draft})/L, L = {len(layers)}")
+    else:
+        assumptions.append("no speculative draft pool (--speculative-draft-layers: MTP multiplies by (L+1)/L)")
     latent_dim = dsv4_layers(layers)[3]
     result: dict[str, Any] = {
         "bytes_per_token": number(per_token),

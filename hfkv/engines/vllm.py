@@ -336,6 +336,9 @@ def simulate(report: Any, *, budget_bytes: int | None, max_model_len: int | None
     """vLLM's groups, block size and, with a budget, its blocks and logged numbers."""
     kv = report.precision.kv
     assumptions = [f"KV dtype {kv} (the report's; vLLM 'auto' = model dtype or the checkpoint's declared fp8)"]
+    if knobs["speculative_draft_layers"]:
+        assumptions.append("--speculative-draft-layers is not modelled in vLLM mode (its draft layers join the KV "
+                           "cache groups): figures are for the target model alone")
     length = context_length(report, max_model_len, assumptions)
     specs = collect_specs(report, knobs, assumptions)
     if not specs:
