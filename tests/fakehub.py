@@ -30,6 +30,9 @@ What it serves, and why (each point was measured against huggingface_hub 2.4):
   ``hub.cdn_url`` on another origin, ``localhost`` instead of ``127.0.0.1``, which serves the blob and
   logs whether an ``Authorization`` header arrived). ``times`` limits a fault to its first N matches.
 * Repos not added explicitly are served from ``fixtures/<org>__<name>/config.json`` on first use.
+* ``hub.resolve_cache = True`` answers a resolve with the real Hub's same-origin 307 to
+  ``/api/resolve-cache/models/{repo}/{commit}/{file}?etag=...`` (seen since 2025-07,
+  huggingface/swift-transformers#209); the 307 carries no commit, the cached answer does.
 
 Sleeps use ``_sleep`` bound at import, so a test that stubs ``time.sleep`` inside huggingface_hub does
 not speed up or break the server.
@@ -154,6 +157,7 @@ class FakeHub:
         self.aliases: dict[str, str] = {}
         self.faults: dict[str, Fault | tuple] = {}
         self.page_size = 1000
+        self.resolve_cache = False
         self.log: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
@@ -242,6 +246,7 @@ class FakeHub:
             self.ungranted_tokens.clear()
             self.latency = 0.0
             self.page_size = 1000
+            self.resolve_cache = False
 
     # -- server -----------------------------------------------------------------------------------
 
@@ -346,6 +351,8 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             if len(parts) >= 5 and parts[2] == "resolve":
                 self._resolve(f"{parts[0]}/{parts[1]}", parts[3], "/".join(parts[4:]))
+            elif parts[:3] == ["api", "resolve-cache", "models"] and len(parts) >= 7:
+                self._resolve(f"{parts[3]}/{parts[4]}", parts[5], "/".join(parts[6:]), cached=True)
             elif parts[:1] == ["cdn"] and len(parts) >= 4:
                 self._cdn(f"{parts[1]}/{parts[2]}", parts[3], "/".join(parts[4:]))
             elif parts[:2] == ["api", "models"] and len(parts) == 2:
@@ -443,7 +450,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     # -- endpoints ----------------------------------------------------------------------------------
 
-    def _resolve(self, repo_id: str, revision: str, filename: str) -> None:
+    def _resolve(self, repo_id: str, revision: str, filename: str, cached: bool = False) -> None:
         self._entry.update(repo=repo_id, file=filename)
         if repo_id in self.hub.aliases:
             target = f"/{self.hub.aliases[repo_id]}/resolve/{quote(revision, safe='')}/{filename}"
@@ -465,6 +472,10 @@ class _Handler(BaseHTTPRequestHandler):
             return
         body = files[filename]
         etag = hashlib.sha1(body).hexdigest()
+        if self.hub.resolve_cache and not cached:
+            location = f"/api/resolve-cache/models/{repo_id}/{sha}/{quote(filename)}?etag=%22{etag}%22"
+            self._send(307, b"", {"Location": location})
+            return
         headers = {"X-Repo-Commit": sha, "ETag": f'"{etag}"', "Accept-Ranges": "bytes"}
         if fault is not None and fault.kind == "redirect":
             location = f"{self.hub.cdn_url}/cdn/{repo_id}/{sha}/{quote(filename)}"

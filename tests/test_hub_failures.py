@@ -9,6 +9,7 @@ through them use ``no_sleep`` and assert the waits it was asked for instead of s
 from __future__ import annotations
 
 import socket
+from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -285,3 +286,22 @@ def test_redirect_loop_is_one_line_hub_error(fake_hub, hub_client):
     with pytest.raises(SourceError) as caught:
         hub_client.load_config("org/loop-a")
     assert caught.value.kind == "hub-error" and "TooManyRedirects" in caught.value.message
+
+
+def test_the_real_hubs_resolve_cache_redirect_is_followed_with_the_token(fake_hub, hub_cache):
+    """The Hub answers resolve/main with a same-origin 307 to /api/resolve-cache/... (commit on the target)."""
+    from huggingface_hub import hf_hub_download
+
+    fake_hub.resolve_cache = True
+    fake_hub.add_model("org/rc", {"config.json": CONFIG}, gated="auto")
+    client = HubClient(endpoint=fake_hub.url, cache_dir=hub_cache, token=fake_hub.token)
+    loaded = client.load_config("org/rc")
+    assert loaded.data == CONFIG and loaded.commit == fake_hub.commit("org/rc")
+    first, second = fake_hub.requests("org/rc")
+    assert (first["method"], first["path"]) == ("GET", "/org/rc/resolve/main/config.json")
+    assert second["path"] == f"/api/resolve-cache/models/org/rc/{loaded.commit}/config.json"
+    assert first["auth"] == second["auth"] == fake_hub.token  # same origin: the token follows
+    # the library reads the same fake the same way (so the fake is faithful, not tailored to hfkv)
+    path = hf_hub_download("org/rc", "config.json", endpoint=fake_hub.url, cache_dir=hub_cache + "-lib",
+                           token=fake_hub.token)
+    assert Path(path).parent.name == loaded.commit
