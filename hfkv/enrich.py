@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .errors import UnsupportedModelError
 from .report import Report
 
 
@@ -54,7 +55,10 @@ def enrich(
 
         budget = (report.extra.get("serving") or {}).get("kv_budget_bytes")
         budget = budget if budget and budget > 0 else None
-        report.extra["engine"] = simulate(
-            report, engine=engine, budget_bytes=budget, max_model_len=max_model_len, **(engine_knobs or {})
-        )
+        try:
+            report.extra["engine"] = simulate(
+                report, engine=engine, budget_bytes=budget, max_model_len=max_model_len, **(engine_knobs or {})
+            )
+        except UnsupportedModelError as err:  # the model the engine cannot size, named like every other error
+            raise err.with_source(report.model) from None
     return report

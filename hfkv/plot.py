@@ -37,6 +37,7 @@ FORMATS = (".png", ".svg")
 # Fixed-size storage at the bottom, so that on the log axis γ shows as a floor and α as the growth.
 STACK = {
     "recurrent state": "#DD8452",
+    "cross-attention (encoder)": "#8C8C8C",
     "extra state copies": "#937860",
     "compressor rings": "#DA8BC3",
     "window": "#55A868",
@@ -62,6 +63,8 @@ def stack_group(part: Any) -> str:
     """Which band of the stacked panel a cache part belongs to, from its ``kind``."""
     if part.kind in _STATE_KINDS:
         return "recurrent state"
+    if part.kind == "cross":
+        return "cross-attention (encoder)"
     if part.kind == "indexer":
         return "indexer keys"
     if part.kind == "compressed":

@@ -220,21 +220,12 @@ def resolve_precision(view: ConfigView, options: Options, notes: list[str], warn
 # -- figures ------------------------------------------------------------------------------------
 
 
-def _entries_rule(part) -> str:
-    rate, cap = part.growth()
-    if rate == 0 and cap == 0:
-        return "0"
-    if rate == 0:
-        return f"min(S, {cap})"
-    return "S" if rate == 1 else f"S/{rate.denominator}"
-
-
 def _layer_report(layer: LayerSpec, p: dtypes.Precision, tp: int) -> LayerReport:
     parts = [
         PartReport(
             kind=part.kind,
             copies=part.copies,
-            entries=_entries_rule(part),
+            entries=part.entries_rule(),
             entry_bytes=acc.as_number(part.entry_bytes(p, tp)),
             state_bytes=acc.as_number(part.state_bytes(p, tp)),
             params={k: v for k, v in part.params().items() if k != "kind"},

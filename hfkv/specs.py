@@ -73,6 +73,13 @@ class _Part(BaseModel):
         """(rate, cap): for long contexts n(S) ≈ rate·S + cap."""
         return 0, 0
 
+    def entries_rule(self) -> str:
+        """n(S) in words for reports: ``S``, ``S/4``, ``min(S, 4096)``, ``0``."""
+        rate, cap = self.growth()
+        if rate == 0:
+            return f"min(S, {cap})" if cap else "0"
+        return "S" if rate == 1 else f"S/{rate.denominator}"
+
     def slope(self, p: Precision, tp: int = 1) -> Bytes:
         rate, _ = self.growth()
         return self.copies * rate * self.entry_bytes(p, tp)
@@ -162,6 +169,27 @@ class ChunkedLocal(_BoundedHeads):
     @property
     def bound(self) -> int:
         return self.chunk
+
+
+class CrossAttention(_HeadsPart):
+    """Decoder cross-attention over an encoder output of fixed length T: n = T whatever S.
+
+    K and V of every encoder position are computed once per request and read at every decode step,
+    so the part is a per-request constant (in γ). Only for encoders whose length the config fixes
+    (Whisper: 30 s of audio, 1500 positions); an input-length encoder has no such constant.
+    """
+
+    kind: Literal["cross"] = "cross"
+    encoder_tokens: int = Field(ge=1)
+
+    def entries(self, S: int) -> int:
+        return self.encoder_tokens
+
+    def growth(self) -> tuple[Bytes, int]:
+        return 0, self.encoder_tokens
+
+    def entries_rule(self) -> str:
+        return f"{self.encoder_tokens} (encoder)"
 
 
 class MLALatent(_TokenPart):
@@ -334,7 +362,7 @@ class ShortConvState(_StatePart):
 
 CachePart = Annotated[
     Union[
-        FullAttention, SlidingWindow, ChunkedLocal, MLALatent, IndexerKeys, CompressedKV,
+        FullAttention, SlidingWindow, ChunkedLocal, CrossAttention, MLALatent, IndexerKeys, CompressedKV,
         LinearAttentionState, MambaState, ShortConvState,
     ],
     Field(discriminator="kind"),

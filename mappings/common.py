@@ -30,7 +30,7 @@ KV_HEAD_KEYS = (
 WINDOW_KEYS = ("sliding_window", "sliding_window_size", "window_size")
 MAX_POSITION_KEYS = (
     "max_position_embeddings", "n_positions", "max_sequence_length", "seq_length", "max_seq_len",
-    "seq_len", "model_max_length",
+    "seq_len", "model_max_length", "max_target_positions",
 )
 
 

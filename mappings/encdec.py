@@ -1,11 +1,15 @@
-"""Models hfkv recognises but does not account for: encoder-decoder and encoder-only models.
+"""Encoder-decoder and encoder-only models.
 
-Both mappers raise ``UnsupportedModelError`` with one line naming the architecture and the reason,
-so the CLI exits with code 2 instead of printing figures that would mean nothing:
+Whisper is accounted: its encoder always sees 30 s of audio, so the cross-attention cache of each
+decoder layer holds a length the config fixes (``max_source_positions``, 1500), a per-request
+constant beside the decoder's self-attention (``CrossAttention``).
 
-- encoder-decoder (T5, BART, Whisper, ...): the decoder's self-attention grows with the generated
-  context S, but its cross-attention caches the encoder output, whose length is the *input's*, a
-  second free variable that config.json does not fix (α·S + γ has no place for it);
+The other mappers here raise ``UnsupportedModelError`` with one line naming the architecture and the
+reason, so the CLI exits with code 2 instead of printing figures that would mean nothing:
+
+- encoder-decoder (T5, BART, ...): the decoder's self-attention grows with the generated context S,
+  but its cross-attention caches the encoder output, whose length is the *input's*, a second free
+  variable that config.json does not fix (α·S + γ has no place for it);
 - encoder-only (BERT, RoBERTa, ModernBERT, ...): bidirectional, no generation, no KV cache;
 - encoder-decoder models that do not decode token by token (DETR detectors, transducers, FastSpeech2).
 
@@ -18,16 +22,16 @@ text encoder by diffusion pipelines) is encoder-only.
 
 from __future__ import annotations
 
-from hfkv.config import ConfigView
+from hfkv.config import MAX_LAYERS, ConfigView
 from hfkv.errors import ConfigError, UnsupportedModelError
-from hfkv.specs import Layout
+from hfkv.specs import CrossAttention, FullAttention, LayerSpec, Layout
 
 from .registry import register
 
 ENCODER_DECODER = (
     "t5", "mt5", "umt5", "longt5", "switch_transformers", "t5gemma", "t5gemma2", "bart", "mbart", "marian",
     "pegasus", "pegasus_x", "bigbird_pegasus", "led", "plbart", "mvp", "fsmt", "blenderbot", "blenderbot-small",
-    "m2m_100", "nllb-moe", "nllb_moe", "prophetnet", "xlm-prophetnet", "whisper", "moonshine", "speech_to_text",
+    "m2m_100", "nllb-moe", "nllb_moe", "prophetnet", "xlm-prophetnet", "moonshine", "speech_to_text",
     "speecht5", "seamless_m4t", "seamless_m4t_v2", "florence2", "udop", "pix2struct", "dia", "dia_decoder",
     "moonshine_streaming", "cohere_asr", "canary", "canary_decoder", "nemotron3_5_asr", "nemotron_asr_streaming",
     "nemotron_parse", "musicgen", "musicgen_melody", "pop2piano", "pp_formulanet", "pp_formulanet_text", "rag",
@@ -92,7 +96,7 @@ def declared_encoder_decoder(cfg: ConfigView) -> UnsupportedModelError | None:
     architectures=(
         "T5ForConditionalGeneration", "MT5ForConditionalGeneration", "BartForConditionalGeneration",
         "MBartForConditionalGeneration", "MarianMTModel", "PegasusForConditionalGeneration",
-        "WhisperForConditionalGeneration", "M2M100ForConditionalGeneration",
+        "M2M100ForConditionalGeneration",
     ),
     reads=("architectures", "is_encoder_decoder"),
     fixtures={"t5": "google-t5__t5-base", "bart": "facebook__bart-large-cnn"},
@@ -102,6 +106,32 @@ def encoder_decoder(cfg: ConfigView) -> Layout:
     if any(arch in _ENCODER_ARCHITECTURES for arch in cfg.architectures):
         raise encoder_only_error(cfg)
     raise encoder_decoder_error(cfg)
+
+
+@register(
+    family="encoder-decoder",
+    model_types=("whisper",),
+    architectures=("WhisperForConditionalGeneration",),
+    reads=("decoder_layers", "decoder_attention_heads", "d_model", "max_source_positions", "max_target_positions"),
+    fixtures={"whisper": "openai__whisper-large-v3"},
+)
+def whisper(cfg: ConfigView) -> Layout:
+    """Decoder layers, each with MHA self-attention (n = S) and cross-attention over the encoder's
+    ``max_source_positions`` frames (n = 1500 whatever S). ``num_hidden_layers`` is the *encoder's*
+    depth in these configs (distil-whisper: 32 encoder, 2 decoder layers), so it is not read."""
+    layers = cfg.integer("decoder_layers", minimum=1, maximum=MAX_LAYERS, defaults=True)
+    heads = cfg.integer("decoder_attention_heads", minimum=1, defaults=True)
+    d_model = cfg.integer("d_model", minimum=1, defaults=True)
+    if d_model % heads:
+        raise ConfigError("d_model", f"{d_model} is not a multiple of decoder_attention_heads ({heads})")
+    frames = cfg.integer("max_source_positions", minimum=1, defaults=True)
+    self_attention = FullAttention(kv_heads=heads, head_dim=d_model // heads)
+    cross = CrossAttention(kv_heads=heads, head_dim=d_model // heads, encoder_tokens=frames)
+    return Layout(
+        layers=[LayerSpec(index=i, kind="decoder", parts=(self_attention, cross)) for i in range(layers)],
+        notes=[f"cross-attention: K and V of the encoder's {frames} positions (30 s of audio, fixed by the model) "
+               "per decoder layer and request, in γ; the encoder keeps no cache"],
+    )
 
 
 @register(

@@ -66,7 +66,7 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any
 
-from hfkv.errors import UsageError
+from hfkv.errors import UnsupportedModelError, UsageError
 
 ENGINES = ("sglang", "vllm")
 
@@ -139,6 +139,11 @@ def simulate(
     if budget_bytes is not None and budget_bytes <= 0:
         raise UsageError(f"the KV budget must be positive, got {budget_bytes}")
     resolved = resolve_knobs(knobs)
+    if any(part.kind == "cross" for layer in report.layer_specs for part in layer.parts):
+        # SGLang reserves encoder + 2·decoder layer slots per token for Whisper, vLLM a cross-attention
+        # spec per decoder layer (engines.md §2.12): neither is modelled here.
+        raise UnsupportedModelError("engine modes do not model cross-attention pools (encoder-decoder models); "
+                                    "the theory figures stand")
     if name == "sglang":
         from . import sglang as module
     else:
