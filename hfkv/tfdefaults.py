@@ -6,13 +6,13 @@
 Only classes that transformers itself ships are used: ``auto_map`` is dropped, no repo code runs.
 
 Importing transformers costs 0.7 s on a quick machine and 1.6 s on the 2-core VM the benchmarks run
-on, more than a 300-repo scan spends on everything else. ``helper_running()`` moves that work into a
-child process (``python -m hfkv.tfdefaults``) started before the scan fetches anything, so the import
-runs on another core while this process waits on the network; lookups then go to the child. Any
-trouble with the child (it cannot start, dies, or takes over ``HELPER_TIMEOUT``) sends lookups back
-to this process: the answers are the same either way, only the time differs. Inside ``deferring()``
-a lookup raises ``NotReady`` while the child is still importing, so that a scan can report on other
-models first instead of waiting.
+on, more than a 300-repo scan spends on everything else. Inside ``helper_running()``, the first
+lookup made inside ``deferring()`` starts a child process (``python -m hfkv.tfdefaults``) that
+imports transformers on another core and raises ``NotReady``: the scan reports on other models
+while the child imports, and asks again later; later lookups go to the child. A list with no sparse
+config starts no child. Any trouble with the child (it cannot start, dies, or takes over
+``HELPER_TIMEOUT``) sends lookups back to this process: the answers are the same either way, only
+the time differs.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ Candidates = list[tuple[str, bool]]  # (model_type, take get_text_config())
 HELPER_TIMEOUT = 120.0  # seconds for one answer, the child's transformers import included
 _LOCK = threading.Lock()  # first import of transformers (threads may see a half-initialised module)
 _active: "Helper | None" = None
+_may_start = False  # inside helper_running(): the first deferring lookup starts the helper
 _local = threading.local()
 
 
@@ -60,6 +61,8 @@ def ready() -> bool:
 def lookup(candidates: Candidates, data: dict) -> dict | None:
     """Defaults for ``data`` (see the module docstring), from the helper process when one runs."""
     helper = _active
+    if helper is None and _may_start and getattr(_local, "defer", False):
+        helper = _start_helper()
     if helper is not None:
         if getattr(_local, "defer", False) and not helper.ready.is_set():
             raise NotReady
@@ -169,22 +172,30 @@ class Helper:
             self._proc.wait(timeout=5)
 
 
+def _start_helper() -> "Helper | None":
+    """Start the helper once (None when it cannot start: lookups then stay in this process)."""
+    global _active, _may_start
+    with _LOCK:
+        if _active is None and _may_start:
+            _may_start = False
+            try:
+                _active = Helper()
+            except OSError:
+                _active = None
+        return _active
+
+
 @contextlib.contextmanager
 def helper_running(enabled: bool = True) -> Iterator[None]:
-    """Lookups inside the block go to a helper process (when ``enabled``, transformers is not imported
-    here yet and the machine has a second core to run it on)."""
-    global _active
-    helper = None
-    if enabled and _worth_starting():
-        try:
-            helper = Helper()
-        except OSError:
-            helper = None
-    _active = helper
+    """Inside the block, a lookup that would import transformers here starts a helper process instead
+    (when ``enabled``, transformers is not imported yet and the machine has a second core)."""
+    global _active, _may_start
+    _may_start = enabled and _worth_starting()
     try:
         yield
     finally:
-        _active = None
+        _may_start = False
+        helper, _active = _active, None
         if helper is not None:
             helper.close()
 

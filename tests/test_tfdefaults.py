@@ -56,23 +56,38 @@ def test_a_dead_helper_sends_lookups_back_to_this_process(monkeypatch):
 def test_helper_that_cannot_start_is_skipped(monkeypatch):
     monkeypatch.setattr(tfdefaults, "_worth_starting", lambda: True)
     monkeypatch.setattr(tfdefaults.sys, "executable", "/nonexistent/python")
-    with tfdefaults.helper_running():
+    candidates, data = gemma_request()
+    with tfdefaults.helper_running(), tfdefaults.deferring():
+        assert tfdefaults.lookup(candidates, data)["head_dim"] == 256  # in process, no NotReady
         assert tfdefaults._active is None and tfdefaults.ready()
-        candidates, data = gemma_request()
-        assert tfdefaults.lookup(candidates, data)["head_dim"] == 256
 
 
-def test_helper_running_starts_and_stops_one_without_waiting_for_its_import(monkeypatch):
+def test_the_first_deferring_lookup_starts_the_helper_and_the_end_kills_it(monkeypatch):
     monkeypatch.setattr(tfdefaults, "_worth_starting", lambda: True)
+    candidates, data = gemma_request()
     with tfdefaults.helper_running():
+        assert tfdefaults._active is None  # nothing started until a config needs defaults
+        assert tfdefaults.lookup(candidates, data)["head_dim"] == 256  # not deferring: in process, no child
+        assert tfdefaults._active is None
+        with tfdefaults.deferring(), pytest.raises(tfdefaults.NotReady):
+            tfdefaults.lookup(candidates, data)
         helper = tfdefaults._active
         assert isinstance(helper, tfdefaults.Helper)
         started = time.monotonic()
-    # a scan that needed no defaults ends at once: the child is killed mid-import, not awaited
+    # the end does not wait for the child's import: it is killed
     assert time.monotonic() - started < 1.0
     assert tfdefaults._active is None and helper._proc.returncode is not None
-    with tfdefaults.helper_running(enabled=False):
-        assert tfdefaults._active is None
+    with tfdefaults.helper_running(enabled=False), tfdefaults.deferring():
+        assert tfdefaults.lookup(candidates, data)["head_dim"] == 256 and tfdefaults._active is None
+
+
+def test_a_list_with_no_sparse_config_starts_no_helper(monkeypatch):
+    monkeypatch.setattr(tfdefaults, "_worth_starting", lambda: True)
+    started = []
+    monkeypatch.setattr(tfdefaults, "Helper", lambda: started.append(1))
+    with tfdefaults.helper_running():
+        rows = run([str(QWEN3), str(LLAMA2)], Job(options=make_options()), Output(writer=None, stream=None), jobs=2)
+    assert all(r.ok for r in rows) and started == []
 
 
 class SlowStart:
