@@ -122,8 +122,12 @@ class Helper:
     """A child process answering lookups, one JSON line in, one out."""
 
     def __init__(self) -> None:
+        env = dict(os.environ)
         package_root = str(Path(__file__).resolve().parents[1])
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")])))
+        if package_root not in {os.path.abspath(p) for p in sys.path if p}:
+            # not an installed copy (a checkout put on sys.path at run time): let the child find it too.
+            # An installed copy needs nothing, and its site-packages must not go before the stdlib.
+            env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))
         self._proc = subprocess.Popen(
             [sys.executable, "-m", "hfkv.tfdefaults"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL, env=env, text=True, encoding="utf-8", bufsize=1,
