@@ -30,7 +30,7 @@ class Grouped(tuple):
     """
 
 
-def group(layers: Layers | Grouped) -> Grouped:
+def group(layers: Layers) -> Grouped:
     """Layers grouped by the very part objects they hold, with how many layers share them.
 
     Mappers build one part object per kind of layer and reuse it, so a 61-layer model is a handful
@@ -46,7 +46,6 @@ def group(layers: Layers | Grouped) -> Grouped:
         counts[key] += 1
         first.setdefault(key, layer)
     return Grouped((first[key], n) for key, n in counts.items())
-
 
 
 def _total(layers: Layers, figure: Callable[[LayerSpec], Fraction]) -> Fraction:
