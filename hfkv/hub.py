@@ -150,8 +150,8 @@ class HubClient:
             if cached is None or not _transient(err):
                 raise
             reason = self._source_error(err, repo_id, revision)
+            why = reason.message if reason is not None else type(err).__name__  # ``err`` ends with the block
         loaded = self._from_cache(repo_id, revision, cached)
-        why = reason.message if reason is not None else type(err).__name__
         return dataclasses.replace(loaded, warnings=(f"read the cached {CONFIG_FILE} (commit {loaded.commit}) "
                                                      f"because the Hub did not answer: {why}",))
 
