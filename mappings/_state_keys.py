@@ -47,15 +47,20 @@ def hidden_size(cfg: ConfigView) -> int:
     return cfg.integer(*HIDDEN_KEYS, minimum=1, defaults=True)
 
 
-def roles_from_names(names: Sequence[str], cfg: ConfigView, key: str, allowed: Sequence[str]) -> list[str]:
-    """Map each per-layer name to its role; a name outside ``allowed`` roles is a config error."""
+def named_roles(cfg: ConfigView, key: str, names: Sequence[str], table: Mapping[str, str]) -> list[str]:
+    """Each per-layer name through ``table`` (name → role); an unknown name is a config error."""
     roles = []
     for i, name in enumerate(names):
-        role = ROLE_NAMES.get(name.strip().lower())
-        if role is None or role not in allowed:
-            raise ConfigError(cfg.path(f"{key}[{i}]"), f"unknown layer type {name!r}")
+        role = table.get(name.strip().lower())
+        if role is None:
+            raise ConfigError(cfg.path(f"{key}[{i}]"), f"unknown layer type {name!r} (expected one of {sorted(table)})")
         roles.append(role)
     return roles
+
+
+def roles_from_names(names: Sequence[str], cfg: ConfigView, key: str, allowed: Sequence[str]) -> list[str]:
+    """Map each per-layer name to its role (``ROLE_NAMES``); a name outside ``allowed`` roles is a config error."""
+    return named_roles(cfg, key, names, {name: role for name, role in ROLE_NAMES.items() if role in allowed})
 
 
 def roles_from_list(

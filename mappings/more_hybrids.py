@@ -49,13 +49,13 @@ repeated in ``Layout.warnings`` so a reader sees them in every report.
 from __future__ import annotations
 
 import math
-from typing import Callable, Mapping, Sequence
+from typing import Callable
 
 from hfkv.config import ConfigView
 from hfkv.errors import ConfigError
 from hfkv.specs import IndexerKeys, LayerSpec, LinearAttentionState, Layout, MambaState, ShortConvState
 
-from ._state_keys import ATTENTION, LINEAR, MLP, hidden_size, roles_from_indices, roles_from_list
+from ._state_keys import ATTENTION, LINEAR, MLP, hidden_size, named_roles, roles_from_indices, roles_from_list
 from .common import (
     attention_shape,
     attention_part,
@@ -74,17 +74,6 @@ PartsFactory = Callable[[], tuple]
 
 
 # -- shared readers ---------------------------------------------------------------------------------
-
-
-def named_roles(cfg: ConfigView, key: str, names: Sequence[str], table: Mapping[str, str]) -> list[str]:
-    """Each per-layer name through ``table`` (name → role); an unknown name is a config error."""
-    roles = []
-    for i, name in enumerate(names):
-        role = table.get(name.strip().lower())
-        if role is None:
-            raise ConfigError(cfg.path(f"{key}[{i}]"), f"unknown layer type {name!r} (expected one of {sorted(table)})")
-        roles.append(role)
-    return roles
 
 
 def positive_number(cfg: ConfigView, key: str, default: float) -> float:
