@@ -55,10 +55,26 @@ def enrich(
 
         budget = (report.extra.get("serving") or {}).get("kv_budget_bytes")
         budget = budget if budget and budget > 0 else None
+        knobs = with_gpu_capability(engine_knobs or {}, gpu)
         try:
             report.extra["engine"] = simulate(
-                report, engine=engine, budget_bytes=budget, max_model_len=max_model_len, **(engine_knobs or {})
+                report, engine=engine, budget_bytes=budget, max_model_len=max_model_len, **knobs
             )
         except UnsupportedModelError as err:  # the model the engine cannot size, named like every other error
             raise err.with_source(report.model) from None
     return report
+
+
+def with_gpu_capability(knobs: dict[str, Any], gpu: str | None) -> dict[str, Any]:
+    """``knobs`` with ``compute_capability`` taken from the ``--gpu`` preset when the knob is unset.
+
+    An explicit knob wins; a preset without one (non-NVIDIA) leaves the engine's default.
+    """
+    if gpu is None or knobs.get("compute_capability") is not None:
+        return knobs
+    from .gpus import parse_gpu
+
+    preset, _ = parse_gpu(gpu)
+    if preset.compute_capability is None:
+        return knobs
+    return {**knobs, "compute_capability": preset.compute_capability}

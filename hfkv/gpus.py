@@ -15,6 +15,9 @@ Conventions (read before using a figure):
   ``memory_bytes`` is the datasheet figure read that way. The driver keeps a little of it for
   itself, so the device reports slightly less (``reported_bytes`` when a public record exists);
   engines such as vLLM multiply the *reported* total by their utilisation fraction.
+* **Compute capability** is CUDA's ``MAJOR.MINOR`` (CUDA GPUs table, developer.nvidia.com/cuda-gpus):
+  Ampere A100 8.0, Ada L40S/L4/RTX 4090 8.9, Hopper 9.0, Blackwell B200/GB200 10.0, B300 10.3,
+  RTX 5090 12.0; None for AMD. Engine modes choose attention backends (block sizes) by it.
 * **Bandwidth** is always decimal, as every vendor means it: 1 TB/s = 10^12 bytes/s, 1 GB/s =
   10^9 bytes/s. It is the peak figure of the datasheet; sustained bandwidth is lower.
 
@@ -55,6 +58,8 @@ class GpuPreset:
     aliases: tuple[str, ...] = ()
     reported_bytes: int | None = None
     reported_source: str | None = None
+    # CUDA compute capability "MAJOR.MINOR" (engines pick attention backends by it); None off NVIDIA.
+    compute_capability: str | None = None
 
     @property
     def memory_bytes(self) -> int:
@@ -75,6 +80,7 @@ class GpuPreset:
             "reported_bytes": self.reported_bytes,
             "source": self.source,
             "reported_source": self.reported_source,
+            "compute_capability": self.compute_capability,
         }
 
 
@@ -87,18 +93,21 @@ PRESETS: tuple[GpuPreset, ...] = (
         "NVIDIA H100 Tensor Core GPU datasheet (H100 SXM column: 80GB, 3.35TB/s)",
         aliases=("h100", "h100sxm", "h100sxm5", "h10080gb", "h100sxm580gb", "h100hbm3"),
         reported_bytes=81_559 * _MIB, reported_source=_NVML_MODAL + ": 81,559 MiB",
+        compute_capability="9.0",
     ),
     GpuPreset(
         "H100-PCIe-80GB", "NVIDIA", "80GB HBM2e", Fraction(80), "GiB", "2TB/s", 2_000 * GB_PER_S,
         "NVIDIA H100 Tensor Core GPU datasheet (H100 PCIe column: 80GB, 2TB/s); "
         "H100 PCIe product brief PB-11133-001 (memory bandwidth greater than 2,000 GB/s)",
         aliases=("h100pcie", "h100pcie80gb"),
+        compute_capability="9.0",
     ),
     GpuPreset(
         "H200-141GB", "NVIDIA", "141GB HBM3e", Fraction(141), "GiB", "4.8TB/s", 4_800 * GB_PER_S,
         "NVIDIA H200 Tensor Core GPU datasheet (H200 SXM: 141GB HBM3e, 4.8TB/s)",
         aliases=("h200", "h200sxm", "h200141gb", "h200sxm141gb"),
         reported_bytes=143_771 * _MIB, reported_source=_NVML_MODAL + ": 143,771 MiB",
+        compute_capability="9.0",
     ),
     GpuPreset(
         "B200-180GB", "NVIDIA", "180GB HBM3e", Fraction(180), "GiB", "8TB/s", 8_000 * GB_PER_S,
@@ -107,58 +116,68 @@ PRESETS: tuple[GpuPreset, ...] = (
         aliases=("b200", "b200180gb", "b200sxm", "b200sxm180gb", "hgxb200", "dgxb200"),
         reported_bytes=183_359 * _MIB,
         reported_source="nvidia-smi in NVIDIA/TensorRT-LLM issue #10278: 183,359 MiB",
+        compute_capability="10.0",
     ),
     GpuPreset(
         "GB200-186GB", "NVIDIA", "186GB HBM3e", Fraction(186), "GiB", "8TB/s", 8_000 * GB_PER_S,
         "NVIDIA GB200 NVL72 specifications (13.4TB HBM3e and 576TB/s for 72 GPUs; 186GB per GPU as in "
         "NVIDIA NIM support matrices and MLPerf GB200-186GB system descriptions)",
         aliases=("gb200", "gb200nvl72", "gb200186gb"),
+        compute_capability="10.0",
     ),
     GpuPreset(
         "B300-288GB", "NVIDIA", "288GB HBM3e", Fraction(288), "GiB", "8TB/s", 8_000 * GB_PER_S,
         "NVIDIA DGX B300 / HGX B300 specifications (Blackwell Ultra: 2.3TB total for 8 GPUs = 288GB HBM3e each; "
         "up to 8TB/s per GPU)",
         aliases=("b300", "b300288gb", "blackwellultra", "b300sxm"),
+        compute_capability="10.3",
     ),
     GpuPreset(
         "A100-40GB", "NVIDIA", "40GB HBM2", Fraction(40), "GiB", "1,555GB/s", 1_555 * GB_PER_S,
         "NVIDIA A100 Tensor Core GPU datasheet (A100 40GB: 40GB HBM2, 1,555GB/s)",
         aliases=("a10040gb", "a100sxm40gb", "a100sxm440gb", "a100pcie40gb"),
         reported_bytes=40_960 * _MIB, reported_source=_NVML_MODAL + ": 40,960 MiB",
+        compute_capability="8.0",
     ),
     GpuPreset(
         "A100-SXM-80GB", "NVIDIA", "80GB HBM2e", Fraction(80), "GiB", "2,039GB/s", 2_039 * GB_PER_S,
         "NVIDIA A100 Tensor Core GPU datasheet (A100 80GB SXM: 80GB HBM2e, 2,039GB/s)",
         aliases=("a100", "a10080gb", "a100sxm", "a100sxm80gb", "a100sxm480gb"),
         reported_bytes=81_920 * _MIB, reported_source=_NVML_MODAL + ": 81,920 MiB",
+        compute_capability="8.0",
     ),
     GpuPreset(
         "A100-PCIe-80GB", "NVIDIA", "80GB HBM2e", Fraction(80), "GiB", "1,935GB/s", 1_935 * GB_PER_S,
         "NVIDIA A100 Tensor Core GPU datasheet (A100 80GB PCIe: 80GB HBM2e, 1,935GB/s)",
         aliases=("a100pcie", "a100pcie80gb"),
+        compute_capability="8.0",
     ),
     GpuPreset(
         "L40S-48GB", "NVIDIA", "48GB GDDR6 with ECC", Fraction(48), "GB", "864GB/s", 864 * GB_PER_S,
         "NVIDIA L40S datasheet (48GB GDDR6 with ECC, 864GB/s)",
         aliases=("l40s", "l40s48gb"),
         reported_bytes=46_068 * _MIB, reported_source=_NVML_MODAL + ": 46,068 MiB",
+        compute_capability="8.9",
     ),
     GpuPreset(
         "L4-24GB", "NVIDIA", "24GB", Fraction(24), "GB", "300GB/s", 300 * GB_PER_S,
         "NVIDIA L4 Tensor Core GPU datasheet (24GB GDDR6, 300GB/s)",
         aliases=("l4", "l424gb"),
         reported_bytes=23_034 * _MIB, reported_source=_NVML_MODAL + ": 23,034 MiB",
+        compute_capability="8.9",
     ),
     GpuPreset(
         "RTX-4090-24GB", "NVIDIA", "24GB GDDR6X", Fraction(24), "GiB", "1,008GB/s", 1_008 * GB_PER_S,
         "NVIDIA GeForce RTX 4090 specifications (24GB GDDR6X, 384-bit at 21Gbps = 1,008GB/s)",
         aliases=("rtx4090", "4090", "geforcertx4090", "rtx409024gb"),
         reported_bytes=24_564 * _MIB, reported_source="nvidia-smi in vllm-project/vllm issue #7768: 24,564 MiB",
+        compute_capability="8.9",
     ),
     GpuPreset(
         "RTX-5090-32GB", "NVIDIA", "32GB GDDR7", Fraction(32), "GiB", "1,792GB/s", 1_792 * GB_PER_S,
         "NVIDIA GeForce RTX 5090 specifications (32GB GDDR7, 512-bit at 28Gbps = 1,792GB/s)",
         aliases=("rtx5090", "5090", "geforcertx5090", "rtx509032gb"),
+        compute_capability="12.0",
     ),
     GpuPreset(
         "MI300X-192GB", "AMD", "192GB HBM3", Fraction(192), "GiB", "5.3TB/s", 5_300 * GB_PER_S,

@@ -69,6 +69,27 @@ def test_result_names_engine_and_version():
     assert isinstance(out["assumptions"], list) and out["assumptions"]
 
 
+def test_compute_capability_knob_is_normalised_and_validated():
+    # None = the H200 default "9.0"; "10" and 8.0 are the same generations spelled differently.
+    assert engines.resolve_knobs({})["compute_capability"] == "9.0"
+    assert engines.resolve_knobs({"compute_capability": "10"})["compute_capability"] == "10.0"
+    assert engines.resolve_knobs({"compute_capability": 8.0})["compute_capability"] == "8.0"
+    with pytest.raises(UsageError, match="--compute-capability"):
+        engines.resolve_knobs({"compute_capability": "hopper"})
+
+
+def test_gpu_preset_sets_compute_capability_unless_the_knob_is_given():
+    from hfkv.enrich import with_gpu_capability
+    from hfkv.gpus import get_gpu
+
+    # CUDA's table: A100 8.0, H200 9.0, B200 10.0; AMD has none.
+    assert (get_gpu("a100").compute_capability, get_gpu("h200").compute_capability) == ("8.0", "9.0")
+    assert with_gpu_capability({}, "B200:8") == {"compute_capability": "10.0"}
+    assert with_gpu_capability({"compute_capability": "9.0"}, "B200") == {"compute_capability": "9.0"}
+    assert with_gpu_capability({}, "MI300X") == {}
+    assert with_gpu_capability({}, None) == {}
+
+
 
 
 def test_engine_modes_on_every_hub_config():

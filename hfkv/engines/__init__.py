@@ -43,6 +43,9 @@ name):
   count; DeepSeek V4: ``×(L+d)/L``) (§3.1.4). For a built-in MTP/NextN head it is the config's
   ``num_nextn_predict_layers``; for a separate EAGLE draft model, that model's layer count.
   vLLM mode does not model draft layers (it says so).
+- ``compute_capability`` (None = "9.0", an H200-class SM90): the GPU generation, ``MAJOR.MINOR``
+  ("8.0", "9.0", "10.0"); both engines choose attention backends (and so block sizes) by it. The
+  resolved knob is always a normalised string; ``enrich`` fills it from a ``--gpu`` preset.
 
 Result keys (besides ``name``, ``version``, ``assumptions``):
 
@@ -63,6 +66,7 @@ Result keys (besides ``name``, ``version``, ``assumptions``):
 
 from __future__ import annotations
 
+import re
 from fractions import Fraction
 from typing import Any
 
@@ -85,7 +89,11 @@ ENGINE_KNOBS: dict[str, tuple[Any, str]] = {
     "mamba_ssm_dtype": (None, "recurrent-state dtype (default: the engine's rule)"),
     "speculative_draft_layers": (0, "SGLang EAGLE/MTP draft layers sharing the token count (MTP: the config's "
                                     "num_nextn_predict_layers); each adds one target layer's bytes per token"),
+    "compute_capability": (None, "GPU compute capability the engine picks attention backends for, e.g. 8.0, 9.0, "
+                                 "10.0 (default 9.0, H200; --gpu sets it from the preset)"),
 }
+
+DEFAULT_COMPUTE_CAPABILITY = "9.0"
 
 VERSIONS = {"sglang": "0.5.23", "vllm": "0.33.0"}
 
@@ -97,7 +105,27 @@ def resolve_knobs(knobs: dict[str, Any]) -> dict[str, Any]:
         raise UsageError(f"unknown engine option(s): {', '.join(unknown)} (known: {', '.join(ENGINE_KNOBS)})")
     resolved = {name: default for name, (default, _) in ENGINE_KNOBS.items()}
     resolved.update({name: value for name, value in knobs.items() if value is not None})
+    resolved["compute_capability"] = compute_capability(resolved["compute_capability"])
     return resolved
+
+
+def compute_capability(value: Any) -> str:
+    """``value`` as a ``MAJOR.MINOR`` string ("9" -> "9.0", 10.0 -> "10.0"); None is the default "9.0".
+
+    Anything else (not two small whole numbers) is a UsageError naming the option.
+    """
+    if value is None:
+        return DEFAULT_COMPUTE_CAPABILITY
+    text = str(value).strip().lower().removeprefix("sm_").removeprefix("sm")
+    match = re.fullmatch(r"([0-9]{1,2})(?:\.([0-9]))?", text)
+    if not match:
+        raise UsageError(f"--compute-capability must look like 8.0, 9.0 or 10.0, got {value!r}")
+    return f"{int(match.group(1))}.{int(match.group(2) or 0)}"
+
+
+def capability_major(knobs: dict[str, Any]) -> int:
+    """The major SM version of the resolved ``compute_capability`` knob (9 for "9.0")."""
+    return int(knobs["compute_capability"].split(".")[0])
 
 
 def number(value: Fraction | int | float) -> int | float:
