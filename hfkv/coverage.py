@@ -1,9 +1,9 @@
-"""The README's coverage table, generated from the mapper registry.
+"""The coverage table (docs/coverage.md), generated from the mapper registry.
 
     python -m hfkv.coverage            # print the table
-    python -m hfkv.coverage --write    # rewrite the README section between the coverage markers
+    python -m hfkv.coverage --write    # rewrite docs/coverage.md's section between the coverage markers
 
-A test fails when the README and the registry disagree.
+A test fails when docs/coverage.md and the registry disagree.
 """
 
 from __future__ import annotations
@@ -40,20 +40,35 @@ def coverage_markdown() -> str:
 def replace_section(text: str, table: str) -> str:
     pattern = re.compile(re.escape(START) + r".*?" + re.escape(END), re.S)
     if not pattern.search(text):
-        raise SystemExit("README has no coverage markers")
+        raise SystemExit("docs/coverage.md has no coverage markers")
     return pattern.sub(lambda _: f"{START}\n{table}\n{END}", text)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description="Print or write the README coverage table.")
-    parser.add_argument("--write", action="store_true", help="rewrite README.md's coverage section")
-    args = parser.parse_args()
+DOC = Path(__file__).resolve().parents[1] / "docs" / "coverage.md"
+HEADER = """# Coverage
+
+Generated from the mapper registry (`python -m hfkv.coverage --write`); a test fails when this
+table and the registry disagree.
+
+"""
+
+
+def write_doc(path: Path = DOC) -> None:
+    """Rewrite the table between the markers of ``path`` (created with a header when missing)."""
     table = coverage_markdown()
-    if not args.write:
-        print(table)
-        return
-    readme = Path(__file__).resolve().parents[1] / "README.md"
-    readme.write_text(replace_section(readme.read_text(), table))
+    text = path.read_text() if path.is_file() else f"{HEADER}{START}\n{END}\n"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(replace_section(text, table))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="Print or write the coverage table (docs/coverage.md).")
+    parser.add_argument("--write", action="store_true", help="rewrite docs/coverage.md's coverage section")
+    args = parser.parse_args()
+    if args.write:
+        write_doc()
+    else:
+        print(coverage_markdown())
 
 
 if __name__ == "__main__":

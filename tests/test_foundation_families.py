@@ -311,11 +311,11 @@ def test_inspect_reads_a_folder():
     assert rep.alpha_bytes_per_token == 131072 and rep.source == "file"
 
 
-def test_readme_coverage_table_matches_the_registry():
+def test_coverage_doc_matches_the_registry():
     from hfkv.coverage import END, START, coverage_markdown
 
-    readme = (FIXTURES.parent / "README.md").read_text()
-    section = readme[readme.index(START) + len(START):readme.index(END)].strip()
+    doc = (FIXTURES.parent / "docs" / "coverage.md").read_text()
+    section = doc[doc.index(START) + len(START):doc.index(END)].strip()
     assert section == coverage_markdown().strip(), "run: python -m hfkv.coverage --write"
 
 
