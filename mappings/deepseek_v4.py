@@ -30,7 +30,7 @@ from hfkv.config import ConfigView
 from hfkv.errors import ConfigError
 from hfkv.specs import CompressedKV, IndexerKeys, LayerSpec, Layout, MLALatent
 
-from .common import num_layers
+from .attention_keys import num_layers
 from .registry import register
 
 DEFAULT_WINDOW = 128

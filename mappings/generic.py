@@ -10,8 +10,10 @@ from __future__ import annotations
 from hfkv.config import ConfigView
 from hfkv.specs import LayerSpec, Layout
 
-from .common import mla_latent, num_layers, pattern_layout
-from .encdec import declared_encoder_decoder
+from .attention_keys import num_layers
+from .encoders import declared_encoder_decoder
+from .latent_keys import mla_latent
+from .layer_patterns import pattern_layout
 from .registry import register
 
 

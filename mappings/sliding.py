@@ -9,7 +9,7 @@ from typing import Callable
 from hfkv.config import ConfigView
 from hfkv.specs import Layout
 
-from .common import pattern_layout
+from .layer_patterns import pattern_layout
 from .registry import register
 
 Rule = Callable[[int, int], bool]

@@ -180,7 +180,7 @@ def test_v41_layer_without_an_earlier_source_is_an_error():
 
 def test_gemma4_e2b_shared_layers_own_nothing():
     rep = report(load("google__gemma-4-E2B-it"))
-    assert rep.mapper == "sharing.gemma4" and rep.kv_cache_dtype == "bf16"
+    assert rep.mapper == "gemma.gemma4" and rep.kv_cache_dtype == "bf16"
     # 35 layers, 20 shared → layers 15..34 read earlier caches (σ = 0)
     shared = [layer.index for layer in rep.layers if layer.copies == 0]
     assert shared == list(range(15, 35))
@@ -254,7 +254,7 @@ def test_gemma4_consumer_without_an_owner_of_its_type_is_an_error():
 
 def test_gemma3n_defaults_fixed_source_rule():
     rep = report(load("google__gemma-3n-E4B-transformers-defaults"), kv_cache_dtype="bf16")
-    assert rep.mapper == "sharing.gemma3n"
+    assert rep.mapper == "gemma.gemma3n"
     # 35 layers, 15 shared → first_shared = 20; full iff (i + 1) % 5 == 0.
     # Sliding consumers read 20 − 2 = 18, full consumers 20 − 1 = 19.
     assert rep.layers[20].source_layer == 18 and rep.layers[24].source_layer == 19

@@ -131,7 +131,7 @@ def test_mla_is_replicated_under_tp():
 def test_deepseek_v2_lite_and_kimi_k2():
     assert report("deepseek-ai__DeepSeek-V2-Lite").alpha_bytes_per_token == 27 * 576 * 2 == 31104
     rep = report("moonshotai__Kimi-K2-Instruct")
-    assert rep.alpha_bytes_per_token == 70272 and rep.mapper == "mla.mla"
+    assert rep.alpha_bytes_per_token == 70272 and rep.mapper == "deepseek.mla"
     assert any("auto_map" in n for n in rep.notes)  # remote code is read as data only
 
 
@@ -142,7 +142,7 @@ def test_kimi_k25_text_config():
 
 def test_minicpm3_dispatch_on_architectures():
     rep = report("openbmb__MiniCPM3-4B-transformers-defaults")  # no model_type in the config
-    assert rep.mapper == "mla.mla"
+    assert rep.mapper == "deepseek.mla"
     assert rep.alpha_bytes_per_token == 62 * (256 + 32) * 2 == 35712
 
 

@@ -37,7 +37,7 @@ def indices(rep, kind: str) -> list[int]:
 
 def test_mimo_v2_flash_transformers_defaults():
     rep = report(load("XiaomiMiMo__MiMo-V2-Flash-transformers-defaults"))
-    assert rep.mapper == "geometry.mimo_v2"
+    assert rep.mapper == "mimo.mimo_v2"
     # full iff i == 0 or (i + 1) % 6 == 0: 0, 5, 11, ..., 47 → 1 + 8 = 9 full, 39 SWA
     assert indices(rep, "full") == [0, 5, 11, 17, 23, 29, 35, 41, 47]
     # K 192 + V 128 per KV head: 4 × (192 + 128) × 2 = 2560 B for both types (no swa_* keys)
@@ -92,7 +92,7 @@ def test_mimo_v2_pattern_with_mtp_entry_and_bad_value():
 
 def test_step37_transformers_defaults_all_full():
     rep = report(load("stepfun-ai__Step-3.7-Flash-transformers-defaults"))
-    assert rep.mapper == "geometry.step3p5"  # root step3p7, text_config step3p5
+    assert rep.mapper == "step.step3p5"  # root step3p7, text_config step3p5
     # no layer_types → 45 full layers × 2 × 8 KV heads × 128 × 2 = 45 × 4096 = 184320
     assert (rep.alpha_bytes_per_token, rep.gamma_bytes_per_request) == (184320, 0)
 
@@ -150,7 +150,7 @@ def test_step35_sliding_layers_need_a_window():
 
 def test_llama4_scout_transformers_defaults():
     rep = report(load("meta-llama__Llama-4-Scout-17B-16E-transformers-defaults"), contexts=(10000,))
-    assert rep.mapper == "geometry.llama4"
+    assert rep.mapper == "llama.llama4"
     # NoPE global layer iff (i + 1) % 4 == 0: 3, 7, ..., 47 → 12 full, 36 chunked
     assert indices(rep, "full") == list(range(3, 48, 4))
     assert rep.layers[0].kind == "chunked" and rep.layers[0].window == 8192
@@ -179,7 +179,7 @@ def test_llama4_no_rope_layers_and_null_chunk():
 
 def test_dots3_transformers_defaults():
     rep = report(load("dots-studio__dots3-note-prev-transformers-defaults"))
-    assert rep.mapper == "geometry.dots3_note"
+    assert rep.mapper == "dots.dots3_note"
     # full (indexed, DSA) iff i < 2 or i % 4 == 1: 0, 1, 5, 9, ..., 45 → 2 + 11 = 13; 33 sliding
     assert indices(rep, "dsa") == [0, 1] + list(range(5, 46, 4))
     # DSA layer: (512 + 64) × 2 = 1152 + indexer 132 = 1284 B; α = 13 × 1284 = 16692

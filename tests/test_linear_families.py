@@ -77,7 +77,7 @@ def test_qwen35_text_only_config(model_type):
     text = load("Qwen__Qwen3.5-35B-A3B")["text_config"]
     text["model_type"] = model_type
     rep = report(text)
-    assert rep.mapper == "linear.qwen_gdn"
+    assert rep.mapper == "qwen.qwen_gdn"
     assert rep.alpha_bytes_per_token == 20480  # 10 × 2 × 256 × 2 × 2, as nested
     assert rep.gamma_bytes_per_request == 30 * QWEN_GDN_C
 

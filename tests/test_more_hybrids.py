@@ -1,4 +1,4 @@
-"""The last hybrids of engines.md §4 (mappings/more_hybrids.py): hand-derived α, γ and per-layer C.
+"""The last hybrids of engines.md §4 (one module per family under mappings/): hand-derived α, γ and per-layer C.
 
 Conventions of the figures below: KV and conv state bf16 (2 B), recurrent state fp32 (4 B), indexer
 keys fp8 with one fp32 scale per 128 values, TP 1, unless a test says otherwise.
@@ -56,12 +56,14 @@ def qwen_linear(**extra) -> dict:
 # -- registry ---------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("model_type", [
-    "alice_ai", "gigachat3_5", "interns2_preview", "mobius", "jet_nemotron", "minicpm_sala", "qwen4_exp",
-    "qwen4_exp_text", "recurrent_gemma", "zaya", "inkling_model", "inkling_mm_model", "moss_vl",
+@pytest.mark.parametrize("model_type, module", [
+    ("alice_ai", "alice"), ("gigachat3_5", "gigachat"), ("interns2_preview", "intern"), ("mobius", "intern"),
+    ("jet_nemotron", "nemotron"), ("minicpm_sala", "minicpm"), ("qwen4_exp", "qwen"), ("qwen4_exp_text", "qwen"),
+    ("recurrent_gemma", "gemma"), ("zaya", "zyphra"), ("inkling_model", "inkling"), ("inkling_mm_model", "inkling"),
+    ("moss_vl", "moss"),
 ])
-def test_every_type_resolves_here(model_type):
-    assert resolve(ConfigView({"model_type": model_type})).name.startswith("more_hybrids.")
+def test_every_type_resolves_to_its_family_module(model_type, module):
+    assert resolve(ConfigView({"model_type": model_type})).name.startswith(f"{module}.")
 
 
 # -- Qwen4-Exp --------------------------------------------------------------------------------------
@@ -69,7 +71,7 @@ def test_every_type_resolves_here(model_type):
 
 def test_qwen4_exp_defaults():
     rep = report(load(QWEN4))
-    assert rep.mapper == "more_hybrids.qwen4_exp"
+    assert rep.mapper == "qwen.qwen4_exp"
     # layer_types: indexed_attention iff (i + 1) % 4 == 0 → 10 full GQA layers of 2 KV heads × 256 dims
     assert kinds(rep)[:4] == ["gdn", "gdn", "gdn", "full"]
     assert rep.alpha_bytes_per_token == 10 * 2 * (256 + 256) * 2 == 20480
@@ -191,7 +193,7 @@ INKLING_CONV_SWA = 3 * (2 * 16 * 128 + 2 * 6144) * 2  # (4 − 1) × 16384 × 2 
 
 def test_inkling_defaults():
     rep = report(load(INKLING))
-    assert rep.mapper == "more_hybrids.inkling"
+    assert rep.mapper == "inkling.inkling"
     # 66 layers, full iff (i + 1) % 6 == 0 → 11 full (8 KV × 128), 55 sliding (16 KV × 128, W 512)
     assert kinds(rep).count("full") == 11 and kinds(rep)[5] == "full"
     assert rep.alpha_bytes_per_token == 11 * 8 * 256 * 2 == 45056

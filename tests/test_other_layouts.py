@@ -53,7 +53,7 @@ M3 = "nvidia__MiniMax-M3-NVFP4"
 
 def test_minimax_m3_fixture():
     rep = report(M3)
-    assert rep.mapper == "layouts.minimax_m3"
+    assert rep.mapper == "minimax.minimax_m3"
     assert rep.kv_cache_dtype == "bf16"  # kv_cache_quant_algo is null: the config's bfloat16
     # sparse_attention_freq: three 0s (layers 0-2 dense), then 57 1s; sparse_disable_index_value the same (K only)
     assert kinds(rep) == {"full": 3, "msa-sparse": 57}
@@ -128,7 +128,7 @@ LONGCAT = "meituan-longcat__LongCat-Flash-Chat-transformers-defaults"
 
 def test_longcat_flash_two_mla_per_decoder_layer():
     rep = report(LONGCAT)
-    assert rep.mapper == "layouts.longcat_flash"
+    assert rep.mapper == "longcat.longcat_flash"
     assert kinds(rep) == {"mla": 56}  # num_layers 28 × 2 MLA sub-layers
     # 56 × (512 + 64) × 2 B = 56 × 1152 = 64512
     assert rep.alpha_bytes_per_token == 64512
@@ -177,7 +177,7 @@ IQUEST = {
 
 def test_iquest_loopcoder_two_passes():
     rep = report(IQUEST, contexts=(32, 4096))
-    assert rep.mapper == "layouts.iquest_loopcoder"
+    assert rep.mapper == "looped.iquest_loopcoder"
     assert kinds(rep) == {"full": 80, "loop-sliding": 80}
     assert [layer.index for layer in rep.layers] == list(range(160))  # pass k, layer i -> k·80 + i
     # one layer: 2 × 8 × 128 × 2 = 4096 B per token
@@ -211,7 +211,7 @@ def test_nanbeige_loops_multiply_full_layers():
     data = {"model_type": "nanbeige", "torch_dtype": "bfloat16", "num_hidden_layers": 4, "num_attention_heads": 8,
             "num_key_value_heads": 2, "head_dim": 64, "num_loops": 3}
     rep = report(data)
-    assert rep.mapper == "layouts.nanbeige"
+    assert rep.mapper == "looped.nanbeige"
     assert len(rep.layers) == 12 and [layer.index for layer in rep.layers] == list(range(12))
     # 3 passes × 4 layers × 2 × 2 KV heads × 64 × 2 B = 12 × 512 = 6144
     assert rep.alpha_bytes_per_token == 6144 and rep.gamma_bytes_per_request == 0
@@ -230,7 +230,7 @@ NAS_NO_OP = [6, 7, 11, *range(42, 52), *range(53, 71)]
 
 def test_nemotron_super_no_op_layers_and_gqa():
     rep = report(NAS)
-    assert rep.mapper == "layouts.nemotron_nas"
+    assert rep.mapper == "nemotron.nemotron_nas"
     assert len(NAS_NO_OP) == 3 + 10 + 18 == 31
     assert indices(rep, "no-op") == NAS_NO_OP
     assert kinds(rep) == {"full": 49, "no-op": 31}  # 80 − 31 = 49 attention layers
@@ -279,7 +279,7 @@ MLLAMA = "meta-llama__Llama-3.2-11B-Vision-transformers-defaults"
 
 def test_mllama_counts_cross_attention_layers_as_full():
     rep = report(MLLAMA)
-    assert rep.mapper == "layouts.mllama"
+    assert rep.mapper == "llama.mllama"
     assert indices(rep, "cross-attention") == [3, 8, 13, 18, 23, 28, 33, 38]
     assert kinds(rep) == {"full": 32, "cross-attention": 8}
     # 40 layers × 2 × 8 KV heads × 128 (4096 / 32) × 2 B = 40 × 4096 = 163840
@@ -371,7 +371,7 @@ def test_non_autoregressive_encoder_decoder():
 
 def test_declared_encoder_decoder_helper():
     from hfkv.config import ConfigView
-    from hfkv.mappings.encdec import declared_encoder_decoder
+    from hfkv.mappings.encoders import declared_encoder_decoder
 
     err = declared_encoder_decoder(ConfigView({"model_type": "new_s2s", "is_encoder_decoder": True,
                                                "architectures": ["NewS2SForConditionalGeneration"]}))

@@ -228,7 +228,7 @@ def test_lfm2_vl_nested_and_lfm2_moe():
     text = lfm2_causal()
     nested = {"architectures": ["Lfm2VlForConditionalGeneration"], "model_type": "lfm2_vl", "text_config": text}
     rep = report(nested)
-    assert rep.mapper == "conv.lfm2" and rep.gamma_bytes_per_request == 40960
+    assert rep.mapper == "lfm.lfm2" and rep.gamma_bytes_per_request == 40960
     moe = dict(text, model_type="lfm2_moe", architectures=["Lfm2MoeForCausalLM"])
     assert report(moe).alpha_bytes_per_token == 12288
 

@@ -18,15 +18,17 @@ The model-type lists cover every transformers 5.24 config class whose default is
 
 A checkpoint of an encoder-decoder family saved as its encoder alone (``T5EncoderModel``, used as a
 text encoder by diffusion pipelines) is encoder-only.
+
 """
 
 from __future__ import annotations
 
-from hfkv.config import MAX_LAYERS, ConfigView
+from hfkv.config import ConfigView
 from hfkv.errors import ConfigError, UnsupportedModelError
-from hfkv.specs import CrossAttention, FullAttention, LayerSpec, Layout
+from hfkv.specs import Layout
 
 from .registry import register
+
 
 ENCODER_DECODER = (
     "t5", "mt5", "umt5", "longt5", "switch_transformers", "t5gemma", "t5gemma2", "bart", "mbart", "marian",
@@ -39,6 +41,7 @@ ENCODER_DECODER = (
     "encoder-decoder", "vision-encoder-decoder", "speech-encoder-decoder",
 )
 
+
 # Encoder-decoder models that do not decode token by token from a KV cache: set-prediction
 # detectors (DETR family), transducers and non-autoregressive speech synthesis.
 NON_AUTOREGRESSIVE = (
@@ -46,6 +49,7 @@ NON_AUTOREGRESSIVE = (
     "grounding-dino", "mm-grounding-dino", "omdet-turbo", "table-transformer", "pp_doclayout_v2",
     "pp_doclayout_v3", "pp_doclayout_v4", "parakeet_rnnt", "parakeet_tdt", "fastspeech2_conformer",
 )
+
 
 ENCODER_ONLY = (
     "bert", "roberta", "xlm-roberta", "xlm-roberta-xl", "camembert", "deberta", "deberta-v2", "distilbert",
@@ -55,8 +59,10 @@ ENCODER_ONLY = (
     "layoutlmv3", "markuplm", "lilt", "bros", "gte", "nezha", "jina_bert", "neobert",
 )
 
+
 # Encoder halves of encoder-decoder families, saved as stand-alone models.
 _ENCODER_ARCHITECTURES = ("T5EncoderModel", "MT5EncoderModel", "UMT5EncoderModel", "T5GemmaEncoderModel")
+
 
 _ENCDEC_REASON = (
     "its decoder's cross-attention caches the encoder output, which grows with the input length, "
@@ -106,32 +112,6 @@ def encoder_decoder(cfg: ConfigView) -> Layout:
     if any(arch in _ENCODER_ARCHITECTURES for arch in cfg.architectures):
         raise encoder_only_error(cfg)
     raise encoder_decoder_error(cfg)
-
-
-@register(
-    family="encoder-decoder",
-    model_types=("whisper",),
-    architectures=("WhisperForConditionalGeneration",),
-    reads=("decoder_layers", "decoder_attention_heads", "d_model", "max_source_positions", "max_target_positions"),
-    fixtures={"whisper": "openai__whisper-large-v3"},
-)
-def whisper(cfg: ConfigView) -> Layout:
-    """Decoder layers, each with MHA self-attention (n = S) and cross-attention over the encoder's
-    ``max_source_positions`` frames (n = 1500 whatever S). ``num_hidden_layers`` is the *encoder's*
-    depth in these configs (distil-whisper: 32 encoder, 2 decoder layers), so it is not read."""
-    layers = cfg.integer("decoder_layers", minimum=1, maximum=MAX_LAYERS, defaults=True)
-    heads = cfg.integer("decoder_attention_heads", minimum=1, defaults=True)
-    d_model = cfg.integer("d_model", minimum=1, defaults=True)
-    if d_model % heads:
-        raise ConfigError("d_model", f"{d_model} is not a multiple of decoder_attention_heads ({heads})")
-    frames = cfg.integer("max_source_positions", minimum=1, defaults=True)
-    self_attention = FullAttention(kv_heads=heads, head_dim=d_model // heads)
-    cross = CrossAttention(kv_heads=heads, head_dim=d_model // heads, encoder_tokens=frames)
-    return Layout(
-        layers=[LayerSpec(index=i, kind="decoder", parts=(self_attention, cross)) for i in range(layers)],
-        notes=[f"cross-attention: K and V of the encoder's {frames} positions (30 s of audio, fixed by the model) "
-               "per decoder layer and request, in γ; the encoder keeps no cache"],
-    )
 
 
 @register(

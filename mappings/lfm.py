@@ -7,18 +7,20 @@ layers are GQA. The pattern is ``layer_types`` (conv / full_attention), else the
 
 Bidirectional LFM2 encoders (``Lfm2BidirectionalModel``, the LFM2.5 embedding models) share the
 config but keep no KV cache: they are rejected with ``UnsupportedModelError``.
+
 """
 
 from __future__ import annotations
 
 from hfkv.config import ConfigView
 from hfkv.errors import UnsupportedModelError
-from hfkv.specs import Layout, ShortConvState
+from hfkv.specs import Layout
 
-from ._state_keys import ATTENTION, LINEAR, hidden_size, roles_from_indices, roles_from_list
-from .common import num_layers
-from .linear import gqa_parts, hybrid_layout
+from .attention_keys import num_layers
+from .layer_patterns import ATTENTION, LINEAR, gqa_parts, hybrid_layout, roles_from_indices, roles_from_list
 from .registry import register
+from .state_shapes import short_conv_state
+
 
 _ENCODER_MARKERS = ("Bidirectional", "Encoder", "ForSequenceClassification", "ForTokenClassification")
 
@@ -30,16 +32,6 @@ def reject_encoder(cfg: ConfigView) -> None:
             raise UnsupportedModelError(f"encoder-only model ({arch}): no KV cache")
     if cfg.value("is_causal") is False:
         raise UnsupportedModelError("encoder-only model (is_causal: false): no KV cache")
-
-
-def short_conv_state(cfg: ConfigView, warnings: list[str]) -> ShortConvState:
-    """(w − 1) × hidden channels, w = ``conv_L_cache``; a different ``conv_dim`` is reported."""
-    dim = hidden_size(cfg)
-    conv_dim = cfg.optional_int("conv_dim", minimum=1)
-    if conv_dim is not None and conv_dim != dim:
-        warnings.append(f"conv_dim {conv_dim} differs from hidden_size {dim}: SGLang sizes the conv state by "
-                        "hidden_size (used here), vLLM by conv_dim")
-    return ShortConvState(dim=dim, conv_kernel=cfg.integer("conv_L_cache", minimum=1, defaults=True))
 
 
 @register(

@@ -23,6 +23,7 @@ theoretical K-only one, and says so in a note.
 
 Engines differ on sharing: vLLM allocates nothing for shared layers (what hfkv counts); SGLang
 routes them to the source layer but sizes its pool over every layer, so it saves nothing.
+
 """
 
 from __future__ import annotations
@@ -31,21 +32,23 @@ from typing import Callable
 
 from hfkv.config import ConfigView
 from hfkv.errors import ConfigError
-from hfkv.specs import LayerSpec, Layout
+from hfkv.specs import LayerSpec, Layout, MambaState
 
-from .common import (
+from .attention_keys import (
     attention_part,
     effective_window,
     head_dim,
-    is_sliding_type,
+    hidden_size,
     kv_heads,
-    layer_types,
     num_heads,
     num_layers,
+    per_layer_override,
     sliding_window,
+    window_of,
 )
-from .geometry import per_layer_override
+from .layer_patterns import LINEAR, SLIDING, hybrid_layout, is_sliding_type, layer_types, named_roles
 from .registry import register
+
 
 SHARING_NOTE = (
     "KV-shared layers (σ = 0) are counted as vLLM allocates them: no storage; "
@@ -84,9 +87,6 @@ def _sharing_notes(first: int, n: int, sources: dict[int, int]) -> list[str]:
         by_source[src] = by_source.get(src, 0) + 1
     owners = ", ".join(f"layer {s} ({c} readers)" for s, c in sorted(by_source.items()))
     return [f"layers {first}–{n - 1} own no KV (num_kv_shared_layers {n - first}); they read {owners}", SHARING_NOTE]
-
-
-# -- Gemma 3n -----------------------------------------------------------------------------------
 
 
 def _gemma3n_sources(cfg: ConfigView, flags: list[bool], first: int, warnings: list[str]) -> dict[int, int]:
@@ -133,8 +133,6 @@ def gemma3n(cfg: ConfigView) -> Layout:
     notes.append("SGLang allocates full KV for every Gemma 3n layer (no sliding-window saving)")
     return Layout(layers=layers, notes=notes, warnings=warnings)
 
-
-# -- Gemma 4 ------------------------------------------------------------------------------------
 
 _GEMMA4_WINDOW = {"gemma4": 512, "gemma4_text": 512, "gemma4_unified": 1024, "gemma4_unified_text": 1024}
 
@@ -230,3 +228,40 @@ def gemma4(cfg: ConfigView) -> Layout:
         layers.append(LayerSpec(index=i, kind=part.kind, parts=(part,)))
     notes += _sharing_notes(first, n, sources)
     return Layout(layers=layers, notes=notes)
+
+
+_GEMMA_BLOCKS = {"recurrent": LINEAR, "attention": SLIDING}
+
+
+def rglru_state(cfg: ConfigView) -> MambaState:
+    """RG-LRU: lru_width recurrent values plus (conv1d_width − 1)·lru_width conv values (Mamba-1 shape, N = 1)."""
+    width = cfg.optional_int("lru_width", minimum=1) or hidden_size(cfg)
+    kernel = cfg.integer("conv1d_width", minimum=1, defaults=True)
+    return MambaState(version=1, num_heads=width, head_dim=1, state_size=1, n_groups=0, conv_kernel=kernel)
+
+
+@register(
+    family="ssm",
+    model_types=("recurrent_gemma",),
+    architectures=("RecurrentGemmaForCausalLM",),
+    reads=(
+        "block_types", "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "hidden_size",
+        "attention_window_size", "lru_width", "conv1d_width",
+    ),
+    fixtures={"recurrent_gemma": "google__recurrentgemma-2b-transformers-defaults"},
+)
+def recurrent_gemma(cfg: ConfigView) -> Layout:
+    """RG-LRU recurrent blocks and local attention blocks, ``block_types`` repeated over the layers."""
+    n = num_layers(cfg)
+    blocks = cfg.str_list("block_types", defaults=True)
+    if not blocks:
+        raise ConfigError(cfg.path("block_types"), "missing or empty (needed to find the attention blocks)")
+    roles = named_roles(cfg, "block_types", [blocks[i % len(blocks)] for i in range(n)], _GEMMA_BLOCKS)
+    notes: list[str] = ["block_types repeats over the layers: layer i has block_types[i % len(block_types)]"]
+    window = effective_window(cfg, window_of(cfg, "attention_window_size", "sliding_window"), notes)
+    parts = {
+        LINEAR: ("rglru", lambda: (rglru_state(cfg),)),
+        SLIDING: ("sliding" if window else "full", lambda: (attention_part(cfg, window=window),)),
+    }
+    notes.append("neither SGLang nor vLLM serves RecurrentGemma: figures follow the model's own cache")
+    return hybrid_layout(cfg, roles, parts, notes)

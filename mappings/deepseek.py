@@ -1,6 +1,6 @@
-"""Multi-head latent attention (DeepSeek V2/V3, Kimi K2, MiniCPM3, ...) and DSA (DeepSeek V3.2, GLM-5):
-one latent of ``kv_lora_rank`` + ``qk_rope_head_dim`` values per token, plus, for DSA, an indexer
-key on every layer that computes its own top-k.
+"""DeepSeek-style multi-head latent attention (DeepSeek V2/V3, Kimi K2, MiniCPM3, ...) and DSA
+(DeepSeek V3.2, GLM-5, HY-V4): one latent of ``kv_lora_rank`` + ``qk_rope_head_dim`` values per token,
+plus, for DSA, indexer keys on every layer that computes its own top-k.
 """
 
 from __future__ import annotations
@@ -8,10 +8,13 @@ from __future__ import annotations
 from hfkv.config import ConfigView
 from hfkv.specs import LayerSpec, Layout
 
-from .common import dsa_indexer, effective_window, mla_latent, mtp_note, num_layers, sliding_window
+from .attention_keys import effective_window, num_layers, sliding_window
+from .latent_keys import dsa_indexer, dsa_skips_indexer, mla_latent
+from .layer_patterns import mtp_note
 from .registry import register
 
-_MLA_READS = ("num_hidden_layers", "kv_lora_rank", "qk_rope_head_dim", "num_nextn_predict_layers")
+
+MLA_READS = ("num_hidden_layers", "kv_lora_rank", "qk_rope_head_dim", "num_nextn_predict_layers")
 
 
 @register(
@@ -21,7 +24,7 @@ _MLA_READS = ("num_hidden_layers", "kv_lora_rank", "qk_rope_head_dim", "num_next
         "sarvam_mla", "axk1", "pangu_ultra_moe", "mistral_large_3", "deepseek_vl_v2", "unlimited_language",
     ),
     architectures=("MiniCPM3ForCausalLM", "DeepseekV3ForCausalLM", "DeepseekV2ForCausalLM"),
-    reads=_MLA_READS,
+    reads=MLA_READS,
     fixtures={
         "deepseek_v2": "deepseek-ai__DeepSeek-V2-Lite", "deepseek_v3": "deepseek-ai__DeepSeek-V3",
         "kimi_k2": "moonshotai__Kimi-K2-Instruct", "kimi_k25": "moonshotai__Kimi-K2.5-transformers-defaults",
@@ -40,33 +43,11 @@ def mla(cfg: ConfigView) -> Layout:
     return Layout(layers=layers, notes=notes)
 
 
-def dsa_skips_indexer(cfg: ConfigView, i: int) -> bool:
-    """True when layer i reuses the previous layer's top-k and so keeps no indexer keys (0-based i).
-
-    SGLang's order: ``indexer_types[i] == "shared"``, ``cli_factor``, ``index_topk_pattern[i] == 'S'``,
-    then ``index_topk_freq`` counted from ``index_skip_topk_offset`` (default: from layer 1).
-    """
-    types = cfg.value("indexer_types")
-    if isinstance(types, list) and i < len(types):
-        return types[i] == "shared"
-    cli_factor = cfg.integer("cli_factor", default=1, minimum=1)
-    if cli_factor > 1:
-        return i % cli_factor != 0
-    pattern = cfg.value("index_topk_pattern")
-    if isinstance(pattern, str) and i < len(pattern):
-        return pattern[i] == "S"
-    freq = cfg.integer("index_topk_freq", default=1, minimum=1)
-    offset = cfg.optional_int("index_skip_topk_offset")
-    if offset is not None:
-        return max(i - offset + 1, 0) % freq != 0
-    return max(i - 1, 0) % freq != 0
-
-
 @register(
     family="dsa",
     model_types=("deepseek_v32", "glm_moe_dsa", "hy_v4"),
     architectures=("DeepseekV32ForCausalLM", "GlmMoeDsaForCausalLM", "HYV4ForCausalLM"),
-    reads=_MLA_READS + (
+    reads=MLA_READS + (
         "index_topk", "index_head_dim", "indexer_types", "index_topk_freq", "index_topk_pattern",
         "index_skip_topk_offset", "cli_factor",
     ),

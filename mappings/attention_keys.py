@@ -1,0 +1,222 @@
+"""Readers of the standard attention keys: layer and head counts, head dims, windows, and the
+attention parts built from them.
+
+Every alias list lives here once (vLLM's alias order for the KV-head count); a family module only
+says which rule applies to which layer.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+from hfkv.config import ConfigView, MAX_LAYERS
+from hfkv.errors import ConfigError
+from hfkv.specs import ChunkedLocal, FullAttention, SlidingWindow
+
+Part = FullAttention | SlidingWindow | ChunkedLocal
+
+
+LAYER_KEYS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers")
+
+
+HEAD_KEYS = ("num_attention_heads", "n_head", "n_heads", "num_heads")
+
+
+HIDDEN_KEYS = ("hidden_size", "n_embd", "n_embed", "d_model", "dim")
+
+
+# vLLM's alias order for the KV-head count (first present wins), plus MPT/DBRX's nested key.
+KV_HEAD_KEYS = (
+    "n_head_kv", "num_kv_heads", "num_key_value_heads", "multi_query_group_num",
+    "num_attention_groups", "attn_config.kv_n_heads",
+)
+
+
+WINDOW_KEYS = ("sliding_window", "sliding_window_size", "window_size")
+
+
+MAX_POSITION_KEYS = (
+    "max_position_embeddings", "n_positions", "max_sequence_length", "seq_length", "max_seq_len",
+    "seq_len", "model_max_length", "max_target_positions",
+)
+
+
+GQA_READS = (
+    "num_hidden_layers|n_layer|num_layers|n_layers", "num_attention_heads|n_head|n_heads",
+    "num_key_value_heads|n_head_kv|num_kv_heads|multi_query_group_num|attn_config.kv_n_heads",
+    "multi_query", "new_decoder_architecture", "head_dim|kv_channels", "hidden_size|n_embd|d_model",
+    "v_head_dim", "sliding_window", "layer_types", "max_position_embeddings",
+)
+
+
+def num_layers(cfg: ConfigView) -> int:
+    return cfg.integer(*LAYER_KEYS, minimum=1, maximum=MAX_LAYERS, defaults=True)
+
+
+def num_heads(cfg: ConfigView) -> int:
+    return cfg.integer(*HEAD_KEYS, minimum=1, defaults=True)
+
+
+def kv_heads(cfg: ConfigView, heads: int) -> int:
+    """KV heads from the alias keys; Falcon-style ``multi_query`` means 1; default: ``heads`` (MHA)."""
+    if cfg.boolean("multi_query") and not cfg.boolean("new_decoder_architecture"):
+        return 1
+    found = cfg.optional_int(*KV_HEAD_KEYS, minimum=1)
+    if found is None and cfg.defaults_loaded:  # a sparse config (Gemma 3's text_config): class defaults
+        found = cfg.optional_int("num_key_value_heads", minimum=1, defaults=True)
+    if found is None:
+        return heads
+    if found > heads:
+        raise ConfigError(cfg.path("num_key_value_heads"), f"{found} KV heads exceed {heads} query heads")
+    return found
+
+
+def head_dim(cfg: ConfigView, heads: int, *, defaults: bool = False) -> int:
+    """``head_dim`` when present and > 0, else ``kv_channels`` / ``hidden_size_per_head``, else hidden/heads.
+
+    ``defaults=True`` (families whose head_dim is not hidden/heads, e.g. Gemma's 256) asks the
+    transformers config class before falling back to hidden/heads; so does a config whose hidden
+    size is missing too.
+    """
+    for key in ("head_dim", "kv_channels", "hidden_size_per_head"):
+        value = cfg.optional_int(key)
+        if value:
+            return value
+    hidden = cfg.optional_int(*HIDDEN_KEYS, minimum=1)
+    if hidden is None or defaults or cfg.defaults_loaded:
+        value = cfg.optional_int("head_dim", minimum=1, defaults=True)
+        if value:
+            return value
+        hidden = cfg.integer(*HIDDEN_KEYS, minimum=1, defaults=True)
+    if hidden % heads:
+        raise ConfigError(cfg.path("hidden_size"), f"{hidden} is not divisible by {heads} heads and no head_dim is given")
+    return hidden // heads
+
+
+def attention_shape(cfg: ConfigView, *, head_dim_defaults: bool = False) -> tuple[int, int, int]:
+    """(query heads, KV heads, head_dim) of the config's standard attention."""
+    heads = num_heads(cfg)
+    return heads, kv_heads(cfg, heads), head_dim(cfg, heads, defaults=head_dim_defaults)
+
+
+def v_head_dim(cfg: ConfigView, key_dim: int) -> int:
+    """Value head dim for standard attention (``v_head_dim`` when present and > 0)."""
+    return cfg.optional_int("v_head_dim") or key_dim
+
+
+def max_positions(cfg: ConfigView) -> int | None:
+    return cfg.optional_int(*MAX_POSITION_KEYS, minimum=1)
+
+
+def hidden_size(cfg: ConfigView) -> int:
+    return cfg.integer(*HIDDEN_KEYS, minimum=1, defaults=True)
+
+
+def positive_number(cfg: ConfigView, key: str, default: float) -> float:
+    """A positive finite number (int or float) under ``key``; ``default`` when absent."""
+    raw = cfg.value(key)
+    if raw is None:
+        return default
+    if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not math.isfinite(raw) or raw <= 0:
+        raise ConfigError(cfg.path(key), f"expected a positive number, got {raw!r}"[:200])
+    return raw
+
+
+def window_of(cfg: ConfigView, *keys: str) -> int:
+    """A required positive window under the first present of ``keys``."""
+    return cfg.integer(*keys, minimum=1, defaults=True)
+
+
+def sliding_window(cfg: ConfigView, *, default: int | None = None, keys: Sequence[str] = WINDOW_KEYS) -> int | None:
+    """The window W, or None for no window.
+
+    ``use_sliding_window: false`` means none even when a window is written (Qwen2/3), and so does a
+    window of 0. ``default`` applies when no window key is present (the transformers default of
+    families whose configs may omit it).
+    """
+    if cfg.present("use_sliding_window") and not cfg.boolean("use_sliding_window"):
+        return None
+    window = cfg.optional_int(*keys)
+    if window is None:
+        return default
+    return window or None
+
+
+def effective_window(cfg: ConfigView, window: int | None, notes: list[str]) -> int | None:
+    """Drop a window that covers every position the model supports (it bounds nothing)."""
+    limit = max_positions(cfg)
+    if window is not None and limit is not None and window >= limit:
+        notes.append(
+            f"sliding window {window} ≥ max_position_embeddings {limit}: accounted as full attention"
+        )
+        return None
+    return window
+
+
+def attention_part(
+    cfg: ConfigView,
+    *,
+    window: int | None = None,
+    chunk: int | None = None,
+    heads: int | None = None,
+    kv: int | None = None,
+    key_dim: int | None = None,
+    value_dim: int | None = None,
+    source_layer: int | None = None,
+    head_dim_defaults: bool = False,
+) -> FullAttention | SlidingWindow | ChunkedLocal:
+    """A standard attention part with the config's geometry unless overridden."""
+    heads = heads or num_heads(cfg)
+    kv = kv or kv_heads(cfg, heads)
+    key_dim = key_dim or head_dim(cfg, heads, defaults=head_dim_defaults)
+    value_dim = value_dim if value_dim is not None else v_head_dim(cfg, key_dim)
+    shape = dict(kv_heads=kv, head_dim=key_dim, v_head_dim=None if value_dim == key_dim else value_dim,
+                 source_layer=source_layer)
+    if chunk is not None:
+        return ChunkedLocal(chunk=chunk, **shape)
+    if window is not None:
+        return SlidingWindow(window=window, **shape)
+    return FullAttention(**shape)
+
+
+def heads_part(kv: int, key_dim: int, value_dim: int, *, window: int | None = None, chunk: int | None = None) -> Part:
+    shape = dict(kv_heads=kv, head_dim=key_dim, v_head_dim=None if value_dim == key_dim else value_dim)
+    if chunk is not None:
+        return ChunkedLocal(chunk=chunk, **shape)
+    if window is not None:
+        return SlidingWindow(window=window, **shape)
+    return FullAttention(**shape)
+
+
+def per_layer_override(cfg: ConfigView, i: int) -> dict:
+    """Layer i's entry of ``per_layer_config`` (transformers 5.24's saved form of per-type geometry), or {}.
+
+    transformers folds keys such as Gemma 4's ``global_head_dim`` or Dots3's ``swa_kv_lora_rank`` into
+    ``{"<layer index>": {"head_dim": ..., "num_key_value_heads": ...}}`` when it saves a config.
+    """
+    table = cfg.value("per_layer_config")
+    if table is None:
+        return {}
+    if not isinstance(table, dict):
+        raise ConfigError(cfg.path("per_layer_config"), f"expected an object, got {type(table).__name__}")
+    entry = table.get(str(i), table.get(i))
+    if entry is None:
+        return {}
+    if not isinstance(entry, dict):
+        raise ConfigError(cfg.path(f"per_layer_config.{i}"), f"expected an object, got {type(entry).__name__}")
+    for key, value in entry.items():
+        if key in OVERRIDE_SIZES and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+            raise ConfigError(
+                cfg.path(f"per_layer_config.{i}.{key}"), f"expected a non-negative integer, got {value!r}"
+            )
+    return entry
+
+
+OVERRIDE_SIZES = frozenset({"head_dim", "num_key_value_heads", "kv_lora_rank", "qk_rope_head_dim"})
+
+
+def windowed_attention(cfg: ConfigView, key_dim: int | None = None) -> tuple:
+    """The attention part of a hybrid, windowed when ``sliding_window`` is set (vLLM applies it)."""
+    window = effective_window(cfg, sliding_window(cfg), [])
+    return (attention_part(cfg, window=window, key_dim=key_dim),)

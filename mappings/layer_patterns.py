@@ -1,0 +1,338 @@
+"""Readers of per-layer patterns and the layer builders that turn them into specs.
+
+A family's mapper decides a *kind* (role) for every decoder layer — from a per-layer name list
+(``layer_types``), an index list, a pattern string, a flag list or a periodic rule — and builds the
+cache parts of each kind once (``build_layers``). Roles used across the families:
+
+- ``attention`` (full, or sliding when windowed), ``sliding``, ``linear`` (a recurrent/linear/conv
+  mixer), ``hybrid`` (attention *and* Mamba in one layer), ``mlp`` (no sequence mixer, no cache).
+
+Index bases are stated by each reader's caller; every reader raises ``ConfigError`` naming the key
+when a value makes no sense.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Callable, Mapping, Sequence
+
+from hfkv.config import ConfigView
+from hfkv.errors import ConfigError
+from hfkv.specs import LayerSpec, Layout, MambaState
+
+from .attention_keys import Part, attention_part, effective_window, num_layers, sliding_window
+from .state_shapes import state_dtype_note
+
+
+# Per-layer names the families use, mapped to abstract roles (the mapper turns roles into kinds).
+ATTENTION = "attention"
+
+
+LINEAR = "linear"
+
+
+MLP = "mlp"
+
+
+HYBRID = "hybrid"
+
+
+ATTENTION_OR_LINEAR = (ATTENTION, LINEAR)
+
+
+SLIDING = "sliding"
+
+
+PartsFactory = Callable[[], tuple]
+
+
+def layer_types(cfg: ConfigView, n: int, key: str = "layer_types") -> list[str] | None:
+    """``layer_types`` cut to the target layers (longer lists carry MTP entries), or None."""
+    return cfg.str_list(key, length=n)
+
+
+SLIDING_NAMES = frozenset({"sliding_attention", "sliding", "swa", "local", "local_attention", "chunked_attention"})
+
+
+FULL_NAMES = frozenset({"full_attention", "full", "global", "attention", "global_attention"})
+
+
+def is_sliding_type(name: str, cfg: ConfigView, key: str = "layer_types") -> bool:
+    """True for a sliding entry of ``layer_types``, False for a full one; error for anything else."""
+    if name in SLIDING_NAMES:
+        return True
+    if name in FULL_NAMES:
+        return False
+    raise ConfigError(cfg.path(key), f"unknown layer type {name!r}")
+
+
+def attention_layers(
+    cfg: ConfigView, n: int, window: int | None, is_sliding: Callable[[int], bool], *, head_dim_defaults: bool = False
+) -> list[LayerSpec]:
+    """n standard attention layers; layer i is sliding (window W) when ``is_sliding(i)`` and W is set."""
+    full = attention_part(cfg, head_dim_defaults=head_dim_defaults)
+    sliding = attention_part(cfg, window=window, head_dim_defaults=head_dim_defaults) if window is not None else full
+    layers = []
+    for i in range(n):
+        part = sliding if window is not None and is_sliding(i) else full
+        layers.append(LayerSpec(index=i, kind=part.kind, parts=(part,)))
+    return layers
+
+
+def pattern_layout(
+    cfg: ConfigView,
+    *,
+    default_window: int | None,
+    default_rule: Callable[[int, int], bool] | None,
+    head_dim_defaults: bool = False,
+) -> Layout:
+    """Full/sliding hybrids: ``layer_types`` when given, else ``default_rule(i, n)``; all full without a window."""
+    notes: list[str] = []
+    n = num_layers(cfg)
+    window = effective_window(cfg, sliding_window(cfg, default=default_window), notes)
+    types = layer_types(cfg, n)
+    if types is not None:
+        rule = lambda i: is_sliding_type(types[i], cfg)  # noqa: E731
+    elif default_rule is not None:
+        rule = lambda i: default_rule(i, n)  # noqa: E731
+        if window is not None:
+            notes.append("no layer_types in config: the model type's default sliding pattern applies")
+    else:
+        rule = lambda i: True  # noqa: E731
+    layers = attention_layers(cfg, n, window, rule, head_dim_defaults=head_dim_defaults)
+    return Layout(layers=layers, notes=notes + mtp_note(cfg))
+
+
+ROLE_NAMES: Mapping[str, str] = {
+    "full_attention": ATTENTION, "attention": ATTENTION, "full": ATTENTION, "global": ATTENTION,
+    "indexed_attention": ATTENTION, "deepseek_sparse_attention": ATTENTION,
+    "linear_attention": LINEAR, "linear": LINEAR, "mamba": LINEAR, "mamba2": LINEAR, "kda": LINEAR,
+    "gdn": LINEAR, "lightning": LINEAR, "lightning_attention": LINEAR, "conv": LINEAR, "short_conv": LINEAR,
+    "mlp": MLP, "moe": MLP,
+    "hybrid": HYBRID,
+}
+
+
+# Nemotron-H's pattern string: one character per layer.
+PATTERN_CHARS: Mapping[str, str] = {"M": LINEAR, "*": ATTENTION, "-": MLP, "E": MLP}
+
+
+def named_roles(cfg: ConfigView, key: str, names: Sequence[str], table: Mapping[str, str]) -> list[str]:
+    """Each per-layer name through ``table`` (name → role); an unknown name is a config error."""
+    roles = []
+    for i, name in enumerate(names):
+        role = table.get(name.strip().lower())
+        if role is None:
+            raise ConfigError(cfg.path(f"{key}[{i}]"), f"unknown layer type {name!r} (expected one of {sorted(table)})")
+        roles.append(role)
+    return roles
+
+
+def roles_from_names(names: Sequence[str], cfg: ConfigView, key: str, allowed: Sequence[str]) -> list[str]:
+    """Map each per-layer name to its role (``ROLE_NAMES``); a name outside ``allowed`` roles is a config error."""
+    return named_roles(cfg, key, names, {name: role for name, role in ROLE_NAMES.items() if role in allowed})
+
+
+def roles_from_list(
+    cfg: ConfigView, key: str, n: int | None, allowed: Sequence[str], *, defaults: bool = False
+) -> list[str] | None:
+    """Roles from a list of names (``layer_types``, ``layers_block_type``), cut to n layers; None if absent.
+
+    ``n`` None means the list itself gives the layer count (Nemotron-H).
+    """
+    names = cfg.str_list(key, length=n, defaults=defaults)
+    if names is None:
+        return None
+    if not names:
+        raise ConfigError(cfg.path(key), "is empty")
+    return roles_from_names(names, cfg, key, allowed)
+
+
+def roles_from_pattern(cfg: ConfigView, key: str, chars: Mapping[str, str] = PATTERN_CHARS) -> list[str] | None:
+    """Roles from a pattern string with one character per layer (``hybrid_override_pattern``)."""
+    pattern = cfg.string(key)
+    if pattern is None:
+        return None
+    if not pattern:
+        raise ConfigError(cfg.path(key), "is empty")
+    bad = sorted(set(pattern) - set(chars))
+    if bad:
+        raise ConfigError(cfg.path(key), f"unknown layer character(s) {''.join(bad)!r} (expected {''.join(chars)})")
+    return [chars[c] for c in pattern]
+
+
+def roles_from_indices(
+    cfg: ConfigView, key: str, n: int, *, base: int, inside: str, outside: str
+) -> list[str] | None:
+    """Layer i gets ``inside`` when ``i + base`` is listed under ``key``, else ``outside``; None if absent.
+
+    ``base`` is 0 for 0-based lists (Bamba ``attn_layer_indices``, LFM2 ``full_attn_idxs``, GLM-5.3
+    ``kda_layers``) and 1 for 1-based ones (Kimi-Linear ``kda_layers``). Entries past the last target
+    layer belong to MTP layers and are ignored; entries below ``base`` mean the list uses another base.
+    """
+    listed = cfg.int_list(key)
+    if listed is None:
+        return None
+    low = [v for v in listed if v < base]
+    if low:
+        raise ConfigError(cfg.path(key), f"entry {low[0]} is below {base}: this list is {base}-based")
+    chosen = {v - base for v in listed}
+    return [inside if i in chosen else outside for i in range(n)]
+
+
+def roles_from_rule(n: int, is_attention: Callable[[int], bool], *, other: str = LINEAR) -> list[str]:
+    """Roles from a rule on the 0-based layer index: attention where it holds, ``other`` elsewhere."""
+    return [ATTENTION if is_attention(i) else other for i in range(n)]
+
+
+def last_of_every(period: int) -> Callable[[int], bool]:
+    """The last layer of each group of ``period`` layers: (i + 1) % period == 0 (0-based i)."""
+    return lambda i: (i + 1) % period == 0
+
+
+def build_layers(roles: Sequence[str], parts: Mapping[str, tuple[str, Callable[[], tuple]]]) -> list[LayerSpec]:
+    """One ``LayerSpec`` per role; ``parts[role]`` = (kind label, factory of the parts), each called once."""
+    made: dict[str, tuple[str, tuple]] = {}
+    layers = []
+    for i, role in enumerate(roles):
+        if role not in made:
+            if role not in parts:
+                raise ConfigError(None, f"layer {i} is of type {role!r}, which this model type does not have")
+            kind, factory = parts[role]
+            made[role] = (kind, tuple(factory()))
+        kind, built = made[role]
+        layers.append(LayerSpec(index=i, kind=kind, parts=built))
+    return layers
+
+
+def count_note(layers: Sequence[LayerSpec]) -> str:
+    """'48 layers: 36 gdn, 12 full' — the pattern in one line, kinds in order of first appearance."""
+    counts = Counter(layer.kind for layer in layers)
+    return f"{len(layers)} layers: " + ", ".join(f"{count} {kind}" for kind, count in counts.items())
+
+
+def check_length(cfg: ConfigView, key: str, roles: Sequence[str], count_key: str = "num_hidden_layers") -> list[str]:
+    """Warn when ``num_hidden_layers`` disagrees with a pattern that gives the layer count itself."""
+    written = cfg.optional_int(count_key)
+    if written is not None and written != len(roles):
+        return [f"{count_key} = {written} but {key} has {len(roles)} entries: the pattern's length is used"]
+    return []
+
+
+def layers_from_flags(flags: list[bool], local: Part, full: Part) -> list[LayerSpec]:
+    """Layer i gets ``local`` when ``flags[i]``, else ``full``."""
+    return [
+        LayerSpec(index=i, kind=(local if is_local else full).kind, parts=(local if is_local else full,))
+        for i, is_local in enumerate(flags)
+    ]
+
+
+def cut_note(cfg: ConfigView, key: str, n: int) -> list[str]:
+    """A note when a per-layer list carries entries past the target layers (MTP layers)."""
+    raw = cfg.value(key)
+    if isinstance(raw, list) and len(raw) > n:
+        extra = len(raw) - n
+        entries = "entry" if extra == 1 else "entries"
+        return [f"{key} lists {extra} {entries} past num_hidden_layers {n} (MTP layers): left out"]
+    return []
+
+
+def flag_list(cfg: ConfigView, key: str, n: int, default: bool) -> list[bool]:
+    """A per-layer 0/1 (or true/false) list cut to n layers; a scalar applies to every layer.
+
+    Values other than 0 count as set (MiniMax writes frequencies, where any nonzero entry means "on").
+    """
+    raw = cfg.value(key)
+    if raw is None:
+        return [default] * n
+    if isinstance(raw, (bool, int)):
+        if not isinstance(raw, bool) and raw < 0:
+            raise ConfigError(cfg.path(key), f"expected 0/1 or a per-layer list, got {raw!r}")
+        return [bool(raw)] * n
+    if not isinstance(raw, list):
+        raise ConfigError(cfg.path(key), f"expected a per-layer list, got {type(raw).__name__}")
+    if len(raw) < n:
+        raise ConfigError(cfg.path(key), f"has {len(raw)} entries but the model has {n} layers")
+    flags = []
+    for i, value in enumerate(raw[:n]):
+        if isinstance(value, bool) or (isinstance(value, int) and value >= 0):
+            flags.append(bool(value))
+        else:
+            raise ConfigError(cfg.path(f"{key}[{i}]"), f"expected 0/1 or true/false, got {value!r}"[:200])
+    return flags
+
+
+def mtp_note(cfg: ConfigView) -> list[str]:
+    """A note on MTP/draft layers, which are not part of the target model."""
+    count = cfg.optional_int("num_nextn_predict_layers", "mtp_num_hidden_layers")
+    if count:
+        return [f"{count} MTP draft layer(s) left out: they are not part of the target model "
+                f"(--engine sglang --speculative-draft-layers {count} adds SGLang's draft pool)"]
+    return []
+
+
+def mtp_notes(cfg: ConfigView) -> list[str]:
+    """MTP/draft layers left out, under any of the spellings these families use."""
+    notes = mtp_note(cfg)
+    if notes:
+        return notes
+    count = cfg.optional_int("num_mtp_layers")
+    if count:
+        return [f"{count} MTP draft layer(s) left out: they are not part of the target model"]
+    for key in ("mtp_hybrid_override_pattern", "mtp_layers_block_type"):
+        if cfg.present(key) and cfg.optional_int("num_nextn_predict_layers") is None:
+            return [f"{key} describes MTP draft layers: left out, they are not part of the target model"]
+    return []
+
+
+def hybrid_layout(
+    cfg: ConfigView,
+    roles: list[str],
+    parts: dict[str, tuple[str, PartsFactory]],
+    notes: list[str] | None = None,
+    warnings: list[str] | None = None,
+) -> Layout:
+    """Build the layers from per-layer roles and say what was found (counts, state dtype, MTP)."""
+    layers = build_layers(roles, parts)
+    return Layout(
+        layers=layers,
+        notes=[count_note(layers)] + list(notes or []) + state_dtype_note(cfg) + mtp_notes(cfg),
+        warnings=list(warnings or []),
+    )
+
+
+def gqa_parts(cfg: ConfigView, *, head_dim_defaults: bool = False, windowed: bool = False) -> tuple[str, PartsFactory]:
+    """Standard attention for the full layers; ``windowed`` honours ``sliding_window`` (vLLM applies it)."""
+
+    def make() -> tuple:
+        window = None
+        if windowed:
+            window = effective_window(cfg, sliding_window(cfg), [])
+        return (attention_part(cfg, window=window, head_dim_defaults=head_dim_defaults),)
+
+    cfg.mark("use_sliding_window", "sliding_window")
+    return ("full", make)
+
+
+def ssm_layout(
+    cfg: ConfigView,
+    roles: list[str],
+    mamba: MambaState,
+    attention: tuple | None = None,
+    notes: list[str] | None = None,
+    warnings: list[str] | None = None,
+) -> Layout:
+    """Layers from roles: LINEAR → Mamba, ATTENTION → ``attention``, HYBRID → both, MLP → no parts."""
+    parts = {
+        LINEAR: ("mamba", lambda: (mamba,)),
+        MLP: ("mlp", lambda: ()),
+    }
+    if attention is not None:
+        parts[ATTENTION] = (attention[0].kind, lambda: attention)
+        parts[HYBRID] = ("hybrid", lambda: attention + (mamba,))
+    layers = build_layers(roles, parts)
+    return Layout(
+        layers=layers,
+        notes=[count_note(layers)] + list(notes or []) + state_dtype_note(cfg) + mtp_notes(cfg),
+        warnings=list(warnings or []),
+    )

@@ -1,0 +1,53 @@
+"""MiniCPM-SALA (SGLang): ``mixer_types`` per layer; ``minicpm4`` layers are InfLLM-v2 sparse
+attention, counted as full GQA KV; ``lightning``/``lightning-attn`` layers keep one
+``lightning_head_dim``² matrix per ``lightning_nkv`` head (SGLang's shape), no conv.
+"""
+
+from __future__ import annotations
+
+from hfkv.config import ConfigView
+from hfkv.errors import ConfigError
+from hfkv.specs import Layout, LinearAttentionState
+
+from .attention_keys import head_dim, num_heads, num_layers
+from .layer_patterns import ATTENTION, LINEAR, gqa_parts, hybrid_layout, named_roles
+from .registry import register
+from .state_shapes import lightning_state
+
+
+_SALA_ROLES = {
+    "minicpm4": ATTENTION, "sparse": ATTENTION, "full_attention": ATTENTION,
+    "lightning": LINEAR, "lightning-attn": LINEAR, "lightning_attn": LINEAR, "lightning_attention": LINEAR,
+}
+
+
+def sala_lightning(cfg: ConfigView) -> LinearAttentionState:
+    """One hd × hd matrix per ``lightning_nkv`` head (else ``lightning_nh``, else the attention heads)."""
+    heads = cfg.optional_int("lightning_nkv", "lightning_nh", minimum=1) or num_heads(cfg)
+    dim = cfg.optional_int("lightning_head_dim", minimum=1) or head_dim(cfg, num_heads(cfg))
+    return lightning_state(heads, dim)
+
+
+@register(
+    family="linear",
+    model_types=("minicpm_sala",),
+    architectures=("MiniCPMSALAForCausalLM",),
+    reads=(
+        "mixer_types", "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim",
+        "lightning_nh", "lightning_nkv", "lightning_head_dim", "sparse_config",
+    ),
+)
+def minicpm_sala(cfg: ConfigView) -> Layout:
+    """InfLLM-v2 sparse layers (full GQA KV) and lightning layers (state only) per ``mixer_types``."""
+    n = num_layers(cfg)
+    names = cfg.str_list("mixer_types", length=n)
+    if names is None:
+        raise ConfigError(cfg.path("mixer_types"), "missing (needed to tell sparse from lightning layers)")
+    roles = named_roles(cfg, "mixer_types", names, _SALA_ROLES)
+    cfg.mark("sparse_config", "lightning_scale", "lightning_use_rope")
+    parts = {ATTENTION: gqa_parts(cfg), LINEAR: ("lightning", lambda: (sala_lightning(cfg),))}
+    warnings = [
+        "InfLLM-v2 sparse layers counted as full GQA KV (n = S); the compressed block keys they also keep "
+        "(sparse_config kernel_size/stride) are not counted"
+    ]
+    return hybrid_layout(cfg, roles, parts, warnings=warnings)

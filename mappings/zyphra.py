@@ -1,0 +1,139 @@
+"""Zyphra: Zamba2 (Mamba-2 with shared-block attention) and ZAYA1 (attention + CCA conv state).
+
+- Zamba2: ``layers_block_type`` (mamba/hybrid); a hybrid layer is Mamba-2 plus its own MHA KV with
+  head_dim = ``attention_head_dim`` = 2·hidden/heads.
+- ZAYA1: every attention layer also keeps a CCA conv state of (H + K)·hd channels ×
+  (``cca_time0`` + ``cca_time1`` − 2) rows plus one (hidden, 1) tensor (SGLang's shapes). Pattern:
+  ``zaya_layers`` ('a' = attention), else ``layer_types``, else attention iff i is even (SGLang).
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from hfkv.config import ConfigView
+from hfkv.errors import ConfigError
+from hfkv.specs import FullAttention, Layout, ShortConvState
+
+from .attention_keys import (
+    attention_part,
+    effective_window,
+    head_dim,
+    hidden_size,
+    kv_heads,
+    num_heads,
+    num_layers,
+    sliding_window,
+)
+from .layer_patterns import (
+    ATTENTION,
+    HYBRID,
+    LINEAR,
+    MLP,
+    PartsFactory,
+    SLIDING,
+    hybrid_layout,
+    named_roles,
+    roles_from_list,
+    ssm_layout,
+)
+from .registry import register
+from .state_shapes import ZAMBA2, mamba2_state
+
+
+def zamba2_attention(cfg: ConfigView) -> tuple:
+    """Zamba2's shared-block attention: MHA (K = heads) with head_dim = 2·hidden/heads."""
+    heads = num_heads(cfg)
+    dim = cfg.optional_int("attention_head_dim", minimum=1)
+    if dim is None:
+        width = 2 * hidden_size(cfg)
+        if width % heads:
+            raise ConfigError(cfg.path("num_attention_heads"), f"{heads} heads do not divide 2·hidden_size = {width}")
+        dim = width // heads
+    cfg.mark("num_key_value_heads", "num_mem_blocks", "attention_hidden_size")
+    return (FullAttention(kv_heads=heads, head_dim=dim),)
+
+
+@register(
+    family="ssm",
+    model_types=("zamba2",),
+    architectures=("Zamba2ForCausalLM",),
+    reads=(
+        "layers_block_type", "num_hidden_layers", "num_attention_heads", "attention_head_dim", "hidden_size",
+        "n_mamba_heads", "mamba_headdim", "mamba_ngroups", "mamba_d_state", "mamba_d_conv", "mamba_expand",
+    ),
+    fixtures={"zamba2": "Zyphra__Zamba2-2.7B-transformers-defaults"},
+)
+def zamba2(cfg: ConfigView) -> Layout:
+    """Mamba-2 layers; ``hybrid`` layers add their own MHA KV (the shared block's weights, not its cache)."""
+    n = num_layers(cfg)
+    notes = []
+    if not cfg.present("layers_block_type"):
+        notes.append("no layers_block_type: the transformers default pattern applies")
+    roles = roles_from_list(cfg, "layers_block_type", n, (LINEAR, HYBRID), defaults=True)
+    if roles is None:
+        raise ConfigError(cfg.path("layers_block_type"), "missing (needed to find the hybrid layers)")
+    attention = zamba2_attention(cfg) if HYBRID in roles else None
+    return ssm_layout(cfg, roles, mamba2_state(cfg, ZAMBA2), attention, notes)
+
+
+_ZAYA_TYPES = {"hybrid": ATTENTION, "hybrid_sliding": SLIDING}
+
+
+def zaya_roles(cfg: ConfigView, n: int, warnings: list[str]) -> list[str]:
+    """``zaya_layers`` ('a' = attention), else ``layer_types``, else attention iff i is even (SGLang)."""
+    raw = cfg.value("zaya_layers")
+    if raw is not None:
+        if not isinstance(raw, (list, str)):
+            raise ConfigError(cfg.path("zaya_layers"), f"expected a list, got {type(raw).__name__}")
+        if len(raw) < n:
+            raise ConfigError(cfg.path("zaya_layers"), f"has {len(raw)} entries but the model has {n} layers")
+        return [ATTENTION if entry == "a" else MLP for entry in list(raw)[:n]]
+    names = cfg.str_list("layer_types", length=n)
+    if names is not None:
+        return named_roles(cfg, "layer_types", names, _ZAYA_TYPES)
+    warnings.append("no zaya_layers or layer_types: SGLang's default applies (attention iff i is even)")
+    return [ATTENTION if i % 2 == 0 else MLP for i in range(n)]
+
+
+def cca_states(cfg: ConfigView) -> tuple[ShortConvState, ShortConvState]:
+    """CCA conv: (H + K)·hd channels × (cca_time0 + cca_time1 − 2) rows; plus a (hidden, 1) tensor."""
+    heads = num_heads(cfg)
+    channels = (heads + kv_heads(cfg, heads)) * head_dim(cfg, heads, defaults=True)
+    rows = cfg.integer("cca_time0", minimum=1, defaults=True) + cfg.integer("cca_time1", minimum=1, defaults=True) - 2
+    return ShortConvState(dim=channels, conv_kernel=rows + 1), ShortConvState(dim=hidden_size(cfg), conv_kernel=2)
+
+
+@register(
+    family="ssm",
+    model_types=("zaya",),
+    architectures=("ZayaForCausalLM",),
+    reads=(
+        "zaya_layers", "layer_types", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
+        "head_dim", "hidden_size", "sliding_window", "cca_time0", "cca_time1",
+    ),
+    fixtures={"zaya": "Zyphra__ZAYA1-8B-transformers-defaults"},
+)
+def zaya(cfg: ConfigView) -> Layout:
+    """Attention layers with their KV plus the CCA conv state; other layers keep nothing."""
+    n = num_layers(cfg)
+    warnings: list[str] = []
+    roles = zaya_roles(cfg, n, warnings)
+    warnings.append(
+        "CCA state per attention layer: (H + K)·hd × (cca_time0 + cca_time1 − 2) conv values plus one "
+        "(hidden_size, 1) tensor (SGLang's shape; transformers keeps K·hd/2 there), both at the conv dtype"
+    )
+    notes: list[str] = []
+
+    def with_cca(window: int | None) -> Callable[[], tuple]:
+        return lambda: (attention_part(cfg, window=window, head_dim_defaults=True),) + cca_states(cfg)
+
+    parts: dict[str, tuple[str, PartsFactory]] = {ATTENTION: ("full+cca", with_cca(None)), MLP: ("mlp", lambda: ())}
+    if SLIDING in roles:
+        window = effective_window(cfg, sliding_window(cfg), notes)
+        if window is None:
+            raise ConfigError(cfg.path("sliding_window"), "missing, but layer_types has hybrid_sliding layers")
+        parts[SLIDING] = ("sliding+cca", with_cca(window))
+    if MLP in roles:
+        notes.append("layers that are not 'a' in zaya_layers keep no cache")
+    return hybrid_layout(cfg, roles, parts, notes, warnings)
