@@ -1,0 +1,376 @@
+"""HTML reports: one self-contained page per report, and a static site of release reports.
+
+``render_html(report)`` returns a whole HTML document: inline CSS and inline SVG charts, no script,
+and a Content-Security-Policy that forbids every fetch, so the file opens anywhere without a
+network. ``report_section(report)`` is the same report as a fragment (the web page shows it).
+``write_site(folder, entries)`` writes ``index.html`` (releases newest first: α, γ, S* and B_max at
+common contexts) and one page per model, for ``hfkv watch --html``.
+
+Escaping follows the Markdown renderer's rule: every text that comes from a config or the Hub
+(model ids, model types, mapper notes, warnings) is data. It passes through ``svg.esc``: one line,
+control and bidi-override characters shown as escapes, ``& < > " '`` escaped. Figures are the
+report's JSON numbers, printed exactly (``78,324 B (76.49 KiB)``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+from . import svg
+from .compare import exact_bytes
+from .report import DEFAULT_CONTEXTS, Report
+from .svg import esc
+from .units import format_bytes, format_tokens
+
+CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
+REFERENCE_GPU = "H200-141GB"  # the index's B_max column, when a report carries GPU budgets for it
+STYLE = """
+.hfkv { font-family: system-ui, sans-serif; color: #1b1b1b; max-width: 1100px; line-height: 1.4; }
+.hfkv h1, .hfkv h2 { margin: 0.2em 0; } .hfkv h1 { font-size: 1.5em; } .hfkv h2 { font-size: 1.15em; margin-top: 1em; }
+.hfkv .meta { color: #555; margin: 0.2em 0; }
+.hfkv .headline { font-size: 1.1em; font-weight: 600; padding: 0.5em 0.8em; background: #eef5ff;
+  border-left: 4px solid #0072B2; margin: 0.6em 0; }
+.hfkv table { border-collapse: collapse; margin: 0.4em 0; }
+.hfkv th, .hfkv td { border: 1px solid #ccc; padding: 0.25em 0.6em; vertical-align: top; }
+.hfkv th { background: #f3f3f3; text-align: left; } .hfkv td.num { text-align: right; font-variant-numeric: tabular-nums; }
+.hfkv .warning { color: #7a4a00; } .hfkv .error { color: #a00000; font-weight: 600; padding: 0.5em 0.8em;
+  background: #fff0f0; border-left: 4px solid #a00000; }
+.hfkv .charts { display: flex; flex-wrap: wrap; gap: 1em; } .hfkv svg.hfkv-chart { width: 540px; max-width: 100%; height: auto; }
+.hfkv code { background: #f3f3f3; padding: 0 0.3em; }
+"""
+
+
+def as_report(entry: Report | dict[str, Any]) -> Report:
+    """A ``Report``, or one rebuilt from its JSON form (its extra sections kept; no layer specs, so
+    charts are drawn through the report's own contexts only)."""
+    if isinstance(entry, Report):
+        return entry
+    report = Report.model_validate(entry)
+    report.extra.update({k: v for k, v in entry.items() if k not in Report.model_fields})
+    return report
+
+
+def document(title: str, body: str) -> str:
+    """A whole page: charset, the no-fetch CSP, the style sheet, ``body`` inside ``div.hfkv``."""
+    return (
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{esc(title)}</title><style>{STYLE}</style></head>\n"
+        f'<body><div class="hfkv">{body}</div></body></html>\n'
+    )
+
+
+def render_html(report: Report | dict[str, Any], *, budgets: dict[str, int] | None = None) -> str:
+    """One self-contained HTML file for ``report`` (``budgets``: a B_max column per named budget)."""
+    report = as_report(report)
+    return document(f"KV cache: {report.model}", report_section(report, budgets=budgets))
+
+
+# -- the report -----------------------------------------------------------------------------------
+
+
+def table(headers: Sequence[str], rows: Iterable[Sequence[str]], *, attrs: str = "") -> str:
+    """A table; header cells are escaped here, body cells must already be HTML (see ``cell``)."""
+    head = "".join(f"<th>{esc(h)}</th>" for h in headers)
+    body = "".join(f"<tr>{''.join(row)}</tr>" for row in rows)
+    return f"<table{attrs}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def cell(text: object, *, num: bool = False, field: str | None = None) -> str:
+    """One escaped ``td``; ``field`` names the JSON key it shows (``data-field``, for tests and scripts)."""
+    attrs = (' class="num"' if num else "") + (f' data-field="{esc(field)}"' if field else "")
+    return f"<td{attrs}>{esc(text)}</td>"
+
+
+def _count(value: int | None) -> str:
+    return "-" if value is None else f"{value:,}"
+
+
+def headline(report: Report) -> str:
+    """The verdict line: how many requests fit at the longest context shown, where and in what budget."""
+    serving = report.extra.get("serving") or {}
+    last = report.contexts[-1] if report.contexts else None
+    budget = serving.get("kv_budget_bytes")
+    if serving.get("weights_fit") is False:
+        return (f"Does not fit: the weights need {format_bytes(serving.get('weights_bytes_per_gpu'))} per GPU "
+                f"on {serving.get('gpu')} at utilization {serving.get('gpu_memory_utilization')}")
+    if budget and last is not None:
+        row = next((c for c in serving.get("contexts", []) if c["tokens"] == last.tokens), {})
+        where = f"{serving['gpu_count']} × {serving['gpu']}" if serving.get("gpu") else "the given budget"
+        upper = " (upper bound: weights unknown)" if serving.get("budget_source") == "gpu-without-weights" else ""
+        total = row.get("max_concurrency_total")
+        replicas = serving.get("replicas") or 1
+        text = (f"On {where} (TP {serving['tensor_parallel_size']}, {replicas} replica{'s' if replicas > 1 else ''}): "
+                f"KV budget {format_bytes(budget)} per GPU{upper} → {_count(row.get('max_concurrency'))} requests "
+                f"at {format_tokens(last.tokens)} per replica")
+        return text + (f", {_count(total)} in all" if replicas > 1 and total is not None else "")
+    if report.budget_bytes and last is not None:
+        return (f"In {format_bytes(report.budget_bytes)} of KV memory per GPU: {_count(last.max_concurrency)} requests "
+                f"at {format_tokens(last.tokens)}")
+    return (f"{exact_bytes(report.alpha_bytes_per_token)} per token and {exact_bytes(report.gamma_bytes_per_request)} "
+            "per request: give a GPU or a budget to see how many requests fit")
+
+
+def summary_table(report: Report) -> str:
+    """α, γ, S*, recurrent state and the longest context for the batch, exact."""
+    s_star = report.crossover_tokens
+    rows = [
+        ("α (bytes per token)", exact_bytes(report.alpha_bytes_per_token), "alpha_bytes_per_token"),
+        ("γ (bytes per request)", exact_bytes(report.gamma_bytes_per_request), "gamma_bytes_per_request"),
+        ("S* = γ/α", "-" if s_star is None else f"{round(s_star):,} tokens", "crossover_tokens"),
+        ("recurrent state per request", exact_bytes(report.recurrent_state_bytes), "recurrent_state_bytes"),
+    ]
+    if report.batch and report.budget_bytes:
+        longest = report.max_context_for_batch
+        rows.append((f"longest context for {report.batch} requests in {format_bytes(report.budget_bytes)}",
+                     "unbounded" if longest is None else f"{longest:,} tokens", "max_context_for_batch"))
+    return table(["figure", "value"], ([cell(k), cell(v, num=True, field=f)] for k, v, f in rows),
+                 attrs=' class="summary"')
+
+
+def groups_table(report: Report) -> str:
+    rows = ([cell(g.kind), cell(g.layers, num=True), cell(g.copies, num=True), cell(g.entries),
+             cell(f"{g.entry_bytes:,}", num=True), cell(f"{g.state_bytes:,}", num=True),
+             cell("-" if g.equivalent_tokens is None else f"{round(g.equivalent_tokens):,}", num=True)]
+            for g in report.groups)
+    return table(["kind", "layers", "σ", "entries n(S)", "E bytes/entry", "C bytes/request", "S_eq"], rows,
+                 attrs=' class="groups"')
+
+
+def contexts_table(report: Report, budgets: dict[str, int] | None = None) -> str:
+    """One row per context: bytes per request, reads per decode step, B_max per budget and per plan."""
+    from .accounting import max_concurrency
+
+    serving = {c["tokens"]: c for c in (report.extra.get("serving") or {}).get("contexts", [])}
+    plan = bool(serving) and (report.extra.get("serving") or {}).get("kv_budget_bytes") is not None
+    extra = any(c.extra_state_bytes for c in report.contexts)
+    headers = ["context", "KV + state per request", "read per decode step"] + (["extra state copies"] if extra else [])
+    headers += [f"B_max in {format_bytes(report.budget_bytes)}"] if report.budget_bytes else []
+    headers += [f"B_max {name}" for name in budgets or {}]
+    headers += ["B_max per replica", "B_max in all"] if plan else []
+    rows = []
+    for c in report.contexts:
+        row = [cell(format_tokens(c.tokens), num=True), cell(exact_bytes(c.kv_bytes_per_request), num=True, field="kv_bytes_per_request"),
+               cell(exact_bytes(c.read_bytes_per_step), num=True, field="read_bytes_per_step")]
+        row += [cell(exact_bytes(c.extra_state_bytes), num=True, field="extra_state_bytes")] if extra else []
+        row += [cell(_count(c.max_concurrency), num=True, field="max_concurrency")] if report.budget_bytes else []
+        per = c.kv_bytes_per_request + (c.extra_state_bytes or 0)
+        row += [cell(_count(max_concurrency(b, per)), num=True) for b in (budgets or {}).values()]
+        if plan:
+            s = serving.get(c.tokens, {})
+            row += [cell(_count(s.get("max_concurrency")), num=True, field="serving.max_concurrency"),
+                    cell(_count(s.get("max_concurrency_total")), num=True, field="serving.max_concurrency_total")]
+        rows.append(f'<tr data-tokens="{c.tokens}">{"".join(row)}</tr>')
+    html_rows = "".join(rows)
+    head = "".join(f"<th>{esc(h)}</th>" for h in headers)
+    return f'<table class="contexts"><thead><tr>{head}</tr></thead><tbody>{html_rows}</tbody></table>'
+
+
+ENGINE_FIELDS = (
+    ("bytes_per_token", "bytes per token per GPU"), ("page_size", "page size (tokens)"),
+    ("block_size", "block size (tokens)"), ("num_blocks", "KV blocks"),
+    ("max_total_num_tokens", "max_total_num_tokens"), ("kv_cache_tokens", "GPU KV cache size (tokens)"),
+    ("max_mamba_cache_size", "Mamba state slots"), ("max_running_requests", "max running requests"),
+    ("max_concurrency", "max concurrency at the context length"),
+)
+
+
+def engines_section(engines: dict[str, dict[str, Any] | str]) -> str:
+    """Each engine's own figures side by side; an engine that refuses shows its one-line reason."""
+    names = list(engines)
+    rows = []
+    for key, title in ENGINE_FIELDS:
+        values = [engines[n].get(key) if isinstance(engines[n], dict) else None for n in names]
+        if any(v is not None for v in values):
+            rows.append([cell(title)] + [cell("-" if v is None else f"{v:,}", num=True, field=f"engine.{key}")
+                                         for v in values])
+    refusals = [[cell(title_of(n, engines[n])), f'<td class="error" data-engine="{esc(n)}">{esc(engines[n])}</td>']
+                for n in names if isinstance(engines[n], str)]
+    parts = [table(["figure"] + [title_of(n, engines[n]) for n in names], rows, attrs=' class="engines"')] if rows else []
+    parts += [table(["engine", "refused"], refusals, attrs=' class="refusals"')] if refusals else []
+    for n in names:
+        assumptions = engines[n].get("assumptions", []) if isinstance(engines[n], dict) else []
+        if assumptions:
+            items = "".join(f"<li>{esc(a)}</li>" for a in assumptions)
+            parts.append(f"<details><summary>{esc(title_of(n, engines[n]))} assumes</summary><ul>{items}</ul></details>")
+    return "<h2>Engine figures</h2>" + "".join(parts)
+
+
+def title_of(name: str, result: dict[str, Any] | str) -> str:
+    return f"{result.get('name', name)} {result.get('version', '')}".strip() if isinstance(result, dict) else name
+
+
+def notes_list(report: Report) -> str:
+    """Weights and serving lines, notes, transformers defaults and warnings (all escaped)."""
+    from .render import extra_lines
+
+    items = [f"<li>{esc(line.strip())}</li>" for line in extra_lines(report) if not line.startswith("  assumes")]
+    items += [f"<li>note: {esc(n)}</li>" for n in report.notes]
+    if report.transformers_defaults:
+        items.append(f"<li>note: transformers defaults used for {esc(', '.join(report.transformers_defaults))}</li>")
+    items += [f'<li class="warning">warning: {esc(w)}</li>' for w in report.warnings]
+    return f'<ul class="notes">{"".join(items)}</ul>' if items else ""
+
+
+def report_section(report: Report, *, engines: dict[str, dict[str, Any] | str] | None = None,
+                   budgets: dict[str, int] | None = None) -> str:
+    """The report as an HTML fragment (no ``<html>``): header, verdict, figures, charts, notes."""
+    meta = f"{report.model_type or '?'} · mapper {report.mapper}" + (f" · commit {report.commit[:12]}" if report.commit else "")
+    precision = (f"KV {report.kv_cache_dtype} · state {report.state_dtype} · conv {report.conv_dtype} · "
+                 f"indexer {report.indexer_dtype} · TP {report.tensor_parallel_size}"
+                 + (" (bytes per GPU)" if report.tensor_parallel_size > 1 else ""))
+    parts = [
+        f'<h1 class="model">{esc(report.model)}</h1>', f'<p class="meta">{esc(meta)}</p>',
+        f'<p class="meta">{esc(precision)}</p>', f'<p class="headline" id="hfkv-headline">{esc(headline(report))}</p>',
+        summary_table(report), "<h2>Layers by kind</h2>", groups_table(report),
+        "<h2>Per request</h2>", contexts_table(report, budgets),
+    ]
+    if engines:
+        parts.append(engines_section(engines))
+    parts += ['<h2>Charts</h2><div class="charts">', *charts([report], [report.model]), "</div>", notes_list(report)]
+    return f'<section class="report">{"".join(parts)}</section>'
+
+
+# -- charts ---------------------------------------------------------------------------------------
+
+
+def _samples(report: Report, grid: list[int] | None) -> tuple[list[int], list[float], Any]:
+    """(contexts, total bytes per request, plot.Curves or None): exact curves from the layer specs
+    when the report has them, else the report's own contexts."""
+    from . import plot
+
+    if grid and report.layer_specs:
+        c = plot.curves(report, grid)
+        return c.xs, [float(t) for t in c.totals], c
+    xs = [c.tokens for c in report.contexts]
+    return xs, [float(c.kv_bytes_per_request + (c.extra_state_bytes or 0)) for c in report.contexts], None
+
+
+def _grid(reports: Sequence[Report]) -> list[int] | None:
+    from . import plot
+
+    tokens = [c.tokens for r in reports for c in r.contexts]
+    if not tokens or not all(r.layer_specs for r in reports):
+        return None
+    lo, hi = min(plot.SHORTEST, min(tokens)), max(tokens)
+    return plot.context_grid(lo if lo < hi else max(1, hi // 8), max(hi, 2), list(reports))
+
+
+def charts(reports: Sequence[Report], labels: Sequence[str], budget: int | None = None) -> list[str]:
+    """Two SVG charts: memory per request (stacked by storage for one model, one line each for
+    several) and B_max against the context in ``budget`` (else the report's, else 64 GiB, said)."""
+    from . import plot
+
+    grid = _grid(reports)
+    samples = [_samples(r, grid) for r in reports]
+    sampled = grid is None
+    colors = [svg.PALETTE[k % len(svg.PALETTE)] for k in range(len(reports))]
+    first = samples[0][2]
+    if len(reports) == 1 and first is not None:
+        bands = [svg.Series(name, first.xs, [float(v) for v in values], plot.STACK[name])
+                 for name, values in first.bands.items()]
+        s_star = reports[0].crossover_tokens
+        memory = svg.stacked_chart(
+            "Memory per request by kind of storage", first.xs, bands, unit=plot.binary_unit(max(samples[0][1], default=1)),
+            x_format=lambda v: format_tokens(int(round(v))),
+            marker=(s_star, f"S* ≈ {format_tokens(round(s_star))} tokens") if s_star else None)
+    else:
+        memory = svg.line_chart(
+            "Memory per request (KV cache + state)",
+            [svg.Series(f"{label}: α {plot.short_bytes(r.alpha_bytes_per_token)}/token, γ {plot.short_bytes(r.gamma_bytes_per_request)}",
+                        xs, ys, color) for r, label, (xs, ys, _), color in zip(reports, labels, samples, colors)],
+            xlabel="context length (tokens)", ylabel="bytes per request", x_format=lambda v: format_tokens(int(round(v))),
+            y_format=plot.short_bytes, y_ticks=lambda lo, hi: svg.log2_ticks(lo, hi, 7), markers=sampled)
+    given = budget or reports[0].budget_bytes or (reports[0].extra.get("serving") or {}).get("kv_budget_bytes")
+    used = given if given and given > 0 else plot.DEFAULT_BUDGET
+    where = format_bytes(used) + ("" if given and given > 0 else " (default budget)")
+    concurrency = svg.line_chart(
+        f"Requests that fit in {where} (B_max)",
+        [svg.Series(label, xs, _bmax(ys, used), color) for label, (xs, ys, _), color in zip(labels, samples, colors)],
+        xlabel="context length (tokens)", ylabel="concurrent requests", x_format=lambda v: format_tokens(int(round(v))),
+        y_format=lambda v: f"{v:,.0f}", y_ticks=svg.decade_ticks, markers=sampled,
+        legend_right=True)
+    note = '<p class="meta">Charts drawn through the report\'s contexts only (its layers were not kept).</p>' if sampled else ""
+    return [memory, concurrency, note]
+
+
+def _bmax(totals: list[float], budget: int) -> list[float]:
+    """floor(budget / bytes) per point; NaN (a gap) where not one request fits."""
+    return [float(budget // t) if t > 0 and budget // t >= 1 else float("nan") for t in totals]
+
+
+# -- the release site -----------------------------------------------------------------------------
+
+
+def reference_budget(report: Report) -> tuple[str, int] | None:
+    """(name, bytes) of the budget the index shows B_max for: the watch report's H200 budget (else
+    its first GPU budget), else the report's own ``--budget``."""
+    budgets = (report.extra.get("watch") or {}).get("gpu_budgets") or {}
+    for name, value in budgets.items():
+        if name.startswith(REFERENCE_GPU):
+            return name, value
+    if budgets:
+        return next(iter(budgets.items()))
+    return ("budget " + format_bytes(report.budget_bytes), report.budget_bytes) if report.budget_bytes else None
+
+
+def published(report: Report) -> str:
+    return str((report.extra.get("watch") or {}).get("created_at") or "")
+
+
+def index_html(reports: Sequence[Report], pages: Sequence[str]) -> str:
+    """``index.html``: one row per release, newest first, linking to its page."""
+    from .accounting import max_concurrency
+
+    order = sorted(range(len(reports)), key=lambda k: (published(reports[k]), reports[k].model), reverse=True)
+    headers = ["published", "model", "model type", "α (bytes/token)", "γ (bytes/request)", "S*", "B_max on"]
+    headers += [f"B_max {format_tokens(S)}" for S in DEFAULT_CONTEXTS]
+    rows = []
+    for k in order:
+        r, ref = reports[k], reference_budget(reports[k])
+        by_tokens = {c.tokens: c for c in r.contexts}
+        row = [cell(published(r)[:10] or "-"), f'<td><a href="{esc(pages[k])}">{esc(r.model)}</a></td>',
+               cell(r.model_type or "?"), cell(f"{r.alpha_bytes_per_token:,}", num=True),
+               cell(f"{r.gamma_bytes_per_request:,}", num=True),
+               cell("-" if r.crossover_tokens is None else f"{round(r.crossover_tokens):,}", num=True),
+               cell(ref[0] if ref else "-")]
+        for S in DEFAULT_CONTEXTS:
+            c = by_tokens.get(S)
+            value = max_concurrency(ref[1], c.kv_bytes_per_request + (c.extra_state_bytes or 0)) if c and ref else None
+            row.append(cell(_count(value), num=True))
+        rows.append(row)
+    body = ("<h1>KV cache of new releases</h1>"
+            f'<p class="meta">{len(reports)} report(s), newest first. B_max: requests per GPU at each context in the '
+            "named KV budget (GPU memory × utilization − weights / TP; activations not subtracted).</p>"
+            + table(headers, rows, attrs=' class="releases"'))
+    return document("hfkv: KV cache of new releases", body)
+
+
+def write_site(folder: str | Path, entries: Iterable[Report | dict[str, Any]]) -> list[Path]:
+    """Write ``folder/index.html`` and ``folder/<name>.html`` per entry; return the paths written.
+
+    ``entries``: ``Report`` objects or report dicts (the JSON form, such as ``hfkv watch``'s
+    ``<name>.json``); ``watch.created_at`` orders the index and ``watch.gpu_budgets`` gives its B_max.
+    A page is written from a ``Report`` (exact curves from its layers); a dict entry's page is
+    written only when missing, so a page drawn from layers is not replaced by a sampled one. File
+    names come from ``watch.safe_name`` and never leave ``folder``; every write is atomic.
+    """
+    from .watch import atomic_write, inside, safe_name
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    written, reports, pages = [], [], []
+    for entry in entries:
+        report = as_report(entry)
+        page = safe_name(report.model) + ".html"
+        path = inside(folder, page)
+        if isinstance(entry, Report) or not path.exists():
+            atomic_write(path, render_html(report, budgets=(report.extra.get("watch") or {}).get("gpu_budgets")))
+            written.append(path)
+        reports.append(report)
+        pages.append(page)
+    index = inside(folder, "index.html")
+    atomic_write(index, index_html(reports, pages))
+    return written + [index]
