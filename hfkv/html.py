@@ -217,7 +217,8 @@ def notes_list(report: Report) -> str:
 def report_section(report: Report, *, engines: dict[str, dict[str, Any] | str] | None = None,
                    budgets: dict[str, int] | None = None) -> str:
     """The report as an HTML fragment (no ``<html>``): header, verdict, figures, charts, notes."""
-    meta = f"{report.model_type or '?'} · mapper {report.mapper}" + (f" · commit {report.commit[:12]}" if report.commit else "")
+    meta = (f"{report.model_type or '?'} ({', '.join(report.architectures) or '?'}) · mapper {report.mapper}"
+            + (f" · commit {report.commit[:12]}" if report.commit else ""))
     precision = (f"KV {report.kv_cache_dtype} · state {report.state_dtype} · conv {report.conv_dtype} · "
                  f"indexer {report.indexer_dtype} · TP {report.tensor_parallel_size}"
                  + (" (bytes per GPU)" if report.tensor_parallel_size > 1 else ""))

@@ -1,0 +1,174 @@
+"""hfkv.html: self-contained report pages, escaping of model-provided text, the static release site.
+
+Expected figures are derived by hand beside each assertion; hostile text comes from a config and a
+model id, as it would from the Hub.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+import hfkv
+from hfkv.html import render_html, report_section, write_site
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+GIB = 2**30
+# Tags a page may hold: text, tables, lists and the SVG charts. No script, link, img, iframe, object.
+ALLOWED_TAGS = {
+    "html", "head", "meta", "title", "style", "body", "div", "section", "h1", "h2", "p", "table", "thead", "tbody",
+    "tr", "th", "td", "ul", "li", "details", "summary", "a", "code", "svg", "rect", "line", "text", "polyline",
+    "polygon", "circle",
+}
+HOSTILE = {
+    "model_type": "<script>alert(1)</script>\u202eevil", "architectures": ["<img src=x onerror=alert(1)>"],
+    "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "hidden_size": 256,
+    "torch_dtype": "bfloat16", "max_position_embeddings": 4096,
+    "<b>sliding_window</b>": 5, "attn_weird_heads\n<iframe src=https://evil.example/>": 3,
+}
+HOSTILE_ID = "evil/<svg onload=alert(1)>\u202e"
+
+
+class Elements(HTMLParser):
+    """Every start tag with its attributes, and the text, of a page."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+        self.text: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+
+
+def parse(page: str) -> Elements:
+    parser = Elements()
+    parser.feed(page)
+    return parser
+
+
+def llama(**options) -> hfkv.Report:
+    return hfkv.inspect(FIXTURES / "meta-llama__Meta-Llama-3.1-8B" / "config.json", **options)
+
+
+def field_cells(page: str, field: str) -> list[str]:
+    return re.findall(rf'data-field="{re.escape(field)}">([^<]*)<', page)
+
+
+def test_figures_are_the_reports_exact_numbers():
+    # Llama-3.1-8B: 32 layers × 2 (K, V) × 8 KV heads × 128 head_dim × 2 B = 131,072 B per token, γ = 0.
+    page = render_html(llama(contexts=(4096, 131072), budget_bytes=60 * GIB))
+    assert field_cells(page, "alpha_bytes_per_token") == ["131,072 B (128.00 KiB)"]
+    assert field_cells(page, "gamma_bytes_per_request") == ["0 B"]
+    # 4K: 4096 × 131,072 = 536,870,912 B; 128K: 131,072 × 131,072 = 17,179,869,184 B (16 GiB).
+    assert field_cells(page, "kv_bytes_per_request") == ["536,870,912 B (512.00 MiB)", "17,179,869,184 B (16.00 GiB)"]
+    # B_max in 60 GiB: floor(60·2^30 / 2^29) = 120 at 4K, floor(60 / 16) = 3 at 128K.
+    assert field_cells(page, "max_concurrency") == ["120", "3"]
+    assert "In 60.00 GiB of KV memory per GPU: 3 requests at 128K" in page
+
+
+def test_dsa_alpha_by_hand():
+    # DeepSeek-V3.2 bf16: 61 layers × ((512 + 64) × 2 B latent + 132 B fp8 indexer key) = 61 × 1284 = 78,324 B.
+    report = hfkv.inspect(FIXTURES / "deepseek-ai__DeepSeek-V3.2" / "config.json")
+    assert field_cells(render_html(report), "alpha_bytes_per_token") == ["78,324 B (76.49 KiB)"]
+
+
+def test_page_is_self_contained():
+    page = render_html(llama(budget_bytes=60 * GIB))
+    elements = parse(page)
+    tags = {tag for tag, _ in elements.tags}
+    assert tags <= ALLOWED_TAGS, tags - ALLOWED_TAGS
+    csp = [a["content"] for t, a in elements.tags if t == "meta" and a.get("http-equiv") == "Content-Security-Policy"]
+    assert csp and "default-src 'none'" in csp[0]
+    for tag, attrs in elements.tags:
+        for name, value in attrs.items():
+            assert not name.startswith("on"), (tag, name)
+            if name in ("src", "href", "xlink:href", "srcset", "action", "data", "poster"):
+                assert not re.match(r"\s*(https?:|//|javascript:)", value or "", re.I), (tag, name, value)
+    assert "url(" not in page and "@import" not in page
+    assert "<polyline" in page and "<polygon" in page  # the charts are inline SVG
+
+
+def test_hostile_model_text_is_data():
+    report = hfkv.inspect_config(json.loads(json.dumps(HOSTILE)), model=HOSTILE_ID)
+    # 2 layers × 2 × 2 KV heads × (256 / 4) head_dim × 2 B = 1,024 B per token: the report did build.
+    assert report.alpha_bytes_per_token == 1024
+    page = render_html(report)
+    elements = parse(page)
+    assert {tag for tag, _ in elements.tags} <= ALLOWED_TAGS
+    assert not any(name.startswith("on") for _, attrs in elements.tags for name in attrs)
+    assert "\u202e" not in page and "\n<iframe" not in page
+    text = "".join(elements.text)
+    assert "<script>alert(1)</script>\\u202eevil" in text  # shown, escaped, visible as the escape
+    assert "<img src=x onerror=alert(1)>" in text
+    assert "evil/<svg onload=alert(1)>\\u202e" in text
+    assert "attn_weird_heads\\n<iframe src=https://evil.example/>" in text  # one line, not a new element
+
+
+def test_fragment_has_no_document_parts():
+    fragment = report_section(llama())
+    assert fragment.startswith('<section class="report">') and "<html" not in fragment and "<style" not in fragment
+
+
+def test_json_form_renders_the_same_figures():
+    report = llama(contexts=(4096,), budget_bytes=60 * GIB)
+    from_json = render_html(json.loads(json.dumps(report.to_dict())))
+    assert field_cells(from_json, "kv_bytes_per_request") == field_cells(render_html(report), "kv_bytes_per_request")
+    assert "through the report's contexts only" in from_json  # no layer specs: sampled charts, said so
+
+
+def watch_dict(report: hfkv.Report, created: str, budgets: dict[str, int]) -> dict:
+    data = report.to_dict()
+    data["model"] = "meta-llama/Meta-Llama-3.1-8B"  # as watch names it: the repo id
+    data["watch"] = {"created_at": created, "gpu_budgets": budgets}
+    return data
+
+
+def test_site_index_newest_first_with_b_max(tmp_path):
+    old = watch_dict(llama(), "2025-01-01T00:00:00+00:00", {"H200-141GB": 60 * GIB})
+    new = hfkv.inspect(FIXTURES / "openai__gpt-oss-120b" / "config.json")
+    new.model = "openai/gpt-oss-120b"
+    new.extra["watch"] = {"created_at": "2025-06-01T00:00:00+00:00", "gpu_budgets": {"H200-141GB": 60 * GIB}}
+    written = write_site(tmp_path, [old, new])
+    assert {p.name for p in written} == {"index.html", "openai__gpt-oss-120b.html", "meta-llama__Meta-Llama-3.1-8B.html"}
+    index = (tmp_path / "index.html").read_text()
+    rows = re.findall(r"<tr><td>([^<]*)</td><td><a href=\"([^\"]+)\">", index)
+    assert [href for _, href in rows] == ["openai__gpt-oss-120b.html", "meta-llama__Meta-Llama-3.1-8B.html"]
+    llama_row = index.split('meta-llama__Meta-Llama-3.1-8B.html">')[1].split("</tr>")[0]
+    cells = re.findall(r'<td class="num">([^<]*)</td>', llama_row)
+    # α 131,072; γ 0; S* 0; B_max on 60 GiB at 4K/32K/128K: 60·2^30 / (S × 2^17) = 120, 15, 3.
+    assert cells == ["131,072", "0", "0", "120", "15", "3"]
+    # gpt-oss-120b: 18 full + 18 sliding (W = 128) layers × 2 × 8 heads × 64 × 2 B = 2,048 B each per token;
+    # α = 18 × 2048 = 36,864 B, γ = 18 × 128 × 2048 = 4,718,592 B; at 4K: 4096 × 36,864 + γ = 155,713,536 B
+    # → floor(64,424,509,440 / 155,713,536) = 413.
+    oss_row = index.split('openai__gpt-oss-120b.html">')[1].split("</tr>")[0]
+    assert re.findall(r'<td class="num">([^<]*)</td>', oss_row)[:4] == ["36,864", "4,718,592", "128", "413"]
+
+
+def test_site_keeps_a_page_drawn_from_layers(tmp_path):
+    report = llama()
+    report.model = "meta-llama/Meta-Llama-3.1-8B"
+    report.extra["watch"] = {"created_at": "2025-01-01T00:00:00+00:00", "gpu_budgets": {}}
+    write_site(tmp_path, [report])
+    page = tmp_path / "meta-llama__Meta-Llama-3.1-8B.html"
+    first = page.read_text()
+    written = write_site(tmp_path, [json.loads(json.dumps(report.to_dict()))])
+    assert page not in written and page.read_text() == first  # the JSON-only entry left the exact page alone
+
+
+@pytest.mark.parametrize("repo_id", ["../../etc/passwd", "/abs/path", "a/b\x00c", "x/" + "y" * 300, "org/..", HOSTILE_ID])
+def test_site_file_names_stay_inside(tmp_path, repo_id):
+    report = llama()
+    report.model = repo_id
+    site = tmp_path / "site"
+    for path in write_site(site, [report]):
+        assert path.parent == site and path.exists()
+    assert sorted(p.name for p in tmp_path.rglob("*")) == sorted(["site"] + [p.name for p in site.iterdir()])
+    assert {tag for tag, _ in parse((site / "index.html").read_text()).tags} <= ALLOWED_TAGS
