@@ -19,7 +19,7 @@ class HfkvError(Exception):
         self.source = source
 
     def __str__(self) -> str:
-        text = f"{self.source}: {self.message}" if self.source else self.message
+        text = f"{shorten(self.source)}: {self.message}" if self.source else self.message
         return one_line(text)
 
     def row_text(self) -> str:
@@ -31,6 +31,19 @@ class HfkvError(Exception):
         if self.source is None:
             self.source = source
         return self
+
+
+NAME_LIMIT = 120  # characters of a file or repo name shown in a message
+
+
+def shorten(name: str, limit: int = NAME_LIMIT) -> str:
+    """``name`` cut in the middle with an ellipsis when longer than ``limit`` (its start and its end
+    are what tell two names apart)."""
+    text = str(name)
+    if len(text) <= limit:
+        return text
+    keep = limit - 1
+    return text[: keep - keep // 3] + "…" + text[len(text) - keep // 3:]
 
 
 def one_line(text: str) -> str:
@@ -59,7 +72,7 @@ class UnsupportedModelError(ConfigError):
         super().__init__(None, problem, source=source)
 
     def __str__(self) -> str:
-        return one_line(f"{self.source}: unsupported: {self.message}" if self.source else f"unsupported: {self.message}")
+        return one_line(f"{shorten(self.source)}: unsupported: {self.message}" if self.source else f"unsupported: {self.message}")
 
 
 class SourceError(HfkvError):

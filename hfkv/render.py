@@ -46,10 +46,19 @@ def summary_lines(report: Report) -> list[str]:
     if report.recurrent_state_bytes:
         lines.append(f"recurrent state = {_bytes(report.recurrent_state_bytes)} per request")
     if report.max_context_for_batch is not None or (report.batch and report.budget_bytes):
-        longest = report.max_context_for_batch
-        text = "unbounded" if longest is None else f"{longest:,} tokens"
-        lines.append(f"longest context for {report.batch} concurrent requests in {format_bytes(report.budget_bytes)}: {text}")
+        lines.append(longest_context_line(report.max_context_for_batch, report.batch, report.budget_bytes))
     return lines
+
+
+def longest_context_line(longest: int | None, batch: int | None, budget: int | None) -> str:
+    """The answer to "how long a context for ``batch`` requests in ``budget``": 0 tokens is said as
+    "does not fit", not as a length."""
+    where = f"for {batch} concurrent request{'s' if batch != 1 else ''} in {format_bytes(budget)}"
+    if longest is None:
+        return f"longest context {where}: unbounded (memory stops growing with the context)"
+    if longest == 0:
+        return f"longest context {where}: does not fit (even 1 token per request needs more)"
+    return f"longest context {where}: {longest:,} tokens"
 
 
 def extra_lines(report: Report) -> list[str]:
@@ -63,11 +72,7 @@ def extra_lines(report: Report) -> list[str]:
     serving = report.extra.get("serving")
     if serving:
         where = f"{serving['gpu']} × {serving['gpu_count']}" if serving.get("gpu") else "explicit budget"
-        budget = serving.get("kv_budget_bytes")
-        lines.append(f"serving on {where}, TP {serving['tensor_parallel_size']}: KV budget per GPU "
-                     f"{format_bytes(budget) if budget is not None else 'unknown'}"
-                     + (" (upper bound: weights unknown, pass --weights-bytes)"
-                        if serving.get("budget_source") == "gpu-without-weights" else ""))
+        lines.append(f"serving on {where}, TP {serving['tensor_parallel_size']}: KV budget per GPU {_budget_text(serving)}")
         for ctx in serving.get("contexts", []):
             if ctx.get("max_concurrency") is not None:
                 step = ctx.get("decode_step_seconds") or {}  # None without a GPU's bandwidth
@@ -90,57 +95,168 @@ def extra_lines(report: Report) -> list[str]:
     return lines
 
 
-def render_table(report: Report, console: Any = None) -> None:
-    """Print a report for a person: layer groups, α/γ/S*, then one row per context."""
+def terminal_text(text: Any, style: str | None = None) -> Any:
+    """Model- or user-provided text as a rich ``Text``: never markup, control and bidi characters
+    escaped (an ESC, an OSC hyperlink or a newline from a config cannot reach the terminal raw)."""
+    from rich.text import Text
+
+    from .errors import one_line
+
+    return Text(one_line(str(text)), style=style or "")
+
+
+def console_for(console: Any = None) -> Any:
+    """``console``, else one on stdout; piped, as wide as the output needs (nothing wrapped)."""
     from rich.console import Console
+
+    if console is not None:
+        return console
+    console = Console(highlight=False)
+    return console if console.is_terminal else Console(highlight=False, width=100_000)
+
+
+def print_fields(console: Any, fields: list[Any], sep: str = " · ") -> None:
+    """``fields`` (rich Texts) on as few lines as the width allows, a line break only between fields."""
+    from rich.text import Text
+
+    line, width = Text(), console.width
+    for field in fields:
+        if line.cell_len and line.cell_len + len(sep) + field.cell_len > width:
+            console.print(line, soft_wrap=True)
+            line = Text()
+        if line.cell_len:
+            line.append(sep)
+        line.append_text(field)
+    if line.cell_len:
+        console.print(line, soft_wrap=True)
+
+
+def print_table(console: Any, title: str | None, columns: list[tuple[str, bool]], rows: list[list[str]]) -> None:
+    """A table (``columns``: (title, right-aligned)), cells as data; cells are never cut or wrapped.
+
+    When the table is wider than the console, each row is printed as ``title: value`` lines under
+    its first cell instead: a narrow terminal gets every figure whole rather than ``2,…``.
+    """
+    from rich.measure import Measurement
     from rich.table import Table
 
-    console = console or Console(highlight=False)
-    head = f"[bold]{report.model}[/bold]  {report.model_type or '?'} · mapper {report.mapper}"
+    table = Table(title=title, title_justify="left")
+    for name, right in columns:
+        table.add_column(name, justify="right" if right else "left", no_wrap=True)
+    for row in rows:
+        table.add_row(*(terminal_text(cell) for cell in row))
+    natural = Measurement.get(console, console.options.update(width=1_000_000), table).maximum
+    if natural <= console.width:
+        console.print(table)
+        return
+    if title:
+        console.print(terminal_text(title, "italic"), soft_wrap=True)
+    for row in rows:
+        console.print(terminal_text(row[0], "bold"), soft_wrap=True)
+        for (name, _), cell in zip(columns[1:], row[1:]):
+            console.print(terminal_text(f"  {name}: {cell}"))
+
+
+def used_dtypes(report: Report) -> list[tuple[str, str]]:
+    """(label, dtype) of the storage dtypes the model's layers use: changing a dtype that no layer
+    stores (a recurrent state in a pure-attention model) changes no byte, so it is not named."""
+    from . import accounting as acc
+
+    p, layers, tp = report.precision, report.layer_specs, report.tensor_parallel_size
+    named = [("KV", "kv", report.kv_cache_dtype), ("state", "state", report.state_dtype),
+             ("conv", "conv", report.conv_dtype), ("indexer", "indexer", report.indexer_dtype)]
+    if not layers:
+        return [(label, dtype) for label, _, dtype in named]
+
+    def cost(precision: Any) -> Any:
+        return acc.request_bytes(layers, 4096, precision, tp)
+
+    base = cost(p)
+    used = []
+    for label, field, dtype in named:
+        other = "bf16" if getattr(p, field) in ("fp32", "fp8", "fp4") else "fp32"
+        if cost(_with_dtype(p, field, other)) != base:
+            used.append((label, dtype))
+    return used or [("KV", report.kv_cache_dtype)]
+
+
+def _with_dtype(precision: Any, field: str, dtype: str) -> Any:
+    """``precision`` with one dtype changed (a frozen dataclass or a pydantic model)."""
+    import dataclasses
+
+    if dataclasses.is_dataclass(precision):
+        return dataclasses.replace(precision, **{field: dtype})
+    return precision.model_copy(update={field: dtype})
+
+
+def header_fields(report: Report) -> tuple[list[Any], list[Any]]:
+    """The two header lines of a report, as fields (model, type, mapper, commit; dtypes, TP)."""
+    first = [terminal_text(report.model, "bold"), terminal_text(report.model_type or "?"),
+             terminal_text(f"mapper {report.mapper}")]
     if report.commit:
-        head += f" · commit {report.commit[:12]}"
-    console.print(head, markup=True)
-    console.print(
-        f"KV {report.kv_cache_dtype} · state {report.state_dtype} · conv {report.conv_dtype} · "
-        f"indexer {report.indexer_dtype} · TP {report.tensor_parallel_size}"
-        + (" (bytes per GPU)" if report.tensor_parallel_size > 1 else ""),
-        markup=False,
-    )
-    groups = Table(title="layers by kind", title_justify="left")
-    for col in ("kind", "layers", "σ", "entries n(S)", "E bytes/entry", "C bytes/request", "S_eq"):
-        groups.add_column(col, justify="right" if col not in ("kind", "entries n(S)") else "left")
-    for g in report.groups:
-        groups.add_row(
-            g.kind, str(g.layers), str(g.copies), g.entries, _num(g.entry_bytes), _num(g.state_bytes),
-            "-" if g.equivalent_tokens is None else _num(round(g.equivalent_tokens)),
-        )
-    console.print(groups)
+        first.append(terminal_text(f"commit {report.commit[:12]}"))
+    tp = report.tensor_parallel_size
+    second = [terminal_text(f"{label} {dtype}") for label, dtype in used_dtypes(report)]
+    second.append(terminal_text(f"TP {tp}" + (" (bytes per GPU)" if tp > 1 else "")))
+    return first, second
+
+
+def _budget_text(serving: dict[str, Any]) -> str:
+    """The KV budget of a serving plan in words: unknown, none (the weights do not fit), or bytes."""
+    budget = serving.get("kv_budget_bytes")
+    if serving.get("weights_fit") is False:
+        return (f"none: the weights do not fit ({format_bytes(serving.get('weights_bytes_per_gpu'))} per GPU, "
+                f"more than the {format_bytes(serving.get('usable_bytes'))} usable)")
+    if budget is None:
+        return "unknown"
+    upper = serving.get("budget_source") == "gpu-without-weights"
+    return format_bytes(budget) + (" (upper bound: weights unknown, pass --weights-bytes)" if upper else "")
+
+
+def render_table(report: Report, console: Any = None) -> None:
+    """Print a report for a person: layer groups, α/γ/S*, then one row per context.
+
+    Every model-provided string is data (no rich markup, control characters escaped); on a
+    terminal too narrow for a table its rows are printed as lines (``print_table``).
+    """
+    console = console_for(console)
+    for fields in header_fields(report):
+        print_fields(console, fields)
+    group_columns = [("kind", False), ("layers", True), ("σ", True), ("entries n(S)", False),
+                     ("E bytes/entry", True), ("C bytes/request", True), ("S_eq", True)]
+    group_rows = [[g.kind, str(g.layers), str(g.copies), g.entries, _num(g.entry_bytes), _num(g.state_bytes),
+                   "-" if g.equivalent_tokens is None else _num(round(g.equivalent_tokens))] for g in report.groups]
+    print_table(console, "layers by kind", group_columns, group_rows)
     for line in summary_lines(report):
-        console.print(line, markup=False, soft_wrap=True)
-    contexts = Table(title="per request", title_justify="left")
-    contexts.add_column("context", justify="right")
-    contexts.add_column("KV + state", justify="right")
-    contexts.add_column("read per decode step", justify="right")
-    if any(c.extra_state_bytes for c in report.contexts):
-        contexts.add_column("extra state copies", justify="right")
+        console.print(terminal_text(line))
+    print_table(console, "per request", *_context_table(report))
+    for line in extra_lines(report):
+        console.print(terminal_text(line))
+    for note in report.notes:
+        console.print(terminal_text(f"note: {note}"))
+    if report.transformers_defaults:
+        console.print(terminal_text("note: transformers defaults used for " + ", ".join(report.transformers_defaults)))
+    for warning in report.warnings:
+        console.print(terminal_text(f"warning: {warning}", "yellow"))
+
+
+def _context_table(report: Report) -> tuple[list[tuple[str, bool]], list[list[str]]]:
+    """Columns and rows of the per-request table."""
+    extra = any(c.extra_state_bytes for c in report.contexts)
+    columns = [("context", True), ("KV + state", True), ("read per decode step", True)]
+    if extra:
+        columns.append(("extra state copies", True))
     if report.budget_bytes:
-        contexts.add_column(f"B_max in {format_bytes(report.budget_bytes)}", justify="right")
+        columns.append((f"B_max in {format_bytes(report.budget_bytes)}", True))
+    rows = []
     for c in report.contexts:
         row = [format_tokens(c.tokens), format_bytes(c.kv_bytes_per_request), format_bytes(c.read_bytes_per_step)]
-        if any(x.extra_state_bytes for x in report.contexts):
+        if extra:
             row.append(format_bytes(c.extra_state_bytes))
         if report.budget_bytes:
             row.append("-" if c.max_concurrency is None else f"{c.max_concurrency:,}")
-        contexts.add_row(*row)
-    console.print(contexts)
-    for line in extra_lines(report):
-        console.print(line, markup=False, soft_wrap=True)
-    for note in report.notes:
-        console.print(f"note: {note}", markup=False, soft_wrap=True)
-    if report.transformers_defaults:
-        console.print("note: transformers defaults used for " + ", ".join(report.transformers_defaults), markup=False)
-    for warning in report.warnings:
-        console.print(f"warning: {warning}", markup=False, style="yellow", soft_wrap=True)
+        rows.append(row)
+    return columns, rows
 
 
 # C0/C1 controls (NUL included) and the bidirectional overrides that can reorder what a reader sees.

@@ -27,7 +27,7 @@ import click
 
 from . import tfdefaults
 from .cli import accounting_options, build_hub, build_options, hub_options
-from .errors import HfkvError, UsageError
+from .errors import HfkvError, UsageError, one_line
 from .units import format_bytes, format_tokens
 
 FORMATS = ("table", "jsonl", "csv", "markdown")
@@ -316,7 +316,9 @@ class CsvWriter(Writer):
         return [self._join(self.columns.names())]
 
     def line(self, row: Row) -> str:
-        return self._join(["" if v is None else _plain(v) if isinstance(v, (int, float)) else v
+        """One csv line: text cells with control characters escaped (``one_line``), so a newline in a
+        config's text cannot split a row (which ``--resume`` reads line by line) or reach a terminal."""
+        return self._join(["" if v is None else _plain(v) if isinstance(v, (int, float)) else one_line(v)
                            for v in self.columns.values(row)])
 
     @staticmethod
@@ -475,19 +477,12 @@ def _progress(total: int) -> Any:
 
 
 def print_table(rows: list[Row], columns: Columns) -> None:
-    from rich.console import Console
-    from rich.table import Table
+    """The rows as one table on stdout (``hfkv.render.print_table``: cells are data, never cut)."""
+    from .render import console_for, print_table as print_rows
 
-    console = Console(highlight=False)
-    if not console.is_terminal:
-        console = Console(highlight=False, width=240)  # piped: no terminal width to respect
-    table = Table()
-    for title in columns.titles():
-        text_column = title in ("model", "model_type", "mapper", "KV dtype", "error")
-        table.add_column(title, justify="left" if text_column else "right", overflow="fold")
-    for row in rows:
-        table.add_row(*columns.human(row))
-    console.print(table)
+    titles = columns.titles()
+    layout = [(t, t not in ("model", "model_type", "mapper", "KV dtype", "error")) for t in titles]
+    print_rows(console_for(), None, layout, [columns.human(row) for row in rows])
 
 
 def run(entries: list[str], job: Job, out: Output, jobs: int) -> list[Row]:

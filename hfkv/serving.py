@@ -15,7 +15,9 @@ bytes are per GPU, as in the report. The result of ``plan_serving`` is a JSON-ab
                               SGLang ``--mem-fraction-static``); None when the budget was explicit
 ``weights_bytes``             whole-model weights, or None when unknown
 ``weights_bytes_per_gpu``     ceil(weights_bytes / TP), or None
-``kv_budget_bytes``           KV budget per GPU (may be ≤ 0: the weights do not fit), or None
+``usable_bytes``              ceil(memory × utilization), or None when the budget was explicit
+``kv_budget_bytes``           KV budget per GPU (≤ 0: the weights do not fit, by that many bytes; then
+                              ``weights_fit`` is False and the report's warnings say so), or None
 ``budget_source``             "explicit" (kv_cache_memory_bytes or the report's budget), "gpu",
                               "gpu-without-weights" (an upper bound: weights unknown) or None
 ``weights_fit``               False when weights alone exceed the usable memory; None when unknown
@@ -186,10 +188,12 @@ def plan_serving(
             budget, source = usable_bytes(preset.memory_bytes, util), "gpu-without-weights"
             estimates.append(_ESTIMATE_NO_WEIGHTS)
         else:
-            budget, source = usable_bytes(preset.memory_bytes, util) - per_gpu_weights, "gpu"
+            usable = usable_bytes(preset.memory_bytes, util)
+            budget, source = usable - per_gpu_weights, "gpu"
             weights_fit = budget > 0
             if not weights_fit:
-                notes.append(f"the weights ({per_gpu_weights:,} B per GPU) do not fit in {preset.name} at this utilization")
+                _warn_once(report, f"the weights do not fit: {per_gpu_weights:,} B per GPU, more than the "
+                                   f"{usable:,} B {preset.name} leaves at utilization {float(util):g}; no KV budget")
         if preset.reported_bytes:
             notes.append(
                 f"{preset.name}: datasheet {preset.memory_quoted} read as {preset.memory_bytes:,} B; the device "
@@ -252,6 +256,7 @@ def plan_serving(
         "gpu_memory_utilization": float(util) if util is not None else None,
         "weights_bytes": weights_bytes,
         "weights_bytes_per_gpu": per_gpu_weights,
+        "usable_bytes": usable_bytes(preset.memory_bytes, util) if util is not None and preset else None,
         "kv_budget_bytes": budget,
         "budget_source": source,
         "weights_fit": weights_fit,
@@ -264,6 +269,12 @@ def plan_serving(
         "estimates": estimates,
         "notes": notes,
     }
+
+
+def _warn_once(report, text: str) -> None:
+    """A warning the report carries into every output format (once, however often it is planned)."""
+    if text not in report.warnings:
+        report.warnings.append(text)
 
 
 def gpu_budget(

@@ -17,14 +17,29 @@ _SIZE_UNITS = {
 _TOKEN_UNITS = {"": 1, "k": 1024, "m": 1024**2}
 
 
+# A size without a unit below this is refused: "--budget 60" is far likelier to mean 60 GiB than 60 bytes.
+PLAIN_BYTES_MIN = 1024**2
+
+
 def parse_size(text: str) -> int:
-    """Bytes from '80GiB', '80G' (binary), '80GB' (decimal) or a plain integer."""
+    """Bytes from '80GiB', '80G' (binary), '80GB' (decimal), '512B' or a plain integer of bytes.
+
+    A plain integer must be at least ``PLAIN_BYTES_MIN`` (1 MiB): below that it is almost surely a
+    forgotten unit, and is refused (``UsageError``) with the readings it may have meant; write
+    ``60B`` for bytes. Sizes are whole bytes (``1.5KiB`` is 1536; ``0.3B`` is refused).
+    """
     m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([a-zA-Z]*)\s*", str(text))
     if not m or m.group(2).lower() not in _SIZE_UNITS:
         raise UsageError(f"cannot read size '{text}' (try 80GiB, 141GB or 1073741824)")
-    value = Fraction(m.group(1)) * _SIZE_UNITS[m.group(2).lower()]
+    number, unit = m.group(1), m.group(2)
+    value = Fraction(number) * _SIZE_UNITS[unit.lower()]
     if value <= 0:
         raise UsageError(f"size '{text}' must be positive")
+    if value.denominator != 1:
+        raise UsageError(f"size '{text}' is not a whole number of bytes")
+    if not unit and value < PLAIN_BYTES_MIN:
+        raise UsageError(f"size '{number}' has no unit: write {number}GiB or {number}GB (or {number}B if you "
+                         "mean bytes)")
     return int(value)
 
 
