@@ -6,15 +6,18 @@ network. ``report_section(report)`` is the same report as a fragment (the web pa
 ``write_site(folder, entries)`` writes ``index.html`` (releases newest first: α, γ, S* and B_max at
 common contexts) and one page per model, for ``hfkv watch --html``.
 
-Escaping follows the Markdown renderer's rule: every text that comes from a config or the Hub
-(model ids, model types, mapper notes, warnings) is data. It passes through ``svg.esc``: one line,
-control and bidi-override characters shown as escapes, ``& < > " '`` escaped. Figures are the
-report's JSON numbers, printed exactly (``78,324 B (76.49 KiB)``).
+Pages are drawn from the report's JSON form (``Report.to_dict()``, the stable contract), so a
+report read back from a ``.json`` file renders the same figures; a ``Report`` object adds exact
+curves from its layer specs. Escaping follows the Markdown renderer's rule: every text that comes
+from a config or the Hub (model ids, model types, mapper notes, warnings) is data. It passes
+through ``svg.esc``: one line, control and bidi-override characters shown as escapes,
+``& < > " '`` escaped. Figures are printed exactly (``78,324 B (76.49 KiB)``).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, Iterable, Sequence
 
 from . import svg
@@ -39,16 +42,12 @@ STYLE = """
 .hfkv .charts { display: flex; flex-wrap: wrap; gap: 1em; } .hfkv svg.hfkv-chart { width: 540px; max-width: 100%; height: auto; }
 .hfkv code { background: #f3f3f3; padding: 0 0.3em; }
 """
+Entry = Report | dict  # a report, or its JSON form
 
 
-def as_report(entry: Report | dict[str, Any]) -> Report:
-    """A ``Report``, or one rebuilt from its JSON form (its extra sections kept; no layer specs, so
-    charts are drawn through the report's own contexts only)."""
-    if isinstance(entry, Report):
-        return entry
-    report = Report.model_validate(entry)
-    report.extra.update({k: v for k, v in entry.items() if k not in Report.model_fields})
-    return report
+def split(entry: Entry) -> tuple[dict[str, Any], Report | None]:
+    """(JSON form, the Report when there is one: its layer specs give exact curves)."""
+    return (entry, None) if isinstance(entry, dict) else (entry.to_dict(), entry)
 
 
 def document(title: str, body: str) -> str:
@@ -62,10 +61,10 @@ def document(title: str, body: str) -> str:
     )
 
 
-def render_html(report: Report | dict[str, Any], *, budgets: dict[str, int] | None = None) -> str:
+def render_html(report: Entry, *, budgets: dict[str, int] | None = None) -> str:
     """One self-contained HTML file for ``report`` (``budgets``: a B_max column per named budget)."""
-    report = as_report(report)
-    return document(f"KV cache: {report.model}", report_section(report, budgets=budgets))
+    data, _ = split(report)
+    return document(f"KV cache: {data.get('model')}", report_section(report, budgets=budgets))
 
 
 # -- the report -----------------------------------------------------------------------------------
@@ -74,7 +73,7 @@ def render_html(report: Report | dict[str, Any], *, budgets: dict[str, int] | No
 def table(headers: Sequence[str], rows: Iterable[Sequence[str]], *, attrs: str = "") -> str:
     """A table; header cells are escaped here, body cells must already be HTML (see ``cell``)."""
     head = "".join(f"<th>{esc(h)}</th>" for h in headers)
-    body = "".join(f"<tr>{''.join(row)}</tr>" for row in rows)
+    body = "".join(row if isinstance(row, str) else f"<tr>{''.join(row)}</tr>" for row in rows)
     return f"<table{attrs}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
@@ -84,88 +83,97 @@ def cell(text: object, *, num: bool = False, field: str | None = None) -> str:
     return f"<td{attrs}>{esc(text)}</td>"
 
 
-def _count(value: int | None) -> str:
-    return "-" if value is None else f"{value:,}"
+def _count(value: Any) -> str:
+    return f"{value:,}" if isinstance(value, (int, float)) else "-"
 
 
-def headline(report: Report) -> str:
+def _tokens(value: Any) -> str:
+    return "-" if value is None else f"{round(value):,} tokens"
+
+
+def headline(data: dict[str, Any]) -> str:
     """The verdict line: how many requests fit at the longest context shown, where and in what budget."""
-    serving = report.extra.get("serving") or {}
-    last = report.contexts[-1] if report.contexts else None
+    serving = data.get("serving") or {}
+    last = (data.get("contexts") or [None])[-1]
     budget = serving.get("kv_budget_bytes")
     if serving.get("weights_fit") is False:
         return (f"Does not fit: the weights need {format_bytes(serving.get('weights_bytes_per_gpu'))} per GPU "
                 f"on {serving.get('gpu')} at utilization {serving.get('gpu_memory_utilization')}")
-    if budget and last is not None:
-        row = next((c for c in serving.get("contexts", []) if c["tokens"] == last.tokens), {})
-        where = f"{serving['gpu_count']} × {serving['gpu']}" if serving.get("gpu") else "the given budget"
+    if budget and last:
+        row = next((c for c in serving.get("contexts") or [] if c.get("tokens") == last["tokens"]), {})
+        where = f"{serving.get('gpu_count')} × {serving['gpu']}" if serving.get("gpu") else "the given budget"
         upper = " (upper bound: weights unknown)" if serving.get("budget_source") == "gpu-without-weights" else ""
-        total = row.get("max_concurrency_total")
         replicas = serving.get("replicas") or 1
-        text = (f"On {where} (TP {serving['tensor_parallel_size']}, {replicas} replica{'s' if replicas > 1 else ''}): "
+        text = (f"On {where} (TP {serving.get('tensor_parallel_size')}, {replicas} replica{'s' if replicas > 1 else ''}): "
                 f"KV budget {format_bytes(budget)} per GPU{upper} → {_count(row.get('max_concurrency'))} requests "
-                f"at {format_tokens(last.tokens)} per replica")
+                f"at {format_tokens(last['tokens'])} per replica")
+        total = row.get("max_concurrency_total")
         return text + (f", {_count(total)} in all" if replicas > 1 and total is not None else "")
-    if report.budget_bytes and last is not None:
-        return (f"In {format_bytes(report.budget_bytes)} of KV memory per GPU: {_count(last.max_concurrency)} requests "
-                f"at {format_tokens(last.tokens)}")
-    return (f"{exact_bytes(report.alpha_bytes_per_token)} per token and {exact_bytes(report.gamma_bytes_per_request)} "
-            "per request: give a GPU or a budget to see how many requests fit")
+    if data.get("budget_bytes") and last:
+        return (f"In {format_bytes(data['budget_bytes'])} of KV memory per GPU: {_count(last.get('max_concurrency'))} "
+                f"requests at {format_tokens(last['tokens'])}")
+    return (f"{exact_bytes(data.get('alpha_bytes_per_token'))} per token and "
+            f"{exact_bytes(data.get('gamma_bytes_per_request'))} per request: give a GPU or a budget to see how many "
+            "requests fit")
 
 
-def summary_table(report: Report) -> str:
+def summary_table(data: dict[str, Any]) -> str:
     """α, γ, S*, recurrent state and the longest context for the batch, exact."""
-    s_star = report.crossover_tokens
     rows = [
-        ("α (bytes per token)", exact_bytes(report.alpha_bytes_per_token), "alpha_bytes_per_token"),
-        ("γ (bytes per request)", exact_bytes(report.gamma_bytes_per_request), "gamma_bytes_per_request"),
-        ("S* = γ/α", "-" if s_star is None else f"{round(s_star):,} tokens", "crossover_tokens"),
-        ("recurrent state per request", exact_bytes(report.recurrent_state_bytes), "recurrent_state_bytes"),
+        ("α (bytes per token)", exact_bytes(data.get("alpha_bytes_per_token")), "alpha_bytes_per_token"),
+        ("γ (bytes per request)", exact_bytes(data.get("gamma_bytes_per_request")), "gamma_bytes_per_request"),
+        ("S* = γ/α", _tokens(data.get("crossover_tokens")), "crossover_tokens"),
+        ("recurrent state per request", exact_bytes(data.get("recurrent_state_bytes")), "recurrent_state_bytes"),
     ]
-    if report.batch and report.budget_bytes:
-        longest = report.max_context_for_batch
-        rows.append((f"longest context for {report.batch} requests in {format_bytes(report.budget_bytes)}",
-                     "unbounded" if longest is None else f"{longest:,} tokens", "max_context_for_batch"))
+    if data.get("batch") and data.get("budget_bytes"):
+        longest = data.get("max_context_for_batch")
+        rows.append((f"longest context for {data['batch']} requests in {format_bytes(data['budget_bytes'])}",
+                     "unbounded" if longest is None else _tokens(longest), "max_context_for_batch"))
     return table(["figure", "value"], ([cell(k), cell(v, num=True, field=f)] for k, v, f in rows),
                  attrs=' class="summary"')
 
 
-def groups_table(report: Report) -> str:
-    rows = ([cell(g.kind), cell(g.layers, num=True), cell(g.copies, num=True), cell(g.entries),
-             cell(f"{g.entry_bytes:,}", num=True), cell(f"{g.state_bytes:,}", num=True),
-             cell("-" if g.equivalent_tokens is None else f"{round(g.equivalent_tokens):,}", num=True)]
-            for g in report.groups)
+def groups_table(data: dict[str, Any]) -> str:
+    rows = ([cell(g.get("kind")), cell(g.get("layers"), num=True), cell(g.get("copies"), num=True),
+             cell(g.get("entries")), cell(_count(g.get("entry_bytes")), num=True),
+             cell(_count(g.get("state_bytes")), num=True),
+             cell("-" if g.get("equivalent_tokens") is None else f"{round(g['equivalent_tokens']):,}", num=True)]
+            for g in data.get("groups") or [])
     return table(["kind", "layers", "σ", "entries n(S)", "E bytes/entry", "C bytes/request", "S_eq"], rows,
                  attrs=' class="groups"')
 
 
-def contexts_table(report: Report, budgets: dict[str, int] | None = None) -> str:
+def per_request(ctx: dict[str, Any]) -> Any:
+    """Bytes one request holds at this context: KV + state + extra state copies."""
+    return ctx["kv_bytes_per_request"] + (ctx.get("extra_state_bytes") or 0)
+
+
+def contexts_table(data: dict[str, Any], budgets: dict[str, int] | None = None) -> str:
     """One row per context: bytes per request, reads per decode step, B_max per budget and per plan."""
     from .accounting import max_concurrency
 
-    serving = {c["tokens"]: c for c in (report.extra.get("serving") or {}).get("contexts", [])}
-    plan = bool(serving) and (report.extra.get("serving") or {}).get("kv_budget_bytes") is not None
-    extra = any(c.extra_state_bytes for c in report.contexts)
+    contexts = data.get("contexts") or []
+    serving = data.get("serving") or {}
+    planned = {c.get("tokens"): c for c in serving.get("contexts") or []} if serving.get("kv_budget_bytes") else {}
+    extra = any(c.get("extra_state_bytes") for c in contexts)
     headers = ["context", "KV + state per request", "read per decode step"] + (["extra state copies"] if extra else [])
-    headers += [f"B_max in {format_bytes(report.budget_bytes)}"] if report.budget_bytes else []
+    headers += [f"B_max in {format_bytes(data['budget_bytes'])}"] if data.get("budget_bytes") else []
     headers += [f"B_max {name}" for name in budgets or {}]
-    headers += ["B_max per replica", "B_max in all"] if plan else []
+    headers += ["B_max per replica", "B_max in all"] if planned else []
     rows = []
-    for c in report.contexts:
-        row = [cell(format_tokens(c.tokens), num=True), cell(exact_bytes(c.kv_bytes_per_request), num=True, field="kv_bytes_per_request"),
-               cell(exact_bytes(c.read_bytes_per_step), num=True, field="read_bytes_per_step")]
-        row += [cell(exact_bytes(c.extra_state_bytes), num=True, field="extra_state_bytes")] if extra else []
-        row += [cell(_count(c.max_concurrency), num=True, field="max_concurrency")] if report.budget_bytes else []
-        per = c.kv_bytes_per_request + (c.extra_state_bytes or 0)
-        row += [cell(_count(max_concurrency(b, per)), num=True) for b in (budgets or {}).values()]
-        if plan:
-            s = serving.get(c.tokens, {})
-            row += [cell(_count(s.get("max_concurrency")), num=True, field="serving.max_concurrency"),
-                    cell(_count(s.get("max_concurrency_total")), num=True, field="serving.max_concurrency_total")]
-        rows.append(f'<tr data-tokens="{c.tokens}">{"".join(row)}</tr>')
-    html_rows = "".join(rows)
-    head = "".join(f"<th>{esc(h)}</th>" for h in headers)
-    return f'<table class="contexts"><thead><tr>{head}</tr></thead><tbody>{html_rows}</tbody></table>'
+    for c in contexts:
+        row = [cell(format_tokens(c["tokens"]), num=True),
+               cell(exact_bytes(c["kv_bytes_per_request"]), num=True, field="kv_bytes_per_request"),
+               cell(exact_bytes(c.get("read_bytes_per_step")), num=True, field="read_bytes_per_step")]
+        row += [cell(exact_bytes(c.get("extra_state_bytes")), num=True, field="extra_state_bytes")] if extra else []
+        row += [cell(_count(c.get("max_concurrency")), num=True, field="max_concurrency")] if data.get("budget_bytes") else []
+        row += [cell(_count(max_concurrency(b, per_request(c))), num=True) for b in (budgets or {}).values()]
+        if planned:
+            plan = planned.get(c["tokens"], {})
+            row += [cell(_count(plan.get("max_concurrency")), num=True, field="serving.max_concurrency"),
+                    cell(_count(plan.get("max_concurrency_total")), num=True, field="serving.max_concurrency_total")]
+        rows.append(f'<tr data-tokens="{c["tokens"]}">{"".join(row)}</tr>')
+    return table(headers, rows, attrs=' class="contexts"')
 
 
 ENGINE_FIELDS = (
@@ -184,14 +192,13 @@ def engines_section(engines: dict[str, dict[str, Any] | str]) -> str:
     for key, title in ENGINE_FIELDS:
         values = [engines[n].get(key) if isinstance(engines[n], dict) else None for n in names]
         if any(v is not None for v in values):
-            rows.append([cell(title)] + [cell("-" if v is None else f"{v:,}", num=True, field=f"engine.{key}")
-                                         for v in values])
+            rows.append([cell(title)] + [cell(_count(v), num=True, field=f"engine.{key}") for v in values])
     refusals = [[cell(title_of(n, engines[n])), f'<td class="error" data-engine="{esc(n)}">{esc(engines[n])}</td>']
                 for n in names if isinstance(engines[n], str)]
     parts = [table(["figure"] + [title_of(n, engines[n]) for n in names], rows, attrs=' class="engines"')] if rows else []
     parts += [table(["engine", "refused"], refusals, attrs=' class="refusals"')] if refusals else []
     for n in names:
-        assumptions = engines[n].get("assumptions", []) if isinstance(engines[n], dict) else []
+        assumptions = (engines[n].get("assumptions") or []) if isinstance(engines[n], dict) else []
         if assumptions:
             items = "".join(f"<li>{esc(a)}</li>" for a in assumptions)
             parts.append(f"<details><summary>{esc(title_of(n, engines[n]))} assumes</summary><ul>{items}</ul></details>")
@@ -199,101 +206,111 @@ def engines_section(engines: dict[str, dict[str, Any] | str]) -> str:
 
 
 def title_of(name: str, result: dict[str, Any] | str) -> str:
-    return f"{result.get('name', name)} {result.get('version', '')}".strip() if isinstance(result, dict) else name
+    return f"{result.get('name') or name} {result.get('version') or ''}".strip() if isinstance(result, dict) else name
 
 
-def notes_list(report: Report) -> str:
+def notes_list(data: dict[str, Any]) -> str:
     """Weights and serving lines, notes, transformers defaults and warnings (all escaped)."""
     from .render import extra_lines
 
-    items = [f"<li>{esc(line.strip())}</li>" for line in extra_lines(report) if not line.startswith("  assumes")]
-    items += [f"<li>note: {esc(n)}</li>" for n in report.notes]
-    if report.transformers_defaults:
-        items.append(f"<li>note: transformers defaults used for {esc(', '.join(report.transformers_defaults))}</li>")
-    items += [f'<li class="warning">warning: {esc(w)}</li>' for w in report.warnings]
+    # extra_lines reads only report.extra's weights/serving/engine, which the JSON form holds at its top level.
+    lines = extra_lines(SimpleNamespace(extra=data))  # type: ignore[arg-type]
+    items = [f"<li>{esc(line.strip())}</li>" for line in lines if not line.startswith("  assumes")]
+    items += [f"<li>note: {esc(n)}</li>" for n in data.get("notes") or []]
+    if data.get("transformers_defaults"):
+        items.append(f"<li>note: transformers defaults used for {esc(', '.join(data['transformers_defaults']))}</li>")
+    items += [f'<li class="warning">warning: {esc(w)}</li>' for w in data.get("warnings") or []]
     return f'<ul class="notes">{"".join(items)}</ul>' if items else ""
 
 
-def report_section(report: Report, *, engines: dict[str, dict[str, Any] | str] | None = None,
+def report_section(report: Entry, *, engines: dict[str, dict[str, Any] | str] | None = None,
                    budgets: dict[str, int] | None = None) -> str:
     """The report as an HTML fragment (no ``<html>``): header, verdict, figures, charts, notes."""
-    meta = (f"{report.model_type or '?'} ({', '.join(report.architectures) or '?'}) · mapper {report.mapper}"
-            + (f" · commit {report.commit[:12]}" if report.commit else ""))
-    precision = (f"KV {report.kv_cache_dtype} · state {report.state_dtype} · conv {report.conv_dtype} · "
-                 f"indexer {report.indexer_dtype} · TP {report.tensor_parallel_size}"
-                 + (" (bytes per GPU)" if report.tensor_parallel_size > 1 else ""))
+    data, _ = split(report)
+    commit = data.get("commit")
+    meta = (f"{data.get('model_type') or '?'} ({', '.join(data.get('architectures') or []) or '?'}) · "
+            f"mapper {data.get('mapper')}" + (f" · commit {commit[:12]}" if commit else ""))
+    tp = data.get("tensor_parallel_size") or 1
+    precision = (f"KV {data.get('kv_cache_dtype')} · state {data.get('state_dtype')} · conv {data.get('conv_dtype')} · "
+                 f"indexer {data.get('indexer_dtype')} · TP {tp}" + (" (bytes per GPU)" if tp > 1 else ""))
     parts = [
-        f'<h1 class="model">{esc(report.model)}</h1>', f'<p class="meta">{esc(meta)}</p>',
-        f'<p class="meta">{esc(precision)}</p>', f'<p class="headline" id="hfkv-headline">{esc(headline(report))}</p>',
-        summary_table(report), "<h2>Layers by kind</h2>", groups_table(report),
-        "<h2>Per request</h2>", contexts_table(report, budgets),
+        f'<h1 class="model">{esc(data.get("model"))}</h1>', f'<p class="meta">{esc(meta)}</p>',
+        f'<p class="meta">{esc(precision)}</p>', f'<p class="headline" id="hfkv-headline">{esc(headline(data))}</p>',
+        summary_table(data), "<h2>Layers by kind</h2>", groups_table(data),
+        "<h2>Per request</h2>", contexts_table(data, budgets),
     ]
     if engines:
         parts.append(engines_section(engines))
-    parts += ['<h2>Charts</h2><div class="charts">', *charts([report], [report.model]), "</div>", notes_list(report)]
+    parts += ['<h2>Charts</h2><div class="charts">', *charts([report], [str(data.get("model"))]), "</div>",
+              notes_list(data)]
     return f'<section class="report">{"".join(parts)}</section>'
 
 
 # -- charts ---------------------------------------------------------------------------------------
 
 
-def _samples(report: Report, grid: list[int] | None) -> tuple[list[int], list[float], Any]:
+def _samples(entry: Entry, grid: list[int] | None) -> tuple[list[int], list[float], Any]:
     """(contexts, total bytes per request, plot.Curves or None): exact curves from the layer specs
-    when the report has them, else the report's own contexts."""
+    when there is a grid (every entry is a Report with specs), else the report's own contexts."""
     from . import plot
 
-    if grid and report.layer_specs:
+    data, report = split(entry)
+    if grid and report is not None:
         c = plot.curves(report, grid)
         return c.xs, [float(t) for t in c.totals], c
-    xs = [c.tokens for c in report.contexts]
-    return xs, [float(c.kv_bytes_per_request + (c.extra_state_bytes or 0)) for c in report.contexts], None
+    contexts = data.get("contexts") or []
+    return [c["tokens"] for c in contexts], [float(per_request(c)) for c in contexts], None
 
 
-def _grid(reports: Sequence[Report]) -> list[int] | None:
+def _grid(entries: Sequence[Entry]) -> list[int] | None:
     from . import plot
 
-    tokens = [c.tokens for r in reports for c in r.contexts]
-    if not tokens or not all(r.layer_specs for r in reports):
+    reports = [split(e)[1] for e in entries]
+    if not all(r is not None and r.layer_specs and r.contexts for r in reports):
         return None
+    tokens = [c.tokens for r in reports for c in r.contexts]
     lo, hi = min(plot.SHORTEST, min(tokens)), max(tokens)
-    return plot.context_grid(lo if lo < hi else max(1, hi // 8), max(hi, 2), list(reports))
+    return plot.context_grid(lo if lo < hi else max(1, hi // 8), max(hi, 2), reports)
 
 
-def charts(reports: Sequence[Report], labels: Sequence[str], budget: int | None = None) -> list[str]:
+def charts(entries: Sequence[Entry], labels: Sequence[str], budget: int | None = None) -> list[str]:
     """Two SVG charts: memory per request (stacked by storage for one model, one line each for
     several) and B_max against the context in ``budget`` (else the report's, else 64 GiB, said)."""
     from . import plot
 
-    grid = _grid(reports)
-    samples = [_samples(r, grid) for r in reports]
-    sampled = grid is None
-    colors = [svg.PALETTE[k % len(svg.PALETTE)] for k in range(len(reports))]
+    grid = _grid(entries)
+    samples = [_samples(e, grid) for e in entries]
+    datas = [split(e)[0] for e in entries]
+    if not any(xs for xs, _, _ in samples):
+        return []
+    colors = [svg.PALETTE[k % len(svg.PALETTE)] for k in range(len(entries))]
+    tokens = lambda v: format_tokens(int(round(v)))  # noqa: E731
     first = samples[0][2]
-    if len(reports) == 1 and first is not None:
+    if len(entries) == 1 and first is not None:
         bands = [svg.Series(name, first.xs, [float(v) for v in values], plot.STACK[name])
                  for name, values in first.bands.items()]
-        s_star = reports[0].crossover_tokens
+        s_star = datas[0].get("crossover_tokens")
         memory = svg.stacked_chart(
-            "Memory per request by kind of storage", first.xs, bands, unit=plot.binary_unit(max(samples[0][1], default=1)),
-            x_format=lambda v: format_tokens(int(round(v))),
-            marker=(s_star, f"S* ≈ {format_tokens(round(s_star))} tokens") if s_star else None)
+            "Memory per request by kind of storage", first.xs, bands, unit=plot.binary_unit(max(samples[0][1])),
+            x_format=tokens, marker=(s_star, f"S* ≈ {format_tokens(round(s_star))} tokens") if s_star else None)
     else:
         memory = svg.line_chart(
             "Memory per request (KV cache + state)",
-            [svg.Series(f"{label}: α {plot.short_bytes(r.alpha_bytes_per_token)}/token, γ {plot.short_bytes(r.gamma_bytes_per_request)}",
-                        xs, ys, color) for r, label, (xs, ys, _), color in zip(reports, labels, samples, colors)],
-            xlabel="context length (tokens)", ylabel="bytes per request", x_format=lambda v: format_tokens(int(round(v))),
-            y_format=plot.short_bytes, y_ticks=lambda lo, hi: svg.log2_ticks(lo, hi, 7), markers=sampled)
-    given = budget or reports[0].budget_bytes or (reports[0].extra.get("serving") or {}).get("kv_budget_bytes")
+            [svg.Series(f"{label}: α {plot.short_bytes(d['alpha_bytes_per_token'])}/token, "
+                        f"γ {plot.short_bytes(d['gamma_bytes_per_request'])}", xs, ys, color)
+             for d, label, (xs, ys, _), color in zip(datas, labels, samples, colors)],
+            xlabel="context length (tokens)", ylabel="bytes per request", x_format=tokens,
+            y_format=plot.short_bytes, y_ticks=lambda lo, hi: svg.log2_ticks(lo, hi, 7), markers=grid is None)
+    given = budget or datas[0].get("budget_bytes") or (datas[0].get("serving") or {}).get("kv_budget_bytes")
     used = given if given and given > 0 else plot.DEFAULT_BUDGET
     where = format_bytes(used) + ("" if given and given > 0 else " (default budget)")
     concurrency = svg.line_chart(
         f"Requests that fit in {where} (B_max)",
         [svg.Series(label, xs, _bmax(ys, used), color) for label, (xs, ys, _), color in zip(labels, samples, colors)],
-        xlabel="context length (tokens)", ylabel="concurrent requests", x_format=lambda v: format_tokens(int(round(v))),
-        y_format=lambda v: f"{v:,.0f}", y_ticks=svg.decade_ticks, markers=sampled,
-        legend_right=True)
-    note = '<p class="meta">Charts drawn through the report\'s contexts only (its layers were not kept).</p>' if sampled else ""
+        xlabel="context length (tokens)", ylabel="concurrent requests", x_format=tokens,
+        y_format=lambda v: f"{v:,.0f}", y_ticks=svg.decade_ticks, markers=grid is None, legend_right=True)
+    note = ('<p class="meta">Charts drawn through the report\'s contexts only (its layers were not kept).</p>'
+            if grid is None else "")
     return [memory, concurrency, note]
 
 
@@ -305,51 +322,51 @@ def _bmax(totals: list[float], budget: int) -> list[float]:
 # -- the release site -----------------------------------------------------------------------------
 
 
-def reference_budget(report: Report) -> tuple[str, int] | None:
+def reference_budget(data: dict[str, Any]) -> tuple[str, int] | None:
     """(name, bytes) of the budget the index shows B_max for: the watch report's H200 budget (else
     its first GPU budget), else the report's own ``--budget``."""
-    budgets = (report.extra.get("watch") or {}).get("gpu_budgets") or {}
+    budgets = (data.get("watch") or {}).get("gpu_budgets") or {}
     for name, value in budgets.items():
         if name.startswith(REFERENCE_GPU):
             return name, value
     if budgets:
         return next(iter(budgets.items()))
-    return ("budget " + format_bytes(report.budget_bytes), report.budget_bytes) if report.budget_bytes else None
+    budget = data.get("budget_bytes")
+    return ("budget " + format_bytes(budget), budget) if budget else None
 
 
-def published(report: Report) -> str:
-    return str((report.extra.get("watch") or {}).get("created_at") or "")
+def published(data: dict[str, Any]) -> str:
+    return str((data.get("watch") or {}).get("created_at") or "")
 
 
-def index_html(reports: Sequence[Report], pages: Sequence[str]) -> str:
+def index_html(datas: Sequence[dict[str, Any]], pages: Sequence[str]) -> str:
     """``index.html``: one row per release, newest first, linking to its page."""
     from .accounting import max_concurrency
 
-    order = sorted(range(len(reports)), key=lambda k: (published(reports[k]), reports[k].model), reverse=True)
+    order = sorted(range(len(datas)), key=lambda k: (published(datas[k]), str(datas[k].get("model"))), reverse=True)
     headers = ["published", "model", "model type", "α (bytes/token)", "γ (bytes/request)", "S*", "B_max on"]
     headers += [f"B_max {format_tokens(S)}" for S in DEFAULT_CONTEXTS]
     rows = []
     for k in order:
-        r, ref = reports[k], reference_budget(reports[k])
-        by_tokens = {c.tokens: c for c in r.contexts}
-        row = [cell(published(r)[:10] or "-"), f'<td><a href="{esc(pages[k])}">{esc(r.model)}</a></td>',
-               cell(r.model_type or "?"), cell(f"{r.alpha_bytes_per_token:,}", num=True),
-               cell(f"{r.gamma_bytes_per_request:,}", num=True),
-               cell("-" if r.crossover_tokens is None else f"{round(r.crossover_tokens):,}", num=True),
+        d, ref = datas[k], reference_budget(datas[k])
+        by_tokens = {c["tokens"]: c for c in d.get("contexts") or []}
+        row = [cell(published(d)[:10] or "-"), f'<td><a href="{esc(pages[k])}">{esc(d.get("model"))}</a></td>',
+               cell(d.get("model_type") or "?"), cell(_count(d.get("alpha_bytes_per_token")), num=True),
+               cell(_count(d.get("gamma_bytes_per_request")), num=True),
+               cell("-" if d.get("crossover_tokens") is None else f"{round(d['crossover_tokens']):,}", num=True),
                cell(ref[0] if ref else "-")]
         for S in DEFAULT_CONTEXTS:
             c = by_tokens.get(S)
-            value = max_concurrency(ref[1], c.kv_bytes_per_request + (c.extra_state_bytes or 0)) if c and ref else None
-            row.append(cell(_count(value), num=True))
+            row.append(cell(_count(max_concurrency(ref[1], per_request(c)) if c and ref else None), num=True))
         rows.append(row)
     body = ("<h1>KV cache of new releases</h1>"
-            f'<p class="meta">{len(reports)} report(s), newest first. B_max: requests per GPU at each context in the '
+            f'<p class="meta">{len(datas)} report(s), newest first. B_max: requests per GPU at each context in the '
             "named KV budget (GPU memory × utilization − weights / TP; activations not subtracted).</p>"
             + table(headers, rows, attrs=' class="releases"'))
     return document("hfkv: KV cache of new releases", body)
 
 
-def write_site(folder: str | Path, entries: Iterable[Report | dict[str, Any]]) -> list[Path]:
+def write_site(folder: str | Path, entries: Iterable[Entry]) -> list[Path]:
     """Write ``folder/index.html`` and ``folder/<name>.html`` per entry; return the paths written.
 
     ``entries``: ``Report`` objects or report dicts (the JSON form, such as ``hfkv watch``'s
@@ -362,16 +379,16 @@ def write_site(folder: str | Path, entries: Iterable[Report | dict[str, Any]]) -
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    written, reports, pages = [], [], []
+    written, datas, pages = [], [], []
     for entry in entries:
-        report = as_report(entry)
-        page = safe_name(report.model) + ".html"
+        data, report = split(entry)
+        page = safe_name(str(data.get("model"))) + ".html"
         path = inside(folder, page)
-        if isinstance(entry, Report) or not path.exists():
-            atomic_write(path, render_html(report, budgets=(report.extra.get("watch") or {}).get("gpu_budgets")))
+        if report is not None or not path.exists():
+            atomic_write(path, render_html(entry, budgets=(data.get("watch") or {}).get("gpu_budgets")))
             written.append(path)
-        reports.append(report)
+        datas.append(data)
         pages.append(page)
     index = inside(folder, "index.html")
-    atomic_write(index, index_html(reports, pages))
+    atomic_write(index, index_html(datas, pages))
     return written + [index]
