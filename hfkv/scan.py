@@ -15,10 +15,11 @@ import csv
 import io
 import json
 import os
+import queue
 import re
 import stat
 import sys
-from concurrent.futures import ThreadPoolExecutor, as_completed
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Iterable
@@ -292,8 +293,9 @@ class Writer:
         """How ``entry`` appears in the file's model field."""
         return entry
 
-    def parse(self, line: str) -> tuple[str, bool] | None:
-        """(model key, succeeded) of a complete row written earlier, or None if it is not one."""
+    def parse(self, line: str) -> tuple[str, str | None] | None:
+        """(model key, its error text or None) of a complete row written earlier, or None if the
+        line is not one."""
         raise NotImplementedError
 
 
@@ -301,14 +303,14 @@ class JsonlWriter(Writer):
     def line(self, row: Row) -> str:
         return json.dumps(row.to_dict())
 
-    def parse(self, line: str) -> tuple[str, bool] | None:
+    def parse(self, line: str) -> tuple[str, str | None] | None:
         try:
             data = json.loads(line)
         except ValueError:
             return None
         if not isinstance(data, dict) or not isinstance(data.get("model"), str):
             return None
-        return data["model"], "error" not in data
+        return data["model"], str(data["error"]) if "error" in data else None
 
 
 class CsvWriter(Writer):
@@ -327,11 +329,11 @@ class CsvWriter(Writer):
         csv.writer(buf, lineterminator="").writerow(cells)
         return buf.getvalue()
 
-    def parse(self, line: str) -> tuple[str, bool] | None:
+    def parse(self, line: str) -> tuple[str, str | None] | None:
         cells = next(csv.reader([line]), [])
         if len(cells) != len(self.columns.names()) or not cells[0]:
             return None
-        return cells[0], not cells[-1]
+        return cells[0], cells[-1] or None
 
 
 class MarkdownWriter(Writer):
@@ -354,13 +356,13 @@ class MarkdownWriter(Writer):
 
         return md_escape(entry)
 
-    def parse(self, line: str) -> tuple[str, bool] | None:
+    def parse(self, line: str) -> tuple[str, str | None] | None:
         if not line.startswith("|") or not line.rstrip().endswith("|"):
             return None
         cells = [c.strip() for c in self._CELL_SPLIT.split(line.strip())[1:-1]]
         if len(cells) != len(self.columns.names()) or not cells[0] or set(cells[0]) <= set("-:"):
             return None
-        return cells[0], not cells[-1]
+        return cells[0], cells[-1] or None
 
 
 WRITERS: dict[str, type[Writer]] = {"jsonl": JsonlWriter, "csv": CsvWriter, "markdown": MarkdownWriter}
@@ -369,15 +371,27 @@ WRITERS: dict[str, type[Writer]] = {"jsonl": JsonlWriter, "csv": CsvWriter, "mar
 # -- resume ---------------------------------------------------------------------------------------
 
 
+# Error kinds a later run cannot change without a change on the Hub or in the list: kept on resume.
+# Every other failed row (network, rate-limited, hub-error, offline, cache, internal) is retried.
+PERMANENT_KINDS = frozenset({"not-found", "gated", "no-config", "bad-revision", "invalid-json", "too-large",
+                             "config", "unsupported", "unreadable", "usage"})
+
+
+def permanent(error: str) -> bool:
+    """Whether a row's ``kind: message`` error is one a retry would repeat."""
+    return error.split(":", 1)[0].strip() in PERMANENT_KINDS
+
+
 def resume_file(path: Path, writer: Writer) -> dict[str, bool]:
     """Rows an interrupted run already wrote to ``path``: {model key: succeeded}.
 
-    Only complete lines count; a truncated last line (no newline: the run died mid-write) or a
-    repeated model is dropped by rewriting the file (atomically) with the header and the good rows,
-    so the rows appended next start on a fresh line. Anything else is a ``UsageError`` and the file
-    is left untouched: a header that does not match this run's columns (appending would mix two
-    shapes in one file), or any complete line that is not a row of this format (the file was not
-    written by a scan, and rewriting it would destroy it).
+    Only complete lines count; a truncated last line (no newline: the run died mid-write), a
+    repeated model, or a row that failed for a transient reason (``permanent`` says which are not)
+    is dropped by rewriting the file (atomically) with the header and the rows kept, so the rows
+    appended next start on a fresh line and a transient failure is tried again. Anything else is a
+    ``UsageError`` and the file is left untouched: a header that does not match this run's columns
+    (appending would mix two shapes in one file), or any complete line that is not a row of this
+    format (the file was not written by a scan, and rewriting it would destroy it).
     """
     try:
         if not path.exists():
@@ -398,8 +412,9 @@ def resume_file(path: Path, writer: Writer) -> dict[str, bool]:
         if parsed is None:
             raise UsageError(f"--resume: line {number} of {path} is not a scan row of this format; "
                              "refusing to rewrite a file a scan did not write")
-        if parsed[0] not in done:
-            done[parsed[0]] = parsed[1]
+        key, error = parsed
+        if key not in done and (error is None or permanent(error)):
+            done[key] = error is None
             kept.append(line)
     # A file holding no complete row is emptied, so the header is written afresh.
     wanted = "".join(line + "\n" for line in header + kept) if len(complete) >= len(header) and complete else ""
@@ -408,6 +423,59 @@ def resume_file(path: Path, writer: Writer) -> dict[str, bool]:
         tmp.write_text(wanted, encoding="utf-8")
         os.replace(tmp, path)
     return done
+
+
+# -- one writer per output file ---------------------------------------------------------------------
+
+
+def claim_output(path: Path, fingerprint: dict[str, Any], resume: bool) -> int | None:
+    """Lock ``path`` for this scan and check that a resumed file was written with these options.
+
+    The lock is an advisory ``flock`` on ``.<name>.hfkv-scan`` beside the output, which also
+    records the report options of the run that wrote the file (JSON). A second scan writing the
+    same output, resuming or not, fails at once with ``UsageError``; so does ``--resume`` of a file
+    written with other options (dtypes, TP, contexts, budget, ``--weights``): its rows would not
+    be comparable. The side file is opened without following a symlink and is kept (it is how a
+    later ``--resume`` knows the options). Returns the descriptor to keep open while writing
+    (None where ``fcntl`` does not exist: no lock).
+    """
+    try:
+        import fcntl
+    except ImportError:  # not POSIX
+        return None
+    side = path.with_name(f".{path.name}.hfkv-scan")
+    try:
+        fd = os.open(side, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
+    except OSError as err:
+        raise UsageError(f"cannot write {path}: {err.strerror or type(err).__name__}") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        raise UsageError(f"another hfkv scan is writing {path}; wait for it to end (two writers would mix their rows)") from None
+    recorded = _read_fingerprint(fd)
+    if resume and recorded is not None and recorded != fingerprint and path.exists():
+        os.close(fd)
+        changed = sorted(k for k in set(recorded) | set(fingerprint) if recorded.get(k) != fingerprint.get(k))
+        raise UsageError(f"--resume: {path} was written with other report options ({', '.join(changed)}); "
+                         "use the same options or another --output")
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, (json.dumps(fingerprint, sort_keys=True) + "\n").encode(), 0)
+    return fd
+
+
+def _read_fingerprint(fd: int) -> dict[str, Any] | None:
+    try:
+        data = json.loads(os.pread(fd, 1 << 20, 0) or b"null")
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def fingerprint(options: Any, weights: bool) -> dict[str, Any]:
+    """What a row's figures depend on besides the model: the report options and ``--weights``."""
+    data = options.model_dump(mode="json") if hasattr(options, "model_dump") else dict(vars(options))
+    return {**data, "weights": weights}
 
 
 # -- output ---------------------------------------------------------------------------------------
@@ -424,15 +492,20 @@ class OutputError(Exception):
 class Output:
     """Where rows go as they complete: a file (flushed per row) or stdout, around a progress bar.
 
-    A failed write raises ``OutputError``; ``written`` counts the rows that reached the stream.
+    Rows are not kept: a streamed row is written and dropped (memory stays flat in the number of
+    models); the table format keeps only each row's cells, to print them in list order at the end.
+    A failed write raises ``OutputError``; ``written`` counts the rows that reached the stream,
+    ``failed`` the rows that are errors.
     """
 
     writer: Writer | None  # None: the table format, printed once at the end
     stream: IO[str] | None
+    columns: Columns | None = None
     bar: Any = None
-    rows: list[Row] = field(default_factory=list)
     name: str = "<stdout>"
     written: int = 0
+    failed: int = 0
+    cells: dict[str, list[str]] = field(default_factory=dict)  # table format: model -> its cells
 
     def start(self, fresh: bool) -> None:
         if self.writer and fresh:
@@ -440,10 +513,12 @@ class Output:
                 self._emit(line)
 
     def add(self, row: Row) -> None:
-        self.rows.append(row)
+        self.failed += not row.ok
         if self.writer:
             self._emit(self.writer.line(row))
             self.written += 1
+        elif self.columns is not None:
+            self.cells[row.model] = self.columns.human(row)
         if self.bar is not None:
             self.bar.update(1)
 
@@ -476,44 +551,73 @@ def _progress(total: int) -> Any:
     return tqdm(total=total, file=sys.stderr, unit="model", dynamic_ncols=True, leave=False)
 
 
-def print_table(rows: list[Row], columns: Columns) -> None:
-    """The rows as one table on stdout (``hfkv.render.print_table``: cells are data, never cut)."""
+def print_table(rows: list[list[str]], columns: Columns) -> None:
+    """Rows' cells as one table on stdout (``hfkv.render.print_table``: cells are data, never cut)."""
     from .render import console_for, print_table as print_rows
 
     titles = columns.titles()
     layout = [(t, t not in ("model", "model_type", "mapper", "KV dtype", "error")) for t in titles]
-    print_rows(console_for(), None, layout, [columns.human(row) for row in rows])
+    print_rows(console_for(), None, layout, rows)
 
 
-def run(entries: list[str], job: Job, out: Output, jobs: int) -> list[Row]:
+_DONE = object()  # a worker's last item on the results queue
+
+
+def run(entries: list[str], job: Job, out: Output, jobs: int) -> None:
     """Fetch every entry with ``jobs`` threads, report on each in this thread as its fetch completes;
     rows go to ``out`` in completion order. A model whose report needs the transformers defaults the
     helper process is still starting to provide waits, and the others go first.
 
-    On any exception (Ctrl-C, a failed write) the pending fetches are cancelled and the exception
-    propagates at once: the pool is not joined, since a worker may be stuck in a Hub request.
+    The workers take entries one at a time and hand results over a bounded queue, so a fetched
+    config is held only until its row is written: memory does not grow with the list (a pool's
+    futures would keep every result). On any exception (Ctrl-C, a failed write) the workers are
+    told to stop and the exception propagates at once: they are daemon threads, not joined, since
+    one may be stuck in a Hub request.
     """
     if not entries:
-        return []
-    pool = ThreadPoolExecutor(max_workers=min(jobs, len(entries)), thread_name_prefix="hfkv-scan")
+        return
+    count = min(jobs, len(entries))
+    results: queue.Queue = queue.Queue(maxsize=4 * count)
+    feed, feed_lock, stop = iter(entries), threading.Lock(), threading.Event()
+
+    def work() -> None:
+        try:
+            while not stop.is_set():
+                with feed_lock:
+                    entry = next(feed, None)
+                if entry is None:
+                    break
+                results.put(job.fetch(entry))
+        finally:
+            results.put(_DONE)
+
+    for number in range(count):
+        threading.Thread(target=work, name=f"hfkv-scan-{number}", daemon=True).start()
     try:
-        futures = [pool.submit(job.fetch, entry) for entry in entries]
-        waiting: list[Fetched] = []  # need transformers defaults before the helper has them
-        for future in as_completed(futures):
-            row = job.finish(future.result(), defer=True)
-            if row is None:
-                waiting.append(future.result())
-            else:
-                out.add(row)
-            while waiting and tfdefaults.ready():
-                out.add(job.finish(waiting.pop(0)))
-        for fetched in waiting:  # the helper is not ready yet: wait for it now
-            out.add(job.finish(fetched))
+        _consume(results, count, job, out)
     except BaseException:
-        pool.shutdown(wait=False, cancel_futures=True)
+        stop.set()
         raise
-    pool.shutdown(wait=True)
-    return out.rows
+
+
+def _consume(results: queue.Queue, workers: int, job: Job, out: Output) -> None:
+    """Rows from the fetched results until every worker is done (see ``run``)."""
+    waiting: list[Fetched] = []  # need transformers defaults before the helper has them
+    ended = 0
+    while ended < workers:
+        fetched = results.get()
+        if fetched is _DONE:
+            ended += 1
+            continue
+        row = job.finish(fetched, defer=True)
+        if row is None:
+            waiting.append(fetched)
+        else:
+            out.add(row)
+        while waiting and tfdefaults.ready():
+            out.add(job.finish(waiting.pop(0)))
+    for fetched in waiting:  # the helper is not ready yet: wait for it now
+        out.add(job.finish(fetched))
 
 
 def interrupted(out: Output) -> None:
@@ -586,7 +690,6 @@ def scan_command(list_name: str, jobs: int, fmt: str | None, output: str | None,
     written, 2 on bad usage, 130 when interrupted (rows written so far stay).
     """
     from .cli import fail
-    from .source import looks_like_repo_id
 
     fmt = choose_format(fmt, output)
     if resume and not output:
@@ -596,30 +699,46 @@ def scan_command(list_name: str, jobs: int, fmt: str | None, output: str | None,
     options = build_options(params)
     columns = Columns.for_options(options, weights)
     writer = WRITERS[fmt](columns) if fmt in WRITERS else None
+    lock = None
     try:
-        if output:
-            check_not_the_list(list_name, output)
-        entries = read_list(list_name)
-        done = resume_file(Path(output), writer) if resume else {}
-        stream = open_output(output, resume) if output else sys.stdout
-    except UsageError as err:
-        fail(str(err), err.exit_code)
-    todo = [e for e in entries if writer is None or writer.key(e) not in done]
-    earlier_failures = sum(1 for e in entries if writer and done.get(writer.key(e)) is False)
-    hub = build_hub(params) if any(looks_like_repo_id(e) for e in todo) else None
-    job = Job(options=options, hub=hub, revision=params.get("revision"), weights=weights)
-    out = Output(writer=writer, stream=stream, name=output or "<stdout>")
-    rows = scan_rows(todo, job, out, jobs=jobs, fresh=not resume or stream.tell() == 0)
-    if writer is None:
-        order = {e: i for i, e in enumerate(entries)}
-        print_table(sorted(rows, key=lambda r: order[r.model]), columns)
-    failed = sum(1 for r in rows if not r.ok) + earlier_failures
+        try:
+            if output:
+                check_not_the_list(list_name, output)
+                lock = claim_output(Path(output), fingerprint(options, weights), resume)
+            entries = read_list(list_name)
+            done = resume_file(Path(output), writer) if resume else {}
+            stream = open_output(output, resume) if output else sys.stdout
+        except UsageError as err:
+            fail(str(err), err.exit_code)
+        failed = _scan_entries(entries, done, writer, columns, stream, output, options, weights, jobs, params)
+    finally:
+        if lock is not None:
+            os.close(lock)
     if failed:
         click.echo(f"hfkv: {failed} of {len(entries)} models failed (see their rows)", err=True)
     sys.exit(1 if failed else 0)
 
 
-def scan_rows(todo: list[str], job: Job, out: Output, *, jobs: int, fresh: bool) -> list[Row]:
+def _scan_entries(entries: list[str], done: dict[str, bool], writer: Writer | None, columns: Columns,
+                  stream: IO[str], output: str | None, options: Any, weights: bool, jobs: int,
+                  params: dict[str, Any]) -> int:
+    """Scan the entries not ``done``, write (or print) their rows; the number of failed rows."""
+    from .source import looks_like_repo_id
+
+    todo = [e for e in entries if writer is None or writer.key(e) not in done]
+    earlier_failures = sum(1 for e in entries if writer and done.get(writer.key(e)) is False)
+    hub = build_hub(params) if any(looks_like_repo_id(e) for e in todo) else None
+    if hub is not None:
+        hub.prefetch_weights = weights  # the parameter-count request goes out with the config GET
+    job = Job(options=options, hub=hub, revision=params.get("revision"), weights=weights)
+    out = Output(writer=writer, stream=stream, columns=columns, name=output or "<stdout>")
+    scan_rows(todo, job, out, jobs=jobs, fresh=output is None or stream.tell() == 0)
+    if writer is None:
+        print_table([out.cells[e] for e in entries if e in out.cells], columns)
+    return out.failed + earlier_failures
+
+
+def scan_rows(todo: list[str], job: Job, out: Output, *, jobs: int, fresh: bool) -> None:
     """Scan ``todo`` into ``out`` (header first when ``fresh``).
 
     A failed write stops the scan and exits 1 with one line counting the rows lost; Ctrl-C keeps the
@@ -631,7 +750,7 @@ def scan_rows(todo: list[str], job: Job, out: Output, *, jobs: int, fresh: bool)
     try:
         out.start(fresh)
         with tfdefaults.helper_running(enabled=len(todo) >= HELPER_MIN_MODELS):
-            rows = run(todo, job, out, jobs)
+            run(todo, job, out, jobs)
     except KeyboardInterrupt:
         interrupted(out)
     except OutputError as err:
@@ -639,4 +758,3 @@ def scan_rows(todo: list[str], job: Job, out: Output, *, jobs: int, fresh: bool)
         lost = len(todo) - out.written
         fail(f"{err} ({lost} of {len(todo)} rows not written: lost)", 1)
     out.close()
-    return rows

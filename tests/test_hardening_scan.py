@@ -1,0 +1,91 @@
+"""Hardening round 2, scans that finish what they start: one writer per output, transient failures
+retried on --resume (permanent ones kept), no resume across other report options, and memory that
+does not grow with the list."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from fakehub import Fault
+from hfkv.cli import main
+from hfkv.report import Options
+from hfkv.scan import claim_output, fingerprint
+
+QWEN3 = "Qwen/Qwen3-8B"
+LLAMA2 = "meta-llama/Llama-2-7b-hf"
+# Qwen3-8B: 36 layers × 2 (K, V) × 8 kv heads × 128 head_dim × 2 bytes = 147456 per token.
+QWEN3_ALPHA = 36 * 2 * 8 * 128 * 2
+assert QWEN3_ALPHA == 147456
+
+
+def scan(*args: str):
+    return CliRunner().invoke(main, ["scan", *args], catch_exceptions=False)
+
+
+def write_list(tmp_path: Path, *lines: str) -> str:
+    path = tmp_path / "models.txt"
+    path.write_text("\n".join(lines) + "\n")
+    return str(path)
+
+
+def rows(path: Path) -> dict[str, dict]:
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert len({r["model"] for r in lines}) == len(lines), "a model twice"
+    return {r["model"]: r for r in lines}
+
+
+def test_a_second_writer_of_the_same_output_is_refused(fake_hub, tmp_path):
+    out = tmp_path / "rows.jsonl"
+    held = claim_output(out, fingerprint(Options(), False), resume=False)  # another scan, still running
+    try:
+        for extra in ([], ["--resume"]):
+            result = scan(write_list(tmp_path, QWEN3), "--endpoint", fake_hub.url, "-o", str(out), *extra)
+            assert result.exit_code == 2 and "another hfkv scan is writing" in result.stderr
+        assert fake_hub.log == [] and not out.exists()
+    finally:
+        os.close(held)
+    assert scan(write_list(tmp_path, QWEN3), "--endpoint", fake_hub.url, "-o", str(out)).exit_code == 0
+
+
+def test_the_lock_file_is_never_followed_through_a_symlink(fake_hub, tmp_path):
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    out = tmp_path / "rows.jsonl"
+    os.symlink(victim, tmp_path / ".rows.jsonl.hfkv-scan")
+    result = scan(write_list(tmp_path, QWEN3), "--endpoint", fake_hub.url, "-o", str(out))
+    assert result.exit_code == 2 and victim.read_text() == "precious\n"
+
+
+def test_resume_retries_transient_failures_and_keeps_permanent_ones(fake_hub, tmp_path):
+    out = tmp_path / "rows.jsonl"
+    listing = write_list(tmp_path, QWEN3, LLAMA2, "nobody/not-here")
+    fake_hub.faults[QWEN3] = Fault(status=503, message="Service Unavailable")
+    first = scan(listing, "--endpoint", fake_hub.url, "-o", str(out), "--retries", "0")
+    assert first.exit_code == 1
+    assert rows(out)[QWEN3]["error"].startswith("hub-error:") and rows(out)["nobody/not-here"]["error"].startswith("not-found:")
+
+    fake_hub.reset()  # the Hub is back
+    again = scan(listing, "--endpoint", fake_hub.url, "-o", str(out), "--resume")
+    assert again.exit_code == 1  # the not-found row still counts
+    final = rows(out)
+    assert final[QWEN3]["alpha_bytes_per_token"] == QWEN3_ALPHA and "error" not in final[QWEN3]
+    assert final["nobody/not-here"]["error"].startswith("not-found:")
+    assert fake_hub.calls("nobody/not-here") == [] and fake_hub.calls(LLAMA2) == []  # kept, not refetched
+    assert len(fake_hub.calls(QWEN3)) == 1
+
+
+def test_resume_with_other_report_options_is_refused(fake_hub, tmp_path):
+    out = tmp_path / "rows.jsonl"
+    listing = write_list(tmp_path, QWEN3)
+    assert scan(listing, "--endpoint", fake_hub.url, "-o", str(out)).exit_code == 0
+    before = out.read_text()
+    for args in (["--tp", "2"], ["--kv-cache-dtype", "fp8"], ["--weights"]):
+        result = scan(write_list(tmp_path, QWEN3, LLAMA2), "--endpoint", fake_hub.url, "-o", str(out), "--resume", *args)
+        assert result.exit_code == 2 and "other report options" in result.stderr, (args, result.stderr)
+        assert out.read_text() == before
+    same = scan(write_list(tmp_path, QWEN3, LLAMA2), "--endpoint", fake_hub.url, "-o", str(out), "--resume")
+    assert same.exit_code == 0 and set(rows(out)) == {QWEN3, LLAMA2}
