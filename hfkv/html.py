@@ -159,7 +159,8 @@ def contexts_table(data: dict[str, Any], budgets: dict[str, int] | None = None) 
     headers = ["context", "KV + state per request", "read per decode step"] + (["extra state copies"] if extra else [])
     headers += [f"B_max in {format_bytes(data['budget_bytes'])}"] if data.get("budget_bytes") else []
     headers += [f"B_max {name}" for name in budgets or {}]
-    headers += ["B_max per replica", "B_max in all"] if planned else []
+    replicas = (serving.get("replicas") or 1) > 1
+    headers += (["B_max per replica", "B_max in all"] if replicas else ["B_max per replica"]) if planned else []
     rows = []
     for c in contexts:
         row = [cell(format_tokens(c["tokens"]), num=True),
@@ -170,8 +171,9 @@ def contexts_table(data: dict[str, Any], budgets: dict[str, int] | None = None) 
         row += [cell(_count(max_concurrency(b, per_request(c))), num=True) for b in (budgets or {}).values()]
         if planned:
             plan = planned.get(c["tokens"], {})
-            row += [cell(_count(plan.get("max_concurrency")), num=True, field="serving.max_concurrency"),
-                    cell(_count(plan.get("max_concurrency_total")), num=True, field="serving.max_concurrency_total")]
+            row.append(cell(_count(plan.get("max_concurrency")), num=True, field="serving.max_concurrency"))
+            if replicas:
+                row.append(cell(_count(plan.get("max_concurrency_total")), num=True, field="serving.max_concurrency_total"))
         rows.append(f'<tr data-tokens="{c["tokens"]}">{"".join(row)}</tr>')
     return table(headers, rows, attrs=' class="contexts"')
 

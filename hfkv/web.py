@@ -331,7 +331,7 @@ def build_app(hub: Any = None) -> Any:
         def on_compare(text, *values):
             return compare_page(_form("", text, *values), hub)
 
-        def on_load(request: gr.Request):
+        def on_load(request):
             form = Form.from_query(dict(request.query_params or {}))
             report, data = report_page(form, hub) if form.model else ("", "")
             comparison = compare_page(form, hub) if form.compare else ""
@@ -339,6 +339,9 @@ def build_app(hub: Any = None) -> Any:
             return (form.model, form.kv_cache_dtype, form.tp, form.dp, form.gpu or NO_GPU, form.budget, form.contexts,
                     form.compare, report, data, comparison, gr.Tabs(selected=selected))
 
+        # Gradio finds the request argument by its type hint, resolved in this module's globals, where
+        # gradio is not imported (it is optional): give the hint as the class itself.
+        on_load.__annotations__ = {"request": gr.Request}
         go.click(on_report, [model, upload, *knobs], [shown, as_json], api_name="report")
         model.submit(on_report, [model, upload, *knobs], [shown, as_json], api_name=False)
         go_many.click(on_compare, [many, *knobs], [compared], api_name="compare")
