@@ -17,6 +17,7 @@ from decimal import Decimal
 import pytest
 
 from hfkv.engines import simulate
+from hfkv.engines.vllm import VllmRefusal
 
 from test_engines import report
 
@@ -46,9 +47,20 @@ def blocks_between(name: str, length: int, value: str, options: dict | None = No
 
 
 def fit_between(name: str, length: int, value: str, options: dict | None = None) -> tuple[int, int]:
-    """The "estimated maximum model length" at both ends of a printed available-memory figure."""
-    low, high = printed_range(value)
-    return vllm(name, length, low, options)["max_model_len_fit"], vllm(name, length, high, options)["max_model_len_fit"]
+    """The "estimated maximum model length" at both ends of a printed available-memory figure.
+
+    The refusal prints the memory left after vLLM's null block, so the budget is that figure plus one
+    block; hfkv refuses like vLLM and keeps the estimate in the refusal's ``details``.
+    """
+    per_block = vllm(name, length, None, options)["bytes_per_block"]
+    return tuple(refused(name, length, end + per_block, options)["max_model_len_fit"] for end in printed_range(value))
+
+
+def refused(name: str, length: int, budget: int, options: dict | None = None) -> dict:
+    """The figures behind vLLM's "To serve at least one request ..." refusal (it must refuse)."""
+    with pytest.raises(VllmRefusal, match="To serve at least one request") as caught:
+        vllm(name, length, budget, options)
+    return caught.value.details
 
 
 def sglang_tokens_between(name: str, kv_gib: str, options: dict | None = None, scale: int = 2) -> tuple[int, int]:
@@ -79,12 +91,15 @@ def test_r01_llama31_8b_vllm_v0():
 
 
 def test_r02_llama31_8b_vllm_v0_longer_context():
-    out = vllm(LLAMA_8B, 29000, 1478 * MiB_2)
-    low, high = blocks_between(LLAMA_8B, 29000, "2.89")
-    assert low <= 1478 <= high
-    assert out["max_concurrency"] == 0.82  # 1478 / ceil(29000 / 16) = 1478 / 1813 = 0.815
+    # V0 started with 1478 blocks for ceil(29000 / 16) = 1813 per request (concurrency 0.82);
+    # vLLM 0.33 refuses: one request does not fit.
+    out = refused(LLAMA_8B, 29000, 1478 * MiB_2)
+    low, high = printed_range("2.89")
+    assert low // MiB_2 <= 1478 <= high // MiB_2
     # V0's "maximum number of tokens that can be stored" is num_blocks × block_size
-    assert out["num_blocks"] * out["block_size"] == 23648
+    assert out["num_blocks"] * out["block_size"] == 1478 * 16 == 23648
+    # 0.33's estimate: (1478 − 1 null block) × 16 = 23632 tokens
+    assert out["max_model_len_fit"] == 1477 * 16 == 23632
 
 
 def test_r03_qwen3_14b_vllm_v1():

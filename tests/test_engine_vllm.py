@@ -36,7 +36,8 @@ def test_vllm_plain_mla_fp8_and_dense_blocks():
     assert (llama["bytes_per_token"], llama["block_size"], llama["num_blocks"]) == (131072, 16, 3000)
     assert llama["max_concurrency"] == 1.46  # 3000 / 2048 = 1.4648
     assert llama["kv_cache_tokens"] == 48000  # int(1.46484375 × 32768)
-    assert llama["max_model_len_fit"] == 3000 * 16
+    # the fit check keeps vLLM's null block out: (3000 − 1) × 16 = 47984 tokens
+    assert llama["max_model_len_fit"] == 2999 * 16 == 47984
 
 
 def test_vllm_gpt_oss_two_groups_share_one_pool():
@@ -86,12 +87,22 @@ def test_vllm_qwen3_next_block_size_holds_a_gdn_state():
     # GDN state in bf16: SSM 32 × 128 × 128 × 2 = 1,048,576; conv (32·128 + 2·16·128) × 3 × 2 = 49,152
     state = 1_048_576 + 49_152
     attention = 2 * (256 + 256) * 2  # 2048 B per token per full layer
-    assert out["block_size"] == 16 * ceil_div(state, 16 * attention) == 544  # 16 × ceil(33.5)
-    # 36 GDN + 12 full: group size 12 → 3 GDN groups + 1 full, each block ID 12 pages of 544 × 2048
+    # SM90 align mode: FlashInfer's GDN prefill checkpoints every 64 tokens, so the alignment is
+    # lcm(16, 64) = 64: 64 × ceil(1,097,728 / (64 × 2048)) = 64 × ceil(8.375) = 576 (not 16 × 34 = 544)
+    assert out["block_size"] == 64 * ceil_div(state, 64 * attention) == 576
+    # 36 GDN + 12 full: group size 12 → 3 GDN groups + 1 full, each block ID 12 pages of 576 × 2048
     assert len(out["kv_cache_groups"]) == 4
-    assert out["bytes_per_block"] == 12 * 544 * 2048
-    # full: ceil(32768 / 544) = 61; GDN groups: 2 blocks each (align mode) × 3
-    assert out["blocks_per_request"] == 61 + 3 * 2
+    assert out["bytes_per_block"] == 12 * 576 * 2048
+    # full: ceil(32768 / 576) = 57; GDN groups: 2 + 1 prefill-checkpoint block each (align mode) × 3
+    assert out["blocks_per_request"] == 57 + 3 * 3
+
+
+def test_vllm_gdn_alignment_follows_the_gpu_generation():
+    # SM80: no FlashInfer GDN prefill, no checkpoint alignment: 16 × ceil(1,097,728 / (16 × 2048)) = 544,
+    # and no checkpoint block: 2 per GDN group
+    out = simulate(report(QWEN3_NEXT), engine="vllm", budget_bytes=None, max_model_len=32768, compute_capability="8.0")
+    assert out["block_size"] == 16 * ceil_div(1_097_728, 16 * 2048) == 544
+    assert out["blocks_per_request"] == ceil_div(32768, 544) + 3 * 2 == 61 + 6
 
 
 def test_vllm_nemotron_h_block_size_and_mamba_modes():
@@ -104,9 +115,10 @@ def test_vllm_nemotron_h_block_size_and_mamba_modes():
     assert len(out["kv_cache_groups"]) == 5
     assert sum(g["padding"] for g in out["kv_cache_groups"]) == 1
     full_blocks = ceil_div(32768, 2096)  # 16
-    assert out["blocks_per_request"] == full_blocks + 4 * 2
+    # align mode: 2 state blocks + 1 prefill-checkpoint block (MambaMixer2.get_kv_cache_spec) per Mamba group
+    assert out["blocks_per_request"] == full_blocks + 4 * 3
     off = simulate(r, engine="vllm", budget_bytes=None, max_model_len=32768, enable_prefix_caching=False)
-    assert off["blocks_per_request"] == full_blocks + 4 * 1
+    assert off["blocks_per_request"] == full_blocks + 4 * 1  # mode none: 1 block, no checkpoint
 
 
 def test_vllm_chunked_local_is_full_by_default():
@@ -127,6 +139,10 @@ def test_vllm_shared_layers_get_no_spec():
     assert sum(g["layers"] for g in out["kv_cache_groups"]) == 35 - 20
 
 
-def test_vllm_dsv4_is_reported_unsupported():
-    with pytest.raises(UnsupportedModelError, match="DeepSeek V4"):
+def test_vllm_dsv4_bf16_is_refused_like_vllm_and_fp8_is_not_modelled():
+    with pytest.raises(UnsupportedModelError, match="would refuse to start: DeepseekV4 fp8_ds_mla layout only "
+                                                    "supports fp8 kv-cache, got bfloat16"):
         simulate(report("deepseek-ai__DeepSeek-V4-Flash"), engine="vllm", budget_bytes=GiB, max_model_len=4096)
+    with pytest.raises(UnsupportedModelError, match="DeepSeek V4 cache layout is not modelled"):
+        simulate(report("deepseek-ai__DeepSeek-V4-Flash", kv_cache_dtype="fp8"), engine="vllm", budget_bytes=GiB,
+                 max_model_len=4096)

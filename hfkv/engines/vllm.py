@@ -5,13 +5,13 @@ The hybrid manager groups the specs so that every group has the same number of l
 layers fill the gaps) and every slot the same page size; all groups draw block IDs from one pool, so
 ``bytes_per_block`` is one group's pages and ``num_blocks = budget // bytes_per_block``. The logged
 numbers then count, per request of ``max_model_len`` tokens, the blocks each group needs (full:
-the whole length; sliding: the window plus the tokens in flight; Mamba: 1 or 2 state blocks).
+the whole length; sliding: the window plus the tokens in flight; Mamba: 1, or 2 + a prefill
+checkpoint block in align mode). Before any of that, vLLM may refuse the model (``vllm_models``);
+the backend, and so the block size, follows the GPU generation (``vllm_backends``).
 """
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
 
@@ -25,18 +25,17 @@ from hfkv.specs import (
     IndexerKeys,
     LayerSpec,
     LinearAttentionState,
+    MambaState,
     MLALatent,
     SlidingWindow,
 )
 
-from . import context_length, number, printed
+from . import VERSIONS, capability_major, number, printed
+from . import vllm_backends as backends
+from .vllm_groups import Group, Spec, block_size, make_groups
+from .vllm_models import default_max_model_len, refusal
 
-DEFAULT_BLOCK_SIZE = 16
-MLA_BLOCK_SIZE = 64  # FlashMLA / FlashMLA-sparse kernels want multiples of 64
-MLA_HYBRID_ALIGN = 128  # _align_hybrid_block_size: at least 128 for MLA + Mamba hybrids
 DEFAULT_MAX_NUM_BATCHED_TOKENS = 8192  # get_batch_defaults: API server, >=70 GiB non-A100 GPU
-GROUP_SIZE_SLACK = Fraction(3, 2)  # one group per type when the largest count is < 1.5 × the smallest
-
 # Packed fp8 / fp4 latents of the FlashMLA-sparse backend (DSA), engines.md §2.2d.
 FP8_DS_MLA = 656
 NVFP4_DS_MLA = 352
@@ -46,48 +45,19 @@ WINDOW_PLUS_ONE_MODEL_TYPES = frozenset({"cohere2", "cohere2_moe"})
 SSM_FP32_ARCH_PREFIXES = ("NemotronH",)  # NemotronHForCausalLMConfig: fp32 or mamba_ssm_cache_dtype
 SSM_FROM_CONFIG_MODEL_TYPE_PREFIXES = ("qwen3_5",)  # Qwen3_5ForConditionalGenerationConfig
 FP32_STATE_VARIANTS = frozenset({"kda"})  # KDA recurrent state
+# falcon.py builds its rotary Attention without the cache config: KV stays in the model dtype.
+MODEL_DTYPE_KV_MODEL_TYPES = frozenset({"falcon"})
+# minimax_m3.py: MSA kernels page by 128 tokens and the index cache stays in the model dtype.
+SPARSE_128_ARCH_PREFIXES = ("MiniMaxM3",)
+SPARSE_128_BLOCK = 128
 
 
-class PagesDiffer(Exception):
-    """The attention page sizes are not multiples of each other (e.g. MLA next to regular SWA)."""
+class VllmRefusal(UnsupportedModelError):
+    """vLLM would refuse to start; ``details`` holds the figures it computed first (or None)."""
 
-
-@dataclass(frozen=True)
-class Spec:
-    """One KV-cache spec: an attention part (bytes per token) or a Mamba-like state (bytes per request)."""
-
-    kind: str  # full | sliding | chunked | mamba
-    token_bytes: Fraction = Fraction(0)
-    state_bytes: Fraction = Fraction(0)
-    window: int | None = None
-    mla: bool = False
-
-    @property
-    def key(self) -> tuple:
-        """Specs with equal keys share groups."""
-        return (self.kind, self.window, self.token_bytes, self.state_bytes, self.mla)
-
-
-@dataclass
-class Group:
-    """A KV-cache group of ``layers`` specs plus ``padding`` empty slots; one block ID costs ``block_bytes``."""
-
-    spec: Spec
-    layers: int
-    padding: int
-    block_size: int
-    block_bytes: Fraction  # the pages of every slot of the group for one block ID
-
-    def blocks_per_request(self, length: int, in_flight: int, state_blocks: int) -> int:
-        """Blocks one request of ``length`` tokens holds in this group (admission bound)."""
-        b, spec = self.block_size, self.spec
-        if spec.kind == "mamba":
-            return state_blocks
-        if spec.kind == "sliding":
-            return ceil_div(min(spec.window - 1 + in_flight, length), b) + 1
-        if spec.kind == "chunked":
-            return ceil_div(min(spec.window + in_flight, length), b)
-        return ceil_div(length, b)
+    def __init__(self, reason: str, details: dict | None = None) -> None:
+        super().__init__(f"vLLM {VERSIONS['vllm']} would refuse to start: {reason}")
+        self.details = details
 
 
 # -- specs --------------------------------------------------------------------------------------
@@ -130,18 +100,40 @@ def state_precision(report: Any, part: Any, knobs: dict) -> dtypes.Precision:
     return dtypes.Precision(kv=report.precision.kv, state=dtypes.require(ssm, "--mamba-ssm-dtype"), conv=model)
 
 
-def part_spec(part: Any, report: Any, knobs: dict, dsa: bool) -> Spec | None:
+def state_variant(part: Any) -> str:
+    """The Mamba-like layer kind, which decides its prefill checkpoint (``vllm_backends``)."""
+    if isinstance(part, MambaState):
+        return f"mamba{part.version}"
+    if isinstance(part, LinearAttentionState):
+        return part.variant
+    return "conv"
+
+
+def sparse_128(report: Any) -> bool:
+    return any(a.startswith(SPARSE_128_ARCH_PREFIXES) for a in report.architectures or [])
+
+
+def is_dsa(report: Any) -> bool:
+    """DeepSeek sparse attention: an indexer next to an MLA latent (MiniMax-M3's MSA is not one)."""
+    parts = [p for layer in report.layer_specs for p in layer.parts]
+    return any(isinstance(p, IndexerKeys) for p in parts) and any(isinstance(p, MLALatent) for p in parts)
+
+
+def part_spec(part: Any, report: Any, kv: str, knobs: dict, dsa: bool) -> Spec | None:
     """The spec vLLM builds for one part; None for a part that reads another layer's copy."""
-    kv, tp = report.precision.kv, report.tensor_parallel_size
+    tp = report.tensor_parallel_size
     if part.copies == 0:
         return None
     if isinstance(part, FullAttention):
-        return Spec("full", token_bytes=attention_bytes(part, kv, tp))
+        if part.v_head_dim == 0 and sparse_128(report):  # MiniMax-M3's index keys (K only) stay in the model dtype
+            kv = report.precision.conv
+        return Spec("full", token_bytes=attention_bytes(part, kv, tp), head_dim=part.head_dim)
     if isinstance(part, SlidingWindow):
         extra = 1 if report.model_type in WINDOW_PLUS_ONE_MODEL_TYPES else 0
-        return Spec("sliding", token_bytes=attention_bytes(part, kv, tp), window=part.window + extra)
+        return Spec("sliding", token_bytes=attention_bytes(part, kv, tp), window=part.window + extra,
+                    head_dim=part.head_dim)
     if isinstance(part, ChunkedLocal):
-        return Spec("chunked", token_bytes=attention_bytes(part, kv, tp), window=part.chunk)
+        return Spec("chunked", token_bytes=attention_bytes(part, kv, tp), window=part.chunk, head_dim=part.head_dim)
     if isinstance(part, MLALatent):
         kind = "sliding" if part.window else "full"
         return Spec(kind, token_bytes=mla_bytes(part, kv, dsa), window=part.window, mla=True)
@@ -151,19 +143,31 @@ def part_spec(part: Any, report: Any, knobs: dict, dsa: bool) -> Spec | None:
     if part.recurrent:
         spec_rows = int(knobs["num_speculative_tokens"])
         shaped = part.model_copy(update={"conv_kernel": part.conv_kernel + spec_rows}) if spec_rows else part
-        return Spec("mamba", state_bytes=shaped.state_bytes(state_precision(report, part, knobs), tp))
+        variant = state_variant(part)
+        return Spec("mamba", state_bytes=shaped.state_bytes(state_precision(report, part, knobs), tp), variant=variant,
+                    checkpoint_blocks=backends.checkpoint_blocks(variant, capability_major(knobs)))
     return None
 
 
-def collect_specs(report: Any, knobs: dict, assumptions: list[str]) -> list[Spec]:
+def kv_dtype(report: Any, assumptions: list[str]) -> str:
+    """The KV dtype vLLM's attention layers get: the report's, except models built without the cache config."""
+    kv = report.precision.kv
+    if report.model_type in MODEL_DTYPE_KV_MODEL_TYPES and kv != report.precision.conv:
+        assumptions.append(f"{report.model_type}: vLLM builds this attention without the cache config, so its KV "
+                           f"stays {report.precision.conv} whatever --kv-cache-dtype says")
+        return report.precision.conv
+    return kv
+
+
+def collect_specs(report: Any, kv: str, knobs: dict, assumptions: list[str]) -> list[Spec]:
     layers: list[LayerSpec] = list(report.layer_specs)
     if any(isinstance(p, CompressedKV) for layer in layers for p in layer.parts):
         raise UnsupportedModelError("vLLM's packed DeepSeek V4 cache layout is not modelled (use --engine sglang)")
-    dsa = any(isinstance(p, IndexerKeys) for layer in layers for p in layer.parts)
+    dsa = is_dsa(report)
     specs, shared = [], 0
     for layer in layers:
         for part in layer.parts:
-            spec = part_spec(part, report, knobs, dsa)
+            spec = part_spec(part, report, kv, knobs, dsa)
             if spec is None:
                 shared += part.copies == 0
                 continue
@@ -171,7 +175,7 @@ def collect_specs(report: Any, knobs: dict, assumptions: list[str]) -> list[Spec
     if shared:
         assumptions.append(f"{shared} part(s) read another layer's KV: no spec, no memory")
     if dsa:
-        latent = "fp8_ds_mla 656 B" if report.precision.kv == "fp8" else report.precision.kv
+        latent = "fp8_ds_mla 656 B" if kv == "fp8" else kv
         assumptions.append(f"DSA: FlashMLA-sparse latent ({latent}) plus a 132 B indexer spec on layers "
                            "that compute top-k (÷ index_kpool when pooled)")
     if any(s.kind == "mamba" for s in specs):
@@ -184,9 +188,9 @@ def promote_local(specs: list[Spec], knobs: dict, assumptions: list[str]) -> lis
     out = []
     for spec in specs:
         if spec.kind == "chunked" and not knobs["chunked_local_hybrid"]:
-            out.append(replace(spec, kind="full", window=None))
+            out.append(Spec("full", token_bytes=spec.token_bytes, mla=spec.mla, head_dim=spec.head_dim))
         elif spec.kind in ("sliding", "chunked") and knobs["disable_hybrid_kv_cache_manager"]:
-            out.append(replace(spec, kind="full", window=None))
+            out.append(Spec("full", token_bytes=spec.token_bytes, mla=spec.mla, head_dim=spec.head_dim))
         else:
             out.append(spec)
     if any(s.kind == "chunked" for s in specs) and not knobs["chunked_local_hybrid"]:
@@ -196,101 +200,43 @@ def promote_local(specs: list[Spec], knobs: dict, assumptions: list[str]) -> lis
     return out
 
 
-# -- block size and groups ----------------------------------------------------------------------
+# -- backend ------------------------------------------------------------------------------------
 
 
-def choose_block_size(specs: list[Spec], knobs: dict, assumptions: list[str]) -> int:
-    """16 (64 for MLA), or raised so that one attention page holds the largest Mamba state."""
+def query_heads(report: Any) -> int | None:
+    config = report.config or {}
+    heads = config.get("num_attention_heads")
+    return heads // report.tensor_parallel_size if isinstance(heads, int) else None
+
+
+def alibi(report: Any) -> bool:
+    """ALiBi position bias (BLOOM; Falcon/MPT with ``alibi``): FlashAttention falls back to FA2 for it."""
+    config = report.config or {}
+    return report.model_type == "bloom" or config.get("alibi") is True
+
+
+def choose_backend(report: Any, specs: list[Spec], kv: str, knobs: dict) -> backends.Backend | None:
     attention = [s for s in specs if s.kind != "mamba"]
-    mamba = [s for s in specs if s.kind == "mamba"]
+    if not attention:
+        return None
+    major = capability_major(knobs)
     mla = any(s.mla for s in attention)
-    given = knobs["block_size"]
-    base = int(given) if given else (MLA_BLOCK_SIZE if mla else DEFAULT_BLOCK_SIZE)
-    if not (attention and mamba):
-        if not given and attention:
-            backend = "FlashMLA backend" if mla else "FlashAttention backend"
-            assumptions.append(f"block size {base} (vLLM default, {backend})")
-        return base
-    align = int(given) if given else (MLA_HYBRID_ALIGN if mla else DEFAULT_BLOCK_SIZE)
-    per_token = max(s.token_bytes for s in attention)
-    if len({s.token_bytes for s in attention}) > 1:
-        assumptions.append("attention layers differ in size: the largest sets the Mamba alignment")
-    state = max(s.state_bytes for s in mamba)
-    block = align * math.ceil(state / (align * per_token))
-    assumptions.append(f"block size {block} = {align} × ceil(Mamba state {number(state)} B / "
-                       f"({align} × {number(per_token)} B per token)): an attention page holds one state")
-    return block
-
-
-def group_size(counts: list[int]) -> int:
-    """_get_kv_cache_groups_uniform_page_size: the smallest count, or the largest if max < 1.5·min."""
-    low, high = min(counts), max(counts)
-    return high if high < GROUP_SIZE_SLACK * low else low
-
-
-def make_groups(specs: list[Spec], block: int, assumptions: list[str]) -> list[Group]:
-    """One group for uniform types; otherwise unify page sizes and split types into equal groups."""
-    attention = [s for s in specs if s.kind != "mamba"]
-    types: dict[tuple, list[Spec]] = {}
-    for spec in specs:
-        types.setdefault(spec.key, []).append(spec)
-    kinds = {(s.kind, s.window) for s in specs}
-    if len(kinds) == 1:  # uniform spec or uniform type: every layer in one group
-        spec = specs[0]
-        if spec.kind == "mamba":
-            page = sum((s.state_bytes for s in specs), Fraction(0))
-        else:
-            page = block * sum((s.token_bytes for s in specs), Fraction(0))
-        return [Group(spec=spec, layers=len(specs), padding=0, block_size=block, block_bytes=page)]
-    top = max(block * s.token_bytes for s in attention) if attention else max(s.state_bytes for s in specs)
-    blocks: dict[tuple, int] = {}
-    for key, members in types.items():
-        spec = members[0]
-        if spec.kind == "mamba":
-            blocks[key] = block
-            continue
-        page = block * spec.token_bytes
-        if top % page:
-            raise PagesDiffer()
-        blocks[key] = block * int(top // page)
-    if any(s.kind == "mamba" and s.state_bytes < top for s in specs):
-        waste = max((top - s.state_bytes) / s.state_bytes for s in specs if s.kind == "mamba")
-        assumptions.append(f"Mamba pages padded to the attention page (+{float(waste) * 100:.2f}%)")
-    size = group_size([len(m) for m in types.values()])
-    groups: list[Group] = []
-    padding = 0
-    for key, members in types.items():
-        count = ceil_div(len(members), size)
-        padding += count * size - len(members)
-        for g in range(count):
-            real = len(members[g::count])
-            groups.append(Group(spec=members[0], layers=real, padding=size - real, block_size=blocks[key],
-                                block_bytes=size * top))
-    if padding:
-        assumptions.append(f"{len(groups)} KV cache groups of {size} layer slots: {padding} padding layer(s)")
-    return groups
-
-
-def full_allocation_fallback(specs: list[Spec], block: int, assumptions: list[str]) -> list[Group]:
-    """_try_get_full_allocation_fallback_groups: promote sliding/chunked specs to full and regroup."""
-    if not any(s.kind in ("sliding", "chunked") for s in specs):
-        raise UnsupportedModelError(
-            "vLLM page sizes of these layers are not multiples of each other (e.g. a DSA indexer next to "
-            "Mamba state): not modelled"
-        )
-    assumptions.append("page sizes cannot be unified: sliding layers promoted to full allocation")
-    promoted = [replace(s, kind="full", window=None) if s.kind in ("sliding", "chunked") else s for s in specs]
-    try:
-        return make_groups(promoted, block, assumptions)
-    except PagesDiffer:
-        raise UnsupportedModelError("vLLM cannot unify these page sizes") from None
+    backend = backends.choose(major=major, mla=mla, dsa=is_dsa(report), kv=kv, max_head=max(s.head_dim for s in attention),
+                              query_heads=query_heads(report))
+    if backend.name == "FLASH_ATTN" and alibi(report) and kv in ("fp8", "fp4"):
+        raise VllmRefusal("FlashAttention does not support fp8 kv-cache on this device. (ALiBi runs FA2, which "
+                          "takes no fp8 KV cache)")
+    if sparse_128(report):
+        return backends.Backend("MINIMAX_M3_SPARSE", SPARSE_128_BLOCK, SPARSE_128_BLOCK,
+                                "MiniMax-M3's sparse attention kernels page by 128 tokens")
+    return backend
 
 
 # -- the logged numbers -------------------------------------------------------------------------
 
 
-def block_settings(specs: list[Spec], knobs: dict, assumptions: list[str]) -> tuple[int, int]:
-    """(tokens in flight for the sliding-window bound, Mamba blocks per request)."""
+def block_settings(specs: list[Spec], knobs: dict, assumptions: list[str]) -> tuple[int, int, bool]:
+    """(tokens in flight for the sliding-window bound, Mamba state blocks per request, align mode)."""
     batched = knobs["max_num_batched_tokens"]
     if batched is None:
         batched = DEFAULT_MAX_NUM_BATCHED_TOKENS
@@ -300,62 +246,96 @@ def block_settings(specs: list[Spec], knobs: dict, assumptions: list[str]) -> tu
     if any(s.kind in ("sliding", "chunked") for s in specs):
         assumptions.append(f"sliding-window admission adds {batches} × {batched} tokens in flight "
                            f"({'async scheduling' if batches == 2 else 'no async scheduling'})")
-    has_attention = any(s.kind != "mamba" for s in specs)
     caching = knobs["enable_prefix_caching"]
     if caching is None:
-        caching = has_attention  # vLLM disables prefix caching for attention-free models
+        caching = any(s.kind != "mamba" for s in specs)  # vLLM disables prefix caching for attention-free models
     spec_tokens = int(knobs["num_speculative_tokens"])
     state_blocks = (2 if caching else 1) + spec_tokens
     if any(s.kind == "mamba" for s in specs):
+        checkpoint = " + 1 prefill-checkpoint block per layer that exports one" if caching else ""
         mode = "align (prefix caching on)" if caching else "none (prefix caching off)"
-        assumptions.append(f"mamba_cache_mode {mode}: {state_blocks} block(s) per request")
-    return batches * int(batched), state_blocks
+        assumptions.append(f"mamba_cache_mode {mode}: {state_blocks} block(s) per request{checkpoint}")
+    return batches * int(batched), state_blocks, bool(caching)
 
 
-def blocks_per_request(groups: list[Group], length: int, in_flight: int, state_blocks: int) -> int:
-    return sum(g.blocks_per_request(length, in_flight, state_blocks) for g in groups)
+def blocks_per_request(groups: list[Group], length: int, plan: tuple[int, int, bool]) -> int:
+    return sum(g.blocks_per_request(length, *plan) for g in groups)
 
 
-def fit_length(groups: list[Group], num_blocks: int, in_flight: int, state_blocks: int) -> int | None:
-    """The longest max_model_len whose request fits the pool ("estimated maximum model length")."""
-    if blocks_per_request(groups, 1, in_flight, state_blocks) > num_blocks:
+def fit_length(groups: list[Group], usable_blocks: int, plan: tuple[int, int, bool], limit: int) -> int:
+    """The longest length up to ``limit`` whose request fits ``usable_blocks`` (0 when one token does not)."""
+    if blocks_per_request(groups, 1, plan) > usable_blocks:
         return 0
-    low, high = 1, 1 << 40
-    if blocks_per_request(groups, high, in_flight, state_blocks) <= num_blocks:
-        return None  # no group grows with the length
+    low, high = 1, limit + 1
     while high - low > 1:
         mid = (low + high) // 2
-        if blocks_per_request(groups, mid, in_flight, state_blocks) <= num_blocks:
+        if blocks_per_request(groups, mid, plan) <= usable_blocks:
             low = mid
         else:
             high = mid
     return low
 
 
+def gib(value: int | Fraction) -> str:
+    """vLLM's format_gib: GiB rounded to two decimals, as Python prints the float."""
+    return f"{round(float(value) / (1 << 30), 2)}"
+
+
+def capacity(result: dict, groups: list[Group], budget: int, length: int, plan: tuple[int, int, bool],
+             assumptions: list[str]) -> None:
+    """With a budget: blocks and the two logged numbers, or vLLM's refusal when one request does not fit.
+
+    ``get_kv_cache_configs`` keeps the null block out of the fit check (``budget − one block``), but
+    not out of ``num_blocks``, which the concurrency divides.
+    """
+    per_block = Fraction(result["bytes_per_block"])
+    num_blocks = int(budget // per_block)
+    result["num_blocks"] = num_blocks
+    needed = result["blocks_per_request"] * per_block
+    usable = budget - per_block
+    if needed > usable:
+        estimate = fit_length(groups, num_blocks - 1, plan, length)
+        result["max_model_len_fit"] = estimate
+        result["assumptions"] = assumptions
+        hint = f"Based on the available memory, the estimated maximum model length is {estimate}." if estimate else ""
+        raise VllmRefusal(f"To serve at least one request with the model's max seq len ({length}), ({gib(needed)} "
+                          f"GiB KV cache is needed, which is larger than the available KV cache memory "
+                          f"({gib(usable)} GiB). {hint}".rstrip(), details=result)
+    result["max_model_len_fit"] = fit_length(groups, num_blocks - 1, plan, 1 << 40) if any(
+        g.spec.kind == "full" for g in groups) else None
+    concurrency = num_blocks / result["blocks_per_request"]  # float, as vLLM computes it
+    result["max_concurrency"] = printed(concurrency)
+    result["kv_cache_tokens"] = int(concurrency * length)
+    assumptions.append("GPU KV cache size = int(max_concurrency × max_model_len) (vLLM 0.33 formula); one null "
+                       "block is kept out of the fit check")
+
+
 def simulate(report: Any, *, budget_bytes: int | None, max_model_len: int | None, knobs: dict) -> dict:
-    """vLLM's groups, block size and, with a budget, its blocks and logged numbers."""
-    kv = report.precision.kv
-    assumptions = [f"KV dtype {kv} (the report's; vLLM 'auto' = model dtype or the checkpoint's declared fp8)"]
+    """vLLM's groups, block size and, with a budget, its blocks and logged numbers; ``VllmRefusal`` where
+    vLLM would not start (its reason, one line)."""
+    reason = refusal(report, knobs)
+    if reason:
+        raise VllmRefusal(reason)
+    assumptions = [f"GPU compute capability {knobs['compute_capability']} (--compute-capability; default H200 SM90)"]
     if knobs["speculative_draft_layers"]:
         assumptions.append("--speculative-draft-layers is not modelled in vLLM mode (its draft layers join the KV "
                            "cache groups): figures are for the target model alone")
-    length = context_length(report, max_model_len, assumptions)
-    specs = collect_specs(report, knobs, assumptions)
+    length = max_model_len if max_model_len is not None else default_max_model_len(report, assumptions)
+    kv = kv_dtype(report, assumptions)
+    assumptions.append(f"KV dtype {kv} (vLLM 'auto' = model dtype or the checkpoint's declared fp8)")
+    specs = collect_specs(report, kv, knobs, assumptions)
     if not specs:
         raise UnsupportedModelError("no layer keeps a KV cache or state that vLLM would allocate")
-    block = choose_block_size(specs, knobs, assumptions)
-    try:
-        groups = make_groups(specs, block, assumptions)
-    except PagesDiffer:
-        groups = full_allocation_fallback(specs, block, assumptions)
+    plan = block_settings(specs, knobs, assumptions)
+    backend = choose_backend(report, specs, kv, knobs)
+    block = block_size(specs, backend, knobs, plan[2], capability_major(knobs), length, assumptions)
+    groups = make_groups(specs, block, assumptions)
     bytes_per_block = max(g.block_bytes for g in groups)
     growing = [g for g in groups if g.spec.kind != "mamba"]
-    per_token = sum((bytes_per_block / g.block_size for g in growing), Fraction(0))
-    full_per_token = sum((bytes_per_block / g.block_size for g in growing if g.spec.kind == "full"), Fraction(0))
-    in_flight, state_blocks = block_settings(specs, knobs, assumptions)
     result: dict[str, Any] = {
-        "bytes_per_token": number(per_token),
-        "full_attention_bytes_per_token": number(full_per_token),
+        "bytes_per_token": number(sum((bytes_per_block / g.block_size for g in growing), Fraction(0))),
+        "full_attention_bytes_per_token": number(
+            sum((bytes_per_block / g.block_size for g in growing if g.spec.kind == "full"), Fraction(0))),
         "block_size": block,
         "bytes_per_block": number(bytes_per_block),
         "kv_cache_groups": [
@@ -364,18 +344,11 @@ def simulate(report: Any, *, budget_bytes: int | None, max_model_len: int | None
             for g in groups
         ],
         "max_model_len": length,
+        "attention_backend": backend.name if backend else None,
     }
-    if length:
-        needed = blocks_per_request(groups, length, in_flight, state_blocks)
-        result.update(blocks_per_request=needed, request_bytes=number(needed * bytes_per_block))
+    needed = blocks_per_request(groups, length, plan)
+    result.update(blocks_per_request=needed, request_bytes=number(needed * bytes_per_block))
     if budget_bytes is not None:
-        num_blocks = int(budget_bytes // bytes_per_block)
-        result["num_blocks"] = num_blocks
-        result["max_model_len_fit"] = fit_length(groups, num_blocks, in_flight, state_blocks)
-        if length:
-            concurrency = num_blocks / result["blocks_per_request"]  # float, as vLLM computes it
-            result["max_concurrency"] = printed(concurrency)
-            result["kv_cache_tokens"] = int(concurrency * length)
-            assumptions.append("GPU KV cache size = int(max_concurrency × max_model_len) (vLLM 0.33 formula)")
+        capacity(result, groups, budget_bytes, length, plan, assumptions)
     result["assumptions"] = assumptions
     return result

@@ -1,0 +1,90 @@
+"""vLLM 0.33.0's attention backend for a model on one GPU generation, and the block size it implies.
+
+The rules are read from ``vllm/platforms/cuda.py`` (``_get_backend_priorities``: the first backend
+whose ``validate_configuration`` passes wins), each backend's ``supports_compute_capability`` and
+``get_supported_kernel_block_sizes``, and ``Platform._preferred_block_size_for_backends``: the
+default block 16 unless the backend's kernels refuse it, then their smallest size.
+
+- MLA: SM 10.x FLASHINFER_MLA (kernels 32/64: block 32); SM 9.x FLASH_ATTN_MLA (FA3, 16-token
+  multiples) for 16-bit KV, FLASHMLA (64) for fp8 (FA-MLA takes no fp8 KV); other generations
+  TRITON_MLA (16).
+- DSA (an indexer next to the latent): the indexer backend wants 64-token blocks on every generation;
+  the sparse latent backend is named as vLLM picks it.
+- Standard attention: SM 10.x FLASHINFER (16), else FLASH_ATTN (16). On SM 9.x with fp8 KV and a
+  512-wide head (Gemma 4's full layers), FA3 cannot run and the FA4 fp8 kernel uses 64-token pages
+  (``FlashAttentionBackend._get_sm90_fa4_fp8_kv_block_size``, ``Gemma4Config``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+SPARSE_MLA_BLOCK = 64  # DeepseekV32IndexerBackend / FlashMLA-sparse kernels
+FA4_FP8_HEAD = 512  # head size that sends SM90 fp8 KV to FA4's 64-token pages
+FA4_FP8_BLOCK = 64
+FEW_HEADS = 16  # SM100 bf16 sparse MLA: FA4 sparse at <= 16 query heads per rank
+
+
+@dataclass(frozen=True)
+class Backend:
+    """The attention backend vLLM picks, the cache block size it leads to, and its smallest kernel block."""
+
+    name: str
+    block_size: int
+    kernel_block: int  # smallest supported kernel block: the hybrid Mamba alignment starts from it
+    why: str
+
+
+def choose(*, major: int, mla: bool, dsa: bool, kv: str, max_head: int, query_heads: int | None) -> Backend:
+    """The backend for the model's attention layers on an SM ``major`` GPU with KV dtype ``kv``."""
+    quantized = kv in ("fp8", "fp4")
+    if dsa:
+        return Backend(_sparse_mla_name(major, quantized, query_heads), SPARSE_MLA_BLOCK, SPARSE_MLA_BLOCK,
+                       "the DSA indexer backend takes 64-token blocks")
+    if mla:
+        return _mla_backend(major, quantized)
+    if major == 10:
+        return Backend("FLASHINFER", 16, 16, "SM100 prefers FlashInfer; 16 is one of its kernel sizes")
+    if major == 9 and kv == "fp8" and max_head == FA4_FP8_HEAD:
+        return Backend("FLASH_ATTN", FA4_FP8_BLOCK, FA4_FP8_BLOCK,
+                       f"SM90 fp8 KV with {FA4_FP8_HEAD}-wide heads runs FA4, whose fp8 kernel uses 64-token pages")
+    return Backend("FLASH_ATTN", 16, 16, f"SM{major}x prefers FlashAttention (16-token multiples)")
+
+
+def _mla_backend(major: int, quantized: bool) -> Backend:
+    if major == 10:
+        return Backend("FLASHINFER_MLA", 32, 32, "SM100 prefers FlashInfer-MLA, whose kernels take 32 or 64 tokens")
+    if major == 9 and not quantized:
+        return Backend("FLASH_ATTN_MLA", 16, 16, "SM90 prefers FlashAttention-MLA (FA3) for 16-bit KV")
+    if major == 9:
+        return Backend("FLASHMLA", 64, 64, "SM90 fp8 KV: FlashAttention-MLA takes none, FlashMLA's kernel is 64")
+    return Backend("TRITON_MLA", 16, 16, f"SM{major}x: no FA-MLA/FlashMLA/FlashInfer-MLA kernel, Triton MLA")
+
+
+def _sparse_mla_name(major: int, quantized: bool, query_heads: int | None) -> str:
+    if major == 10 and quantized:
+        return "FLASHINFER_MLA_SPARSE"
+    if major == 10:
+        return "FLASH_ATTN_MLA_SPARSE_FA4" if query_heads is not None and query_heads <= FEW_HEADS else "FLASHMLA_SPARSE"
+    return "FLASHMLA_SPARSE" if quantized else "FLASH_ATTN_MLA_SPARSE"
+
+
+def mamba_checkpoint_alignment(variant: str, major: int) -> int | None:
+    """Token alignment of the prefill checkpoint a state layer exports in align mode (None: it exports none).
+
+    GDN (``qwen_gdn_linear_attn.py``): FlashInfer's GDN prefill on SM90 exports states every 64
+    tokens. KDA (``kda_checkpoint.py``): FlashKDA (SM 9/10/12) every 16. Mamba-2 exports from inside
+    the forward pass at any position but declares no alignment.
+    """
+    if variant == "gdn":
+        return 64 if major == 9 else None
+    if variant == "kda":
+        return 16 if major in (9, 10, 12) else None
+    return None
+
+
+def checkpoint_blocks(variant: str, major: int) -> int:
+    """``num_prefill_checkpoint_blocks`` of a state layer's MambaSpec (one more block per request in align mode)."""
+    if variant == "mamba2":
+        return 1  # MambaMixer2.get_kv_cache_spec
+    return int(mamba_checkpoint_alignment(variant, major) is not None)

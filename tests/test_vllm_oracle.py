@@ -1,0 +1,150 @@
+"""``--engine vllm`` against what vLLM 0.33.0's own code computes (the oracle rows).
+
+The rows come from ``shared/tools/vllm-oracle`` (vLLM's start-up path run on CPU with a simulated GPU):
+``shared/engine-oracles/vllm-0.33.0-h200.jsonl`` (H200, SM 9.0) and this project's
+``tests/oracles/vllm-0.33.0-*.jsonl`` (other GPU generations, see tests/oracles/README.md). Every row is
+driven the way a user would: the config from ``shared/hub-configs``, the row's TP and KV dtype, the
+row's budget, no ``max_model_len`` (so hfkv's own default is compared with vLLM's), the row's GPU
+generation. A row with vLLM's error must make hfkv refuse with vLLM's reason; any other row must match
+on every figure vLLM logs or keeps. Rows where the oracle itself failed offline are listed in
+``NOT_COMPARABLE`` with the reason.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+
+import pytest
+
+from hfkv.engines import simulate
+from hfkv.errors import HfkvError
+from hfkv.report import Options, inspect_config
+
+HERE = Path(__file__).resolve().parent
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+HUB_CONFIGS = SHARED / "hub-configs"
+ORACLE_FILES = (SHARED / "engine-oracles" / "vllm-0.33.0-h200.jsonl", *sorted((HERE / "oracles").glob("vllm-*.jsonl")))
+SM_OF_PLATFORM = {"H200": "9.0", "B200": "10.0", "A100": "8.0"}
+
+# config -> why its rows say nothing about vLLM: the oracle could not run vLLM's code offline.
+NOT_COMPARABLE = {
+    "MiniMaxAI__MiniMax-M1-80k.json": "auto_map config class needs the repo's code (trust_remote_code); "
+                                      "vLLM would then refuse MiniMaxM1ForCausalLM (dropped after 0.23.0)",
+    "nvidia__Llama-3_3-Nemotron-Super-49B-v1.json": "auto_map config class needs the repo's code (trust_remote_code)",
+    "replit__replit-code-v1_5-3b.json": "transformers' built-in MptConfig rejects the repo's attn_type; the repo's own "
+                                        "config class (remote code) is not run",
+}
+
+
+@lru_cache(maxsize=None)
+def rows() -> list[dict]:
+    out = []
+    for path in ORACLE_FILES:
+        if path.is_file():
+            out += [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return out
+
+
+def capability(row: dict) -> str:
+    """The row's GPU generation, from the platform the oracle simulated."""
+    platform = " ".join(row.get("rederived", []))
+    for name, sm in SM_OF_PLATFORM.items():
+        if f" {name} " in platform:
+            return sm
+    raise AssertionError(f"{row['config']}: no known platform in {platform!r}")
+
+
+class ModelRefused(Exception):
+    """hfkv itself refuses the model (no layer specs), before any engine mode runs."""
+
+
+def run_hfkv(row: dict):
+    """hfkv's vLLM mode for the row, as a user would ask: (result, None) or (None, the refusal).
+
+    A refusal of the model itself (the mapper's: encoder-decoder, encoder-only) comes back as a
+    ``ModelRefused``: no engine figure is printed then either.
+    """
+    data = json.loads((HUB_CONFIGS / row["config"]).read_text())
+    options = Options(kv_cache_dtype=row["kv_cache_dtype_arg"], tensor_parallel_size=row["tp"])
+    try:
+        report = inspect_config(data, model=row["config"], options=options)
+    except HfkvError as err:
+        return None, ModelRefused(str(err))
+    try:
+        out = simulate(report, engine="vllm", budget_bytes=row["budget_bytes"], max_model_len=None,
+                       compute_capability=capability(row))
+    except HfkvError as err:
+        return None, err
+    return out, None
+
+
+def refused_like_vllm(err) -> bool:
+    """A refusal that names vLLM's reason, or hfkv's own refusal of the model (nothing printed either way)."""
+    return isinstance(err, ModelRefused) or (err is not None and "vLLM" in str(err))
+
+
+def fit_error(row: dict) -> bool:
+    return (row.get("error") or "").startswith("vllm: To serve at least one request")
+
+
+def mismatches(row: dict, out: dict | None, err: HfkvError | None) -> list[str]:
+    """What differs between vLLM's row and hfkv's answer (empty when they agree)."""
+    error = row.get("error")
+    if error and not fit_error(row):
+        if err is None:
+            return [f"vLLM refuses ({error.splitlines()[0][:120]}) but hfkv answers"]
+        if not refused_like_vllm(err):
+            return [f"hfkv refuses without naming vLLM's reason: {err}"]
+        return []
+    if row.get("num_groups") == 0:  # vLLM serves no generation model: no KV cache at all
+        return [] if refused_like_vllm(err) else [f"vLLM allocates no KV groups; hfkv: {out or err}"]
+    if fit_error(row):
+        if err is None or getattr(err, "details", None) is None:
+            return [f"vLLM refuses (one request does not fit) but hfkv says {out or err}"]
+        out = err.details
+    elif err is not None:
+        return [f"hfkv refuses where vLLM serves: {err}"]
+    diffs = []
+
+    def check(name: str, expected, actual):
+        if expected != actual:
+            diffs.append(f"{name}: vLLM {expected}, hfkv {actual}")
+
+    check("max_model_len", row["max_model_len"], out.get("max_model_len"))
+    check("block_size", row["block_size"], out.get("block_size"))
+    check("bytes_per_block", row["bytes_per_block"], out.get("bytes_per_block"))
+    check("groups", row["num_groups"], len(out.get("kv_cache_groups", [])))
+    check("blocks_per_request", row["blocks_per_request"], out.get("blocks_per_request"))
+    if fit_error(row):
+        check("estimated_max_model_len", row["estimated_max_model_len"], out.get("max_model_len_fit"))
+    else:
+        check("num_blocks", row["num_blocks"], out.get("num_blocks"))
+        check("kv_cache_tokens", row["kv_cache_tokens"], out.get("kv_cache_tokens"))
+        check("max_concurrency", round(row["max_concurrency"], 2), out.get("max_concurrency"))
+    return diffs
+
+
+def test_every_oracle_row_is_matched_or_listed():
+    if not HUB_CONFIGS.is_dir() or not rows():
+        pytest.skip(f"{SHARED} is absent: the vLLM oracle rows cannot be swept")
+    failures, compared = [], 0
+    for row in rows():
+        if row["config"] in NOT_COMPARABLE:
+            continue
+        compared += 1
+        out, err = run_hfkv(row)
+        for diff in mismatches(row, out, err):
+            failures.append(f"{row['config']} TP{row['tp']} {row['kv_cache_dtype_arg']} SM{capability(row)}: {diff}")
+    assert compared
+    assert not failures, f"{len(failures)} mismatch(es) over {compared} rows:\n" + "\n".join(failures)
+
+
+def test_not_comparable_rows_really_failed_offline():
+    """Each listed config's rows carry an error (the oracle's), never figures."""
+    if not rows():
+        pytest.skip(f"{SHARED} is absent")
+    for row in rows():
+        if row["config"] in NOT_COMPARABLE:
+            assert row.get("error") and row.get("num_blocks") is None, row["config"]
