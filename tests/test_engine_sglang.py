@@ -89,7 +89,8 @@ def test_sglang_mamba_state_reserved_first():
     assert out["bytes_per_token"] == cell
     tokens = (budget - (size + 1) * slot) // cell
     assert out["max_total_num_tokens"] == tokens
-    assert out["max_running_requests"] == min(4096, tokens // 2, size // 3)
+    # Qwen3-Next keeps the Mamba extra buffer: 3 slots + 2 tracking slots per request = ratio 5
+    assert out["max_running_requests"] == min(4096, tokens // 2, size // 5)
 
 
 def test_sglang_without_radix_cache_running_requests_set_the_mamba_pool():

@@ -5,29 +5,26 @@ SGLang sizes a token pool: one *cell* of bytes per token over every attention la
 linear or Mamba layers reserve a state pool (``r/(1+r)`` of the budget, r = 0.9), which also caps the
 running requests. Hybrid sliding-window memory (a second, smaller pool for the sliding layers) is
 given only to the architectures SGLang lists; every other windowed model gets full KV on every
-layer. DeepSeek V4 has its own configurator with paged rows.
+layer. The parts live in their own modules: whether SGLang serves the model at all
+(``sglang_support``), where its config classes read a config differently (``sglang_config``), the
+backend and page size per GPU generation (``sglang_backend``), the budget arithmetic
+(``sglang_pools``) and DeepSeek V4 (``sglang_dsv4``). Refusals are ``UnsupportedModelError`` with
+SGLang's reason; warnings are one line each, in the result's ``warnings`` and first in its
+``assumptions``.
 """
 
 from __future__ import annotations
 
-import math
 from fractions import Fraction
 from typing import Any
 
 from hfkv import dtypes
 from hfkv.dtypes import block_scaled_bytes, ceil_div
 from hfkv.errors import UnsupportedModelError
-from hfkv.specs import (
-    ChunkedLocal,
-    CompressedKV,
-    FullAttention,
-    IndexerKeys,
-    LayerSpec,
-    MLALatent,
-    SlidingWindow,
-)
+from hfkv.specs import ChunkedLocal, CompressedKV, FullAttention, IndexerKeys, LayerSpec, MLALatent, SlidingWindow
 
-from . import context_length, number, printed
+from . import context_length, number
+from . import sglang_backend, sglang_config, sglang_dsv4, sglang_pools, sglang_support
 
 # configs/model_config.py:is_hybrid_swa_model (engines.md §2.4c): the architectures that get a
 # separate sliding-window pool. Any other architecture allocates full KV on every layer.
@@ -60,48 +57,42 @@ SSM_DTYPE_IGNORES_CONFIG = frozenset({
 DEFAULT_SSM_DTYPE = "fp32"
 DEFAULT_CONV_DTYPE = "bf16"  # SGLANG_MAMBA_CONV_DTYPE
 
-MAMBA_RUNNING_RATIO = 3  # MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO (1 without radix cache)
-DSA_PAGE_TOKENS = 64  # arg_groups/model_overrides/deepseek_v2.py: page = 64·index_kpool
-
-# DeepSeek V4 (engines.md §2.6c): layout v4 rows, paged pools.
-DSV4_PAGE = 256
-DSV4_ROW = 584  # 448 fp8 nope + 64·2 bf16 rope + 7 scales + 1 pad
-DSV4_ALIGN = 576
-DSV4_LOW_RATIO_INDEXER = 68  # fp4 indexer of the ratio-1/2 pools
-DSV4_C4_RING = 8
-DSV4_STATE_BYTES = 4  # fp32 compressor state
-
+# arg_groups/model_overrides/inkling.py: Inkling's own Mamba share (the knob's 0.9 is SGLang's default).
+SMALL_MAMBA_MEMORY_RATIO_PREFIXES = ("Inkling",)
+INDEX_MAP_BYTES = 8  # mem_cache/allocator/swa.py: int64 full→SWA index map per full token
 
 # -- per-token bytes ---------------------------------------------------------------------------
 
 
-def mla_bytes(part: MLALatent, kv: str, dsa: bool) -> Fraction:
-    """One latent entry: packed 656 B fp8 for DSA (512 fp8 + 4 scales + 64 bf16 rope), raw D·e otherwise.
+def mla_bytes(part: MLALatent, kv: str, packed: bool) -> Fraction:
+    """One latent entry: ``packed`` (DSA on FlashMLA sparse) 656 B fp8 = 512 fp8 + 4 scales + 64 bf16 rope;
+    else raw D·e (trtllm's layout, plain MLA).
 
     kv_cache_configurator.py:calculate_mla_kv_cache_dim; MLA fp4 is D/2 + ⌊D/16⌋ scale bytes.
     """
     d = part.kv_lora_rank + part.rope_dim
-    if kv == "fp8" and dsa:
+    if kv == "fp8" and packed:
         return Fraction(part.kv_lora_rank + part.kv_lora_rank // 128 * 4 + part.rope_dim * 2)
     if kv == "fp4":
         return Fraction(d, 2) + d // 16
     return d * dtypes.BYTES[kv]
 
 
-def part_token_bytes(part: Any, kv: str, tp: int, dsa: bool) -> Fraction:
+def part_token_bytes(part: Any, kv: str, tp: int, packed: bool) -> Fraction:
     """Bytes per token of one attention part. SGLang sizes shared (σ = 0) layers like owners."""
     if isinstance(part, (FullAttention, SlidingWindow, ChunkedLocal)):
         if kv == "fp4":
             raise UnsupportedModelError("SGLang's NVFP4 KV for MHA layers is not modelled (use fp8 or bf16)")
         return part.entry_bytes(dtypes.Precision(kv=kv), tp)
     if isinstance(part, MLALatent):
-        return mla_bytes(part, kv, dsa)
+        return mla_bytes(part, kv, packed)
     if isinstance(part, IndexerKeys):  # _compute_dsa_indexer_cell_size: ceil(132 / index_kpool)
         return Fraction(ceil_div(int(block_scaled_bytes(part.head_dim, "fp8")), part.ratio))
     return Fraction(0)
 
 
-def draft_bytes(layers: list[LayerSpec], kv: str, tp: int, dsa: bool, knobs: dict, assumptions: list[str]) -> Fraction:
+def draft_bytes(layers: list[LayerSpec], kv: str, tp: int, packed: bool, knobs: dict,
+                assumptions: list[str]) -> Fraction:
     """The EAGLE/MTP draft pool's bytes per token: ``cell·draft/target``, the DSA indexer scaled by its
     own layer count (a draft layer always has one) (engines.md §3.1.4)."""
     draft = int(knobs["speculative_draft_layers"] or 0)
@@ -113,7 +104,8 @@ def draft_bytes(layers: list[LayerSpec], kv: str, tp: int, dsa: bool, knobs: dic
     counts = {"kv": 0, "index": 0}
     for layer in layers:
         for key in ("kv", "index"):
-            costs = [part_token_bytes(p, kv, tp, dsa) for p in layer.parts if isinstance(p, IndexerKeys) == (key == "index")]
+            costs = [part_token_bytes(p, kv, tp, packed) for p in layer.parts
+                     if isinstance(p, IndexerKeys) == (key == "index")]
             if any(costs):
                 sums[key] += sum(costs)
                 counts[key] += 1
@@ -172,229 +164,103 @@ def state_bytes_per_request(layers: list[LayerSpec], p: dtypes.Precision, tp: in
     return sum((layer.recurrent_state_bytes(p, tp) for layer in layers), Fraction(0))
 
 
-# -- pool sizing --------------------------------------------------------------------------------
 
 
-def floor_to_page(tokens: int, page: int) -> int:
-    return tokens // page * page
+def memory_ratio(report: Any, knobs: dict, assumptions: list[str]) -> float:
+    """``mamba_full_memory_ratio``: the knob, except Inkling's own 0.1 where the knob is at its default."""
+    ratio = float(knobs["mamba_full_memory_ratio"])
+    if ratio == 0.9 and any(a.startswith(SMALL_MAMBA_MEMORY_RATIO_PREFIXES) for a in report.architectures or []):
+        assumptions.append("mamba_full_memory_ratio = 0.1 (SGLang's Inkling default)")
+        return 0.1
+    return ratio
 
 
-def default_running_requests(tokens: int, context: int | None) -> int:
-    """resolve_max_num_reqs: min(clamp(tokens/context·512, 2048, 4096), tokens//2)."""
-    estimate = 4096 if not context else min(max(int(tokens / context * 512), 2048), 4096)
-    return min(estimate, tokens // 2)
-
-
-def reserve_mamba(rest: int, per_slot: Fraction, knobs: dict, radix: bool, assumptions: list[str]) -> tuple[int, int]:
-    """_handle_max_mamba_cache: (max_mamba_cache_size, budget left for KV)."""
-    given = knobs["max_running_requests"]
-    if not radix and given is not None:
-        size = int(given)
-        assumptions.append("radix cache off: max_mamba_cache_size = max_running_requests")
-    else:
-        r = Fraction(str(knobs["mamba_full_memory_ratio"]))
-        budget = rest * r / (1 + r)
-        size = math.floor((budget - per_slot) / per_slot)
-        assumptions.append(f"Mamba state pool reserved first: {float(r)}/{float(1 + r)} of the budget")
-    if size < 1:
-        raise UnsupportedModelError("the budget does not hold one SGLang Mamba state slot")
-    return size, rest - math.ceil((size + 1) * per_slot)
-
-
-def running_requests(tokens: int, context: int | None, knobs: dict, mamba_size: int | None, radix: bool,
-                     assumptions: list[str]) -> int:
-    given = knobs["max_running_requests"]
-    running = min(int(given), tokens // 2) if given is not None else default_running_requests(tokens, context)
-    if mamba_size is not None:
-        ratio = MAMBA_RUNNING_RATIO if radix else 1
-        running = min(running, mamba_size // ratio)
-        assumptions.append(f"running requests capped at max_mamba_cache_size // {ratio}")
-    return running
-
-
-def simulate(report: Any, *, budget_bytes: int | None, max_model_len: int | None, knobs: dict) -> dict:
-    """SGLang's cell and, with a budget, its pool sizes (see the module docstring)."""
-    layers = list(report.layer_specs)
-    if any(isinstance(part, CompressedKV) for layer in layers for part in layer.parts):
-        return simulate_dsv4(report, budget_bytes=budget_bytes, max_model_len=max_model_len, knobs=knobs)
-    tp, kv = report.tensor_parallel_size, report.precision.kv
-    assumptions = [f"KV dtype {kv} (the report's; SGLang 'auto' = model dtype or the checkpoint's declared fp8)"]
-    context = context_length(report, max_model_len, assumptions)
-    radix = knobs["enable_prefix_caching"] is not False
-    dsa = any(isinstance(part, IndexerKeys) for layer in layers for part in layer.parts)
-    # GLM's index_kpool arrives as the indexer part's ratio; the page holds 64 pooled groups.
-    index_kpool = max((p.ratio for layer in layers for p in layer.parts if isinstance(p, IndexerKeys)), default=1)
+def split_cell(layers: list[LayerSpec], kv: str, tp: int, packed: bool) -> tuple[Fraction, Fraction]:
+    """(bytes per token of the full-attention parts, of the windowed parts)."""
     full = swa = Fraction(0)
     for layer in layers:
         for part in layer.parts:
-            cost = part_token_bytes(part, kv, tp, dsa)
+            cost = part_token_bytes(part, kv, tp, packed)
             if is_local(part):
                 swa += cost
             else:
                 full += cost
-    full += draft_bytes(layers, kv, tp, dsa, knobs, assumptions)
+    return full, swa
+
+
+def window_of(layers: list[LayerSpec]) -> int | None:
+    """SGLang's ``sliding_window_size``: the (largest) window of the windowed parts."""
+    windows = [getattr(p, "window", None) for layer in layers for p in layer.parts if is_local(p)]
+    windows = [w for w in windows if isinstance(w, int) and w > 0]
+    return max(windows) if windows else None
+
+
+def layout_notes(layers: list[LayerSpec], kv: str, plan: sglang_backend.Plan, assumptions: list[str]) -> None:
+    """Say which latent layout and page size the backend implies."""
+    dsa = any(isinstance(part, IndexerKeys) for layer in layers for part in layer.parts)
+    if dsa:
+        latent = "656 B packed fp8" if plan.dsa_packed_fp8 and kv == "fp8" else f"raw {kv}"
+        assumptions.append(f"DSA: latent {latent}, indexer 132 B on layers that compute top-k")
+    elif kv == "fp8" and any(isinstance(part, MLALatent) for layer in layers for part in layer.parts):
+        assumptions.append("MLA fp8: raw 576 B latent (no scales)")
+
+
+def simulate(report: Any, *, budget_bytes: int | None, max_model_len: int | None, knobs: dict) -> dict:
+    """SGLang's cell and, with a budget, its pool sizes (see the module docstring)."""
+    warnings = sglang_support.check(report)
+    if any(isinstance(part, CompressedKV) for layer in report.layer_specs for part in layer.parts):
+        ratio = swa_ratio(report, knobs, [])
+        return sglang_dsv4.simulate(report, budget_bytes=budget_bytes, max_model_len=max_model_len, knobs=knobs,
+                                    swa_ratio=ratio, warnings=warnings)
+    layers, notes = sglang_config.sglang_layers(report)
+    tp = report.tensor_parallel_size
+    plan = sglang_backend.plan(report, layers, knobs, notes, warnings)
+    kv = plan.kv
+    assumptions = [*warnings, f"KV dtype {kv} (SGLang 'auto' = model dtype or the checkpoint's declared fp8)", *notes]
+    context = context_length(report, max_model_len, assumptions)
+    radix = knobs["enable_prefix_caching"] is not False
+    full, swa = split_cell(layers, kv, tp, plan.dsa_packed_fp8)
+    full += draft_bytes(layers, kv, tp, plan.dsa_packed_fp8, knobs, assumptions)
     if any(part.copies == 0 for layer in layers for part in layer.parts):
         assumptions.append("layers that share another layer's KV are still sized in the pool (no saving in SGLang)")
     hybrid = bool(swa) and is_hybrid_swa(report)
-    ratio = None
-    if hybrid:
-        ratio = swa_ratio(report, knobs, assumptions)
+    ratio = swa_ratio(report, knobs, assumptions) if hybrid else None
+    if ratio is not None:
         cell = full + ratio * swa if full else swa
+        assumptions.append(f"SGLang's allocator also keeps an int64 full→SWA index map: {INDEX_MAP_BYTES} B per "
+                           "full token more than this sizing figure")
     else:
         if swa:
             assumptions.append("not a hybrid-SWA architecture in SGLang: windowed layers get full KV")
         cell = full + swa
-    if dsa:
-        assumptions.append(f"DSA: latent {'656 B packed fp8' if kv == 'fp8' else kv}, "
-                           "indexer 132 B on layers that compute top-k (FlashMLA-style backend)")
-    elif any(isinstance(part, MLALatent) for layer in layers for part in layer.parts) and kv == "fp8":
-        assumptions.append("MLA fp8: raw 576 B latent (no scales)")
-    page = knobs["page_size"] or (DSA_PAGE_TOKENS * index_kpool if dsa else 1)
+    layout_notes(layers, kv, plan, assumptions)
+    page = knobs["page_size"] or plan.page
     if not knobs["page_size"]:
-        backend = "FlashMLA-sparse style DSA backend" if dsa else "CUDA attention backend"
-        assumptions.append(f"page size {page} (SGLang default, {backend})")
-
-    sp = state_precision(report, knobs, assumptions) if any(layer.recurrent_state_bytes(report.precision, tp)
-                                                            for layer in layers) else None
-    per_slot = state_bytes_per_request(layers, sp, tp) if sp else Fraction(0)
-    result: dict[str, Any] = {
-        "bytes_per_token": number(cell),
-        "page_size": page,
-        "context_length": context,
-    }
+        assumptions.append(f"page size {page} (SGLang default, {plan.backend} attention backend on "
+                           f"SM{knobs['compute_capability']})")
+    has_state = any(layer.recurrent_state_bytes(report.precision, tp) for layer in layers)
+    per_slot = state_bytes_per_request(layers, state_precision(report, knobs, assumptions), tp) if has_state else 0
+    result: dict[str, Any] = {"bytes_per_token": number(cell), "page_size": page, "context_length": context}
     if ratio is not None:
         result.update(full_bytes_per_token=number(full), swa_bytes_per_token=number(swa),
                       swa_full_tokens_ratio=float(ratio))
     if per_slot:
         result["mamba_bytes_per_request"] = number(per_slot)
     if budget_bytes is not None:
-        result.update(size_pools(budget_bytes, cell, ratio, page, per_slot, context, knobs, radix, assumptions))
+        shape = pool_shape(full, swa, cell, ratio, page, per_slot, window_of(layers))
+        mamba_ratio = sglang_pools.mamba_running_ratio(list(report.architectures or []), radix)
+        result.update(sglang_pools.size_pools(budget_bytes, shape, context, knobs, radix,
+                                              memory_ratio(report, knobs, assumptions), mamba_ratio, assumptions))
+    result["warnings"] = warnings
     result["assumptions"] = assumptions
     return result
 
 
-def size_pools(budget: int, cell: Fraction, ratio: Fraction | None, page: int, per_slot: Fraction,
-               context: int | None, knobs: dict, radix: bool, assumptions: list[str]) -> dict:
-    """Mamba carve-out, then ``max_total_num_tokens = floor(rest/cell)`` page-aligned, then the caps."""
-    rest, mamba_size = budget, None
-    if per_slot:
-        mamba_size, rest = reserve_mamba(budget, per_slot, knobs, radix, assumptions)
-    out: dict[str, Any] = {"max_mamba_cache_size": mamba_size}
-    if not cell:
-        out.update(max_total_num_tokens=None, kv_cache_tokens=None)
-        if mamba_size is not None:
-            running = running_requests(mamba_size * MAMBA_RUNNING_RATIO, None, knobs, mamba_size, radix, assumptions)
-            out.update(max_running_requests=running, max_concurrency=running)
-        return out
-    tokens = floor_to_page(math.floor(Fraction(max(rest, 0)) / cell), page)
-    out.update(max_total_num_tokens=tokens, kv_cache_tokens=tokens)
+def pool_shape(full: Fraction, swa: Fraction, cell: Fraction, ratio: Fraction | None, page: int,
+               per_slot: Fraction | int, window: int | None) -> dict:
+    """The figures ``sglang_pools.size_pools`` needs, as SGLang holds them (ints; the ratio a float)."""
+    shape = {"cell": int(cell) if cell.denominator == 1 else float(cell), "page": page,
+             "per_slot": int(per_slot)}
     if ratio is not None:
-        out["swa_tokens"] = floor_to_page(math.floor(tokens * ratio), page)
-    running = running_requests(tokens, context, knobs, mamba_size, radix, assumptions)
-    out["max_running_requests"] = running
-    if context:
-        out["max_concurrency"] = printed(min(tokens / context, running))
-        assumptions.append("max_concurrency = max_total_num_tokens / context length, capped by "
-                           "max_running_requests (SGLang admits by tokens and prints no such line)")
-    return out
-
-
-# -- DeepSeek V4 --------------------------------------------------------------------------------
-
-
-def dsv4_paged(page_tokens: int) -> Fraction:
-    """Bytes per entry of a pool paged ``page_tokens`` entries at a time (rows padded to 576 B)."""
-    return Fraction(ceil_div(page_tokens * DSV4_ROW, DSV4_ALIGN) * DSV4_ALIGN, page_tokens)
-
-
-def dsv4_layers(layers: list[LayerSpec]) -> tuple[int, dict[int, int], int, int]:
-    """(layers with a raw window, owned compressed layers per ratio, c4 indexer head dim, latent dim)."""
-    windowed = sum(1 for layer in layers if any(isinstance(p, MLALatent) for p in layer.parts))
-    per_ratio: dict[int, int] = {}
-    index_dim, latent_dim = 128, 512
-    for layer in layers:
-        for part in layer.parts:
-            if isinstance(part, CompressedKV) and part.copies:
-                per_ratio[part.ratio] = per_ratio.get(part.ratio, 0) + 1
-                latent_dim = part.head_dim
-            elif isinstance(part, IndexerKeys) and part.ratio > 1:
-                index_dim = part.head_dim
-    return windowed or len(layers), per_ratio, index_dim, latent_dim
-
-
-def dsv4_bytes_per_full_token(layers: list[LayerSpec], page: int, ratio: Fraction) -> tuple[Fraction, Fraction, dict]:
-    """DSV4PoolConfigurator: (bytes per full-pool token, bytes per SWA token, per-ratio coefficients)."""
-    windowed, per_ratio, index_dim, latent_dim = dsv4_layers(layers)
-    c4_state = Fraction(DSV4_C4_RING, page) * (2 * 2 * latent_dim + 2 * 2 * index_dim) * DSV4_STATE_BYTES
-    per_swa = dsv4_paged(page) * windowed + c4_state * per_ratio.get(4, 0)
-    indexer = block_scaled_bytes(index_dim, "fp8")
-    coeff: dict[int, Fraction] = {}
-    for r in per_ratio:
-        paged = dsv4_paged(max(page // r, 1))
-        if r == 4:
-            coeff[r] = paged / 4 + indexer / 4
-        elif r in (1, 2):
-            coeff[r] = (paged + DSV4_LOW_RATIO_INDEXER) / r
-        else:
-            coeff[r] = paged / r
-    total = ratio * per_swa + sum(coeff[r] * n for r, n in per_ratio.items())
-    return total, per_swa, {r: (coeff[r], per_ratio[r]) for r in per_ratio}
-
-
-def dsv4_fixed_bytes(per_ratio: dict, slots: int, latent_dim: int) -> int:
-    """Per-request pools: c128 offline state and ratio-2 pair state, sized from the request slots."""
-    fixed = 0
-    if 128 in per_ratio:
-        rows = ceil_div(slots * 128 + 129, 128) * 128
-        fixed += rows * 2 * latent_dim * DSV4_STATE_BYTES * per_ratio[128][1]
-    if 2 in per_ratio:
-        rows = ceil_div(slots * 2 + 3, 2) * 2
-        fixed += rows * 2 * latent_dim * DSV4_STATE_BYTES * per_ratio[2][1]
-    return fixed
-
-
-def simulate_dsv4(report: Any, *, budget_bytes: int | None, max_model_len: int | None, knobs: dict) -> dict:
-    assumptions = [
-        "DeepSeek V4 pool: fp8 rows in the v4 layout (584 B, pages padded to 576 B) whatever the report's KV dtype",
-    ]
-    layers = list(report.layer_specs)
-    draft = int(knobs["speculative_draft_layers"] or 0)
-    context = context_length(report, max_model_len, assumptions)
-    page = knobs["page_size"] or DSV4_PAGE
-    if not knobs["page_size"]:
-        assumptions.append(f"page size {page} (SGLang default for DeepSeek V4)")
-    ratio = swa_ratio(report, knobs, assumptions)
-    per_token, per_swa, per_ratio = dsv4_bytes_per_full_token(layers, page, ratio)
-    if draft:
-        per_token = per_token * (len(layers) + draft) / len(layers)
-        assumptions.append(f"speculative draft pool: {draft} MTP layer(s), bytes per token × (L + {draft})/L, L = {len(layers)}")
-    else:
-        assumptions.append("no speculative draft pool (--speculative-draft-layers: MTP multiplies by (L+1)/L)")
-    latent_dim = dsv4_layers(layers)[3]
-    result: dict[str, Any] = {
-        "bytes_per_token": number(per_token),
-        "bytes_per_swa_token": number(per_swa),
-        "compressed_bytes_per_token": {str(r): number(c) for r, (c, _) in sorted(per_ratio.items())},
-        "page_size": page,
-        "swa_full_tokens_ratio": float(ratio),
-        "context_length": context,
-    }
-    if budget_bytes is not None:
-        given = knobs["max_running_requests"]
-        first = floor_to_page(math.floor(budget_bytes / per_token), page)
-        running = int(given) if given is not None else default_running_requests(first, context)
-        fixed = dsv4_fixed_bytes(per_ratio, running + 1, latent_dim)
-        full = floor_to_page(math.floor(Fraction(max(budget_bytes - fixed, 0)) / per_token), page)
-        if given is None:
-            assumptions.append("c128 state sized for max_running_requests estimated on the pool before it (one pass)")
-            running = default_running_requests(full, context)
-        swa = floor_to_page(math.floor(full * ratio), page)
-        result.update(
-            max_total_num_tokens=full, kv_cache_tokens=full, swa_tokens=swa,
-            c4_tokens=full // 4, c128_tokens=full // 128, fixed_state_bytes=fixed,
-            max_running_requests=running, max_mamba_cache_size=None,
-        )
-        if context:
-            result["max_concurrency"] = printed(min(full / context, running))
-    result["assumptions"] = assumptions
-    return result
+        shape.update(full=int(full), swa=int(swa), ratio=float(ratio), window=window)
+    return shape

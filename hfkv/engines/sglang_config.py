@@ -1,0 +1,60 @@
+"""Where SGLang 0.5.23 reads a config differently from hfkv's mapper, as layer specs SGLang would size.
+
+hfkv's specs describe the model; SGLang sizes what its own config classes and configurators see.
+``sglang_layers(report)`` returns the layers SGLang's pool is built for, and notes saying why they
+differ from the report's:
+
+- ChatGLM (``configs/chatglm.py``): SGLang registers its own ``ChatGLMConfig`` whose
+  ``multi_query_group_num`` defaults to 1, and ``get_total_num_kv_heads`` reads that key. A chatglm
+  config without the key (chatglm-6b, v1) is sized with one KV head per layer.
+- Nemotron-NAS / DeciLM: ``DefaultPoolConfigurator`` sizes ``layer_info.num_effective_layers``
+  layers, the no-op (and linear-replaced) attention blocks included, each like an attention block.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from hfkv.specs import FullAttention, LayerSpec
+
+CHATGLM_DEFAULT_GROUPS = 1  # configs/chatglm.py: ChatGLMConfig(multi_query_group_num=1)
+SIZES_EVERY_LAYER = frozenset({"nemotron-nas"})  # uniform cell over num_effective_layers
+
+
+def sglang_layers(report: Any) -> tuple[list[LayerSpec], list[str]]:
+    """(the layers SGLang sizes, notes on how they differ from the report's)."""
+    layers, notes = list(report.layer_specs), []
+    if report.model_type == "chatglm" and "multi_query_group_num" not in (report.config or {}):
+        layers = [with_kv_heads(layer, CHATGLM_DEFAULT_GROUPS) for layer in layers]
+        notes.append("SGLang's own ChatGLMConfig defaults multi_query_group_num to 1 and sizes one KV head "
+                     "per layer (the config has no multi_query_group_num)")
+    if report.model_type in SIZES_EVERY_LAYER:
+        layers, filled = fill_empty_layers(layers)
+        if filled:
+            notes.append(f"SGLang sizes all {len(layers)} layers (num_effective_layers), {filled} no-op "
+                         "attention blocks included, each like an attention block")
+    return layers, notes
+
+
+def with_kv_heads(layer: LayerSpec, heads: int) -> LayerSpec:
+    """``layer`` with every full-attention part holding ``heads`` KV heads."""
+    parts = tuple(replaced(part, kv_heads=heads) if isinstance(part, FullAttention) else part
+                  for part in layer.parts)
+    return replaced(layer, parts=parts)
+
+
+def fill_empty_layers(layers: list[LayerSpec]) -> tuple[list[LayerSpec], int]:
+    """Layers with no part given the first attention layer's parts; (layers, how many were filled)."""
+    template = next((layer for layer in layers if layer.parts), None)
+    if template is None:
+        return layers, 0
+    filled = [layer if layer.parts else replaced(layer, parts=tuple(template.parts)) for layer in layers]
+    return filled, sum(1 for layer in layers if not layer.parts)
+
+
+def replaced(spec: Any, **changes: Any) -> Any:
+    """A copy of a spec (frozen dataclass or pydantic model) with ``changes``."""
+    if dataclasses.is_dataclass(spec):
+        return dataclasses.replace(spec, **changes)
+    return spec.model_copy(update=changes)
