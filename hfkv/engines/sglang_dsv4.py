@@ -28,6 +28,7 @@ DSV4_LOW_RATIO_INDEXER = 68  # fp4 indexer of the ratio-1/2 pools
 DSV4_C4_RING = 8
 DSV4_STATE_BYTES = 4  # fp32 compressor state
 INDEX_MAP_BYTES = 8  # mem_cache/allocator/swa.py: int64 full→SWA index per full token
+DEFAULT_RUNNING_REQUESTS = 256  # arg_groups/deepseek_v4_hook.py: max_running_requests when unset
 
 
 def dsv4_paged(page_tokens: int) -> Fraction:
@@ -132,15 +133,13 @@ def simulate(report: Any, *, budget_bytes: int | None, max_model_len: int | None
 
 def pools(budget: int, per_token: float, ratio: float, page: int, per_ratio: dict, latent_dim: int,
           context: int | None, knobs: dict, assumptions: list[str]) -> dict:
-    """``calculate_pool_sizes``: request slots from a first estimate, fixed state, then the pools."""
+    """``calculate_pool_sizes``: compressor state for the request slots, then the pools."""
     given = knobs["max_running_requests"]
-    if given is not None:
-        slots_for = int(given)
-    else:
-        first = int(budget / per_token)
-        estimate = int(first / context * 512) if context else 4096
-        slots_for = min(max(min(estimate, 4096), 2048), first // 2)
-        assumptions.append("compressor state sized for the request slots SGLang estimates before the pool")
+    if given is None:
+        given = DEFAULT_RUNNING_REQUESTS
+        knobs = {**knobs, "max_running_requests": given}
+        assumptions.append(f"max_running_requests = {given} (SGLang's DeepSeek V4 default)")
+    slots_for = max(1, int(given))
     fixed = fixed_state_bytes(per_ratio, slots_for + 1, latent_dim)
     full = floor_to_page(int(max(budget - fixed, 0) / per_token), page)
     swa = floor_to_page(int(full * ratio), page)
