@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from collections import Counter
 from fractions import Fraction
-from typing import Callable, Sequence, Union
+from typing import Sequence, Union
 
 from .dtypes import Precision
-from .specs import LayerSpec
+from .specs import LayerSpec, Rule, count
 
 Layers = Union[Sequence[LayerSpec], "Grouped"]  # a layer list, or the same grouped once by ``group``
 
@@ -23,53 +23,99 @@ SEARCH_LIMIT = 1 << 40
 
 
 class Grouped(tuple):
-    """Layers grouped by the very part objects they hold: ``((layer, count), ...)``.
+    """Layers grouped by the value of the parts they hold: ``((layer, count), ...)``.
 
     Every function here accepts one in place of the layer list: a caller that asks many questions of
-    the same layers (a report, a search over S) groups them once with ``group``.
+    the same layers (a report, a search over S) groups them once with ``group``. A ``Grouped`` also
+    keeps the ``Costs`` computed for it, per precision and TP.
     """
 
 
 def group(layers: Layers) -> Grouped:
-    """Layers grouped by the very part objects they hold, with how many layers share them.
+    """Layers grouped by the value of their parts (kind and every shape field), with how many share them.
 
-    Mappers build one part object per kind of layer and reuse it, so a 61-layer model is a handful
-    of groups. Grouping by identity is exact (same objects, same figures) and avoids deep-hashing
-    pydantic models; equal parts held as distinct objects are merely summed separately.
+    Parts are frozen dataclasses compared by value, so equal parts built as distinct objects (one
+    per layer, as some mappers do) are one group: exact, since equal parts give equal figures.
     """
     if isinstance(layers, Grouped):
         return layers
     counts: Counter = Counter()
-    first: dict[tuple[int, ...], LayerSpec] = {}
+    first: dict[tuple, LayerSpec] = {}
     for layer in layers:
-        key = tuple(map(id, layer.parts))
-        counts[key] += 1
-        first.setdefault(key, layer)
+        counts[layer.parts] += 1
+        first.setdefault(layer.parts, layer)
     return Grouped((first[key], n) for key, n in counts.items())
 
 
-def _total(layers: Layers, figure: Callable[[LayerSpec], Fraction]) -> Fraction:
-    return sum(n * figure(layer) for layer, n in group(layers))
+class Costs:
+    """The context-independent terms of some layers at one precision and TP, computed once.
+
+    M(S) = ``memory_fixed`` + Σ coefficient·n_rule(S) over the distinct entry rules, and r(S) likewise;
+    a figure at S then costs one evaluation per distinct rule (a handful), whatever the depth.
+    Exact: the same integers and fractions as summing every part's figure.
+    """
+
+    def __init__(self, layers: Grouped, p: Precision, tp: int) -> None:
+        memory: dict[Rule, object] = {}
+        read: dict[Rule, object] = {}
+        self.memory_fixed = self.read_fixed = 0
+        self.alpha = self.gamma = self.recurrent = 0
+        for layer, n in layers:
+            for part in layer.parts:
+                entry, state = part.entry_bytes(p, tp), part.state_bytes(p, tp)
+                self.memory_fixed += n * state
+                if part.copies and entry:
+                    rule = part.entry_rule()
+                    memory[rule] = memory.get(rule, 0) + n * part.copies * entry
+                if entry:
+                    rule = part.read_rule()
+                    read[rule] = read.get(rule, 0) + n * entry
+                if part.reads_state:
+                    self.read_fixed += n * state
+                if part.recurrent:
+                    self.recurrent += n * state
+                self.alpha += n * part.slope(p, tp)
+                self.gamma += n * part.intercept(p, tp)
+        self.memory_terms = tuple((rule, c) for rule, c in memory.items() if c)
+        self.read_terms = tuple((rule, c) for rule, c in read.items() if c)
+
+    def memory(self, S: int) -> Fraction:
+        """Exact M(S) of one request."""
+        return sum((c * count(rule, S) for rule, c in self.memory_terms), self.memory_fixed)
+
+    def read(self, S: int) -> Fraction:
+        """r(S) of one request."""
+        return sum((c * count(rule, S) for rule, c in self.read_terms), self.read_fixed)
+
+
+def costs(layers: Layers, p: Precision, tp: int = 1) -> Costs:
+    """The ``Costs`` of ``layers`` at ``p`` and ``tp``; kept on a ``Grouped`` for its next caller."""
+    grouped = group(layers)
+    cache = grouped.__dict__.setdefault("costs", {})
+    found = cache.get((p, tp))
+    if found is None:
+        found = cache[(p, tp)] = Costs(grouped, p, tp)
+    return found
 
 
 def request_bytes(layers: Layers, S: int, p: Precision, tp: int = 1) -> Fraction:
     """Exact M(S) of one request at context S."""
-    return _total(layers, lambda layer: layer.memory(S, p, tp))
+    return costs(layers, p, tp).memory(S)
 
 
 def read_bytes(layers: Layers, S: int, p: Precision, tp: int = 1) -> Fraction:
     """r(S): bytes one decode step of one request reads."""
-    return _total(layers, lambda layer: layer.read_bytes(S, p, tp))
+    return costs(layers, p, tp).read(S)
 
 
 def alpha(layers: Layers, p: Precision, tp: int = 1) -> Fraction:
     """α: bytes per token of context once S is past every window."""
-    return _total(layers, lambda layer: layer.slope(p, tp))
+    return costs(layers, p, tp).alpha
 
 
 def gamma(layers: Layers, p: Precision, tp: int = 1) -> Fraction:
     """γ: bytes per request that do not grow with S (full windows plus fixed state)."""
-    return _total(layers, lambda layer: layer.intercept(p, tp))
+    return costs(layers, p, tp).gamma
 
 
 def crossover(alpha_: Fraction, gamma_: Fraction) -> Fraction | None:
@@ -79,7 +125,7 @@ def crossover(alpha_: Fraction, gamma_: Fraction) -> Fraction | None:
 
 def recurrent_state_bytes(layers: Layers, p: Precision, tp: int = 1) -> Fraction:
     """Σ C over the recurrent parts (linear, Mamba, conv): what a state snapshot costs."""
-    return _total(layers, lambda layer: layer.recurrent_state_bytes(p, tp))
+    return costs(layers, p, tp).recurrent
 
 
 def prefix_cache_extra(state: Fraction, prefix_tokens: int, snapshot_interval: int) -> Fraction:
@@ -110,10 +156,10 @@ def max_context(
     (every layer is windowed or recurrent), i.e. any context fits.
     """
 
-    layers = group(layers)
+    memory = costs(layers, p, tp).memory
 
     def fits(S: int) -> bool:
-        return batch * (request_bytes(layers, S, p, tp) + extra) <= budget
+        return batch * (memory(S) + extra) <= budget
 
     if not fits(1):
         return 0

@@ -6,9 +6,8 @@ Sizes are exact: ``int`` bytes, and a ``Fraction`` for fp4 (half a byte); a figu
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from fractions import Fraction
-
-from pydantic import BaseModel, ConfigDict
 
 from .errors import UsageError
 
@@ -65,10 +64,10 @@ def block_scaled_bytes(values: int, dtype: str) -> int | Fraction:
     return data
 
 
-class Precision(BaseModel):
-    """Storage dtypes of one report: KV entries, recurrent state, conv state, indexer keys."""
-
-    model_config = ConfigDict(frozen=True)
+@dataclass(frozen=True)
+class Precision:
+    """Storage dtypes of one report: KV entries, recurrent state, conv state, indexer keys (canonical
+    names, keys of ``BYTES``). Frozen and hashable: figures computed for one precision can be cached."""
 
     kv: str = "bf16"
     state: str = "fp32"

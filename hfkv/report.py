@@ -1,16 +1,16 @@
 """From a config to a report: resolve the mapper and the precision, then ask the accounting core.
 
 ``Options`` are the knobs of one report; ``Report`` is the stable result (its ``to_dict`` is the JSON
-contract documented in the README).
+contract of ``docs/json.md``). Both are plain dataclasses: building a report imports no validation
+library, and ``Options`` checks its own values, each error one line naming the option.
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict
+import math
+from dataclasses import dataclass, field, fields, replace
 from fractions import Fraction
-from typing import Annotated, Any
-
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from typing import Any
 
 from . import accounting as acc
 from . import dtypes
@@ -19,30 +19,80 @@ from .errors import ConfigError, HfkvError, UsageError
 from .specs import LayerSpec, Layout
 
 DEFAULT_CONTEXTS = (4096, 32768, 131072)
+SCHEMA_VERSION = 2  # 1: the JSON before it carried a version; 2: stable nulls, bounded layer lists
+MAX_LISTED_LAYERS = 1024  # layers[] and groups[].indices list at most this many (real models: < 200)
 Number = int | float
 
-
-class Options(BaseModel):
-    """Accounting knobs for one report (no Hub settings, no secrets)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    kv_cache_dtype: str = Field("auto", description="auto | bf16 | fp16 | fp8 | fp4 | fp32")
-    state_dtype: str = Field("fp32", description="recurrent (linear, Mamba) state dtype")
-    conv_dtype: str = Field("auto", description="conv-state dtype; auto = the model's 16-bit dtype")
-    indexer_dtype: str = Field("fp8", description="indexer keys; fp8/fp4 add an fp32 scale per 128 values")
-    tensor_parallel_size: int = Field(1, ge=1)
-    contexts: tuple[Annotated[int, Field(ge=1, le=acc.SEARCH_LIMIT)], ...] | None = Field(
-        None, description="context lengths; default 4k, 32k, 128k and the max"
-    )
-    budget_bytes: int | None = Field(None, gt=0, description="KV budget per GPU")
-    batch: int | None = Field(None, ge=1, description="concurrency for the longest-context question")
-    prefix_cache_tokens: int | None = Field(None, ge=0)
-    snapshot_interval: int | None = Field(None, ge=1)
-    spec_tokens: int = Field(0, ge=0)
+# Option fields and the CLI flags that set them, for messages that name what the user typed.
+_FLAGS = {
+    "tensor_parallel_size": "--tensor-parallel-size", "contexts": "--context", "budget_bytes": "--budget",
+    "batch": "--batch", "prefix_cache_tokens": "--prefix-cache", "snapshot_interval": "--snapshot-interval",
+    "spec_tokens": "--spec-tokens",
+}
+_LOWER_BOUNDS = {"tensor_parallel_size": 1, "budget_bytes": 1, "batch": 1, "prefix_cache_tokens": 0,
+                 "snapshot_interval": 1, "spec_tokens": 0}
 
 
-class PartReport(BaseModel):
+@dataclass(frozen=True, kw_only=True)
+class Options:
+    """Accounting knobs for one report (no Hub settings, no secrets).
+
+    Dtypes: ``auto | bf16 | fp16 | fp8 | fp4 | fp32`` (``state_dtype``/``indexer_dtype``: no auto);
+    ``contexts``: context lengths, 1 to 2^40 (default 4k, 32k, 128k and the model's maximum);
+    ``budget_bytes``: KV budget per GPU; ``batch``: concurrency for the longest-context question;
+    ``prefix_cache_tokens`` / ``snapshot_interval``: state snapshots of a cached prefix;
+    ``spec_tokens``: draft tokens verified per step. A bad value is a ``UsageError`` naming the option.
+    """
+
+    kv_cache_dtype: str = "auto"
+    state_dtype: str = "fp32"
+    conv_dtype: str = "auto"
+    indexer_dtype: str = "fp8"
+    tensor_parallel_size: int = 1
+    contexts: tuple[int, ...] | None = None
+    budget_bytes: int | None = None
+    batch: int | None = None
+    prefix_cache_tokens: int | None = None
+    snapshot_interval: int | None = None
+    spec_tokens: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("kv_cache_dtype", "state_dtype", "conv_dtype", "indexer_dtype"):
+            if not isinstance(getattr(self, name), str):
+                raise UsageError(f"invalid option {name}: a dtype name, not {getattr(self, name)!r}")
+        for name, low in _LOWER_BOUNDS.items():
+            value = getattr(self, name)
+            if value is not None or name in ("tensor_parallel_size", "spec_tokens"):
+                object.__setattr__(self, name, _check_int(name, value, low))
+        if self.contexts is not None:
+            if isinstance(self.contexts, (str, bytes)) or not hasattr(self.contexts, "__iter__"):
+                raise UsageError(f"invalid option contexts (--context): a list of token counts, not {self.contexts!r}")
+            contexts = tuple(_check_int("contexts", value, 1, acc.SEARCH_LIMIT) for value in self.contexts)
+            object.__setattr__(self, "contexts", contexts)
+
+    def model_copy(self, *, update: dict | None = None) -> "Options":
+        """A copy with some knobs changed (validated again)."""
+        return replace(self, **(update or {}))
+
+
+def _check_int(name: str, value: Any, low: int, high: int | None = None) -> int:
+    """``value`` as an int (a whole float is one) within [low, high]; else a one-line ``UsageError``
+    naming the option and, where it has one, its CLI flag."""
+    label = f"{name} ({_FLAGS[name]})" if name in _FLAGS else name
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if type(value) is not int:
+        raise UsageError(f"invalid option {label}: a whole number, not {value!r}"[:200])
+    if value < low:
+        raise UsageError(f"invalid option {label}: {value} is below the minimum {low}")
+    if high is not None and value > high:
+        raise UsageError(f"invalid option {label}: {value:,} tokens is past {high:,} (2^40), "
+                         "the longest context hfkv accounts")
+    return value
+
+
+@dataclass
+class PartReport:
     kind: str
     copies: int
     entries: str
@@ -51,7 +101,8 @@ class PartReport(BaseModel):
     params: dict[str, Any]
 
 
-class LayerReport(BaseModel):
+@dataclass
+class LayerReport:
     index: int
     kind: str
     copies: int
@@ -61,10 +112,11 @@ class LayerReport(BaseModel):
     source_layer: int | None = None
     window: int | None = None
     compress_ratio: int | None = None
-    parts: list[PartReport]
+    parts: list[PartReport] = field(default_factory=list)
 
 
-class GroupReport(BaseModel):
+@dataclass
+class GroupReport:
     kind: str
     layers: int
     indices: list[int]
@@ -75,7 +127,8 @@ class GroupReport(BaseModel):
     equivalent_tokens: Number | None = None
 
 
-class ContextReport(BaseModel):
+@dataclass(slots=True)
+class ContextReport:
     tokens: int
     kv_bytes_per_request: Number
     read_bytes_per_step: Number
@@ -83,12 +136,15 @@ class ContextReport(BaseModel):
     max_concurrency: int | None = None
 
 
-class Report(BaseModel):
-    """Everything hfkv says about one model. ``to_dict()`` is the stable JSON form."""
+# Sections other steps may add to ``Report.extra``; the JSON carries each, null when absent.
+EXTRA_SECTIONS = ("weights", "weights_bytes", "serving", "engine")
+
+
+@dataclass(eq=False)
+class Report:
+    """Everything hfkv says about one model. ``to_dict()`` is the stable JSON form (docs/json.md)."""
 
     model: str
-    source: str | None = None
-    commit: str | None = None
     model_type: str | None
     architectures: list[str]
     mapper: str
@@ -103,23 +159,24 @@ class Report(BaseModel):
     crossover_tokens: Number | None
     recurrent_state_bytes: Number
     max_position_embeddings: int | None
-    budget_bytes: int | None = None
-    batch: int | None = None
-    max_context_for_batch: int | None = None
     layers: list[LayerReport]
     groups: list[GroupReport]
     contexts: list[ContextReport]
     transformers_defaults: list[str]
     notes: list[str]
     warnings: list[str]
-    extra: dict[str, Any] = Field(default_factory=dict, description="sections added by other tools (weights, engine)")
+    source: str | None = None
+    commit: str | None = None
+    num_layers: int | None = None
+    budget_bytes: int | None = None
+    batch: int | None = None
+    max_context_for_batch: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)  # sections added by other tools (weights, engine)
 
     # What planners (serving, engine modes, plots) need to recompute figures; not serialised.
-    # Plain None defaults: a default_factory makes pydantic inspect the factory's signature on
-    # every instance (~1 ms per report here).
-    _layers: list[LayerSpec] | None = PrivateAttr(default=None)
-    _precision: dtypes.Precision | None = PrivateAttr(default=None)
-    _config: dict | None = PrivateAttr(default=None)
+    _layers: list[LayerSpec] | None = field(default=None, repr=False)
+    _precision: dtypes.Precision | None = field(default=None, repr=False)
+    _config: dict | None = field(default=None, repr=False)
 
     @property
     def layer_specs(self) -> list[LayerSpec]:
@@ -140,18 +197,52 @@ class Report(BaseModel):
         return self._config
 
     def to_dict(self) -> dict[str, Any]:
-        data = self.model_dump(mode="json")
-        for ctx in data["contexts"]:
-            for key in ("max_concurrency", "extra_state_bytes"):
-                if ctx[key] is None:
-                    del ctx[key]
-        for layer in data["layers"]:
-            for key in ("source_layer", "window", "compress_ratio"):
-                if layer[key] is None:
-                    del layer[key]
-        extra = data.pop("extra")
-        data.update(extra)
+        """The JSON contract: every key always present (null when unknown), in a fixed order."""
+        data: dict[str, Any] = {"schema_version": SCHEMA_VERSION}
+        for name in _REPORT_KEYS:
+            data[name] = getattr(self, name)
+        data["architectures"] = list(self.architectures)
+        data["layers"] = [_layer_dict(layer) for layer in self.layers]
+        data["groups"] = [_plain(g) for g in self.groups]
+        data["contexts"] = [_plain(c) for c in self.contexts]
+        for name in ("transformers_defaults", "notes", "warnings"):
+            data[name] = list(getattr(self, name))
+        for name in EXTRA_SECTIONS:
+            data[name] = None
+        data.update(_jsonable(self.extra))
         return data
+
+
+_REPORT_KEYS = (
+    "model", "source", "commit", "model_type", "architectures", "mapper", "family", "kv_cache_dtype",
+    "state_dtype", "conv_dtype", "indexer_dtype", "tensor_parallel_size", "alpha_bytes_per_token",
+    "gamma_bytes_per_request", "crossover_tokens", "recurrent_state_bytes", "max_position_embeddings",
+    "num_layers", "budget_bytes", "batch", "max_context_for_batch",
+)
+
+
+def _plain(obj: Any) -> dict[str, Any]:
+    """A flat dataclass as a dict, lists copied (``dataclasses.asdict`` deep-copies: slower)."""
+    return {f.name: (list(v) if isinstance(v := getattr(obj, f.name), list) else v) for f in fields(obj)}
+
+
+def _layer_dict(layer: LayerReport) -> dict[str, Any]:
+    data = _plain(layer)
+    data["parts"] = [{**_plain(part), "params": dict(part.params)} for part in layer.parts]
+    return data
+
+
+def _jsonable(value: Any) -> Any:
+    """What ``json`` can write, as the JSON had it: tuples as lists, keys as strings, inf/NaN as null."""
+    if isinstance(value, dict):
+        return {k if isinstance(k, str) else str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, Fraction):
+        return acc.as_number(value)
+    return value
 
 
 # -- precision ----------------------------------------------------------------------------------
@@ -248,21 +339,41 @@ def _layer_report(layer: LayerSpec, p: dtypes.Precision, tp: int) -> LayerReport
     )
 
 
-def _groups(layers: list[LayerSpec], reports: list[LayerReport], p: dtypes.Precision, tp: int) -> list[GroupReport]:
-    """Layers with the same label and the same storage, in order of first appearance."""
+def _group_key(rep: LayerReport) -> tuple:
+    """Layers with the same label and the same storage figures are one group."""
+    return (rep.kind, rep.copies, rep.entry_bytes, rep.state_bytes, " + ".join(pr.entries for pr in rep.parts))
+
+
+def _layer_tables(layers: list[LayerSpec], p: dtypes.Precision, tp: int) -> tuple[list[LayerReport], list[GroupReport]]:
+    """``layers[]`` (the first ``MAX_LISTED_LAYERS``) and ``groups[]``, in order of first appearance.
+
+    Each distinct layer (label and part values) is reported once and copied per index, so the cost
+    follows the distinct storages, and the listed output stays bounded whatever depth a config claims.
+    """
+    built: dict[tuple, LayerReport] = {}
+    grouped: dict[tuple, tuple[LayerReport, list[int], list[int]]] = {}  # key -> (first, indices, count)
+    listed: list[LayerReport] = []
+    for layer in layers:
+        key = (layer.kind, layer.parts)
+        rep = built.get(key)
+        if rep is None:
+            rep = built[key] = _layer_report(layer, p, tp)
+        first, indices, n = grouped.setdefault(_group_key(rep), (rep, [], [0]))
+        n[0] += 1
+        if len(indices) < MAX_LISTED_LAYERS:
+            indices.append(layer.index)
+        if len(listed) < MAX_LISTED_LAYERS:
+            listed.append(replace(rep, index=layer.index))
     full_entry = next((layer.slope(p, tp) for layer in layers if layer.slope(p, tp) and layer.copies), None)
-    grouped: OrderedDict[tuple, list[int]] = OrderedDict()
-    for layer, rep in zip(layers, reports):
-        key = (rep.kind, rep.copies, rep.entry_bytes, rep.state_bytes, " + ".join(pr.entries for pr in rep.parts))
-        grouped.setdefault(key, []).append(layer.index)
     groups = []
-    for (kind, copies, entry, state, rule), indices in grouped.items():
+    for first, indices, n in grouped.values():
+        state = first.state_bytes
         eq = acc.equivalent_tokens(Fraction(state), full_entry) if state and full_entry else None
         groups.append(GroupReport(
-            kind=kind, layers=len(indices), indices=indices, copies=copies, entries=rule,
-            entry_bytes=entry, state_bytes=state, equivalent_tokens=acc.as_number(eq),
+            kind=first.kind, layers=n[0], indices=indices, copies=first.copies, entries=_group_key(first)[4],
+            entry_bytes=first.entry_bytes, state_bytes=state, equivalent_tokens=acc.as_number(eq),
         ))
-    return groups
+    return listed, groups
 
 
 def _tp_warnings(layers: list[LayerSpec], tp: int) -> list[str]:
@@ -274,6 +385,61 @@ def _tp_warnings(layers: list[LayerSpec], tp: int) -> list[str]:
     listed = ", ".join(str(k) for k in odd)
     return [f"TP {tp} and {listed} KV heads do not divide one another: engines refuse this layout; "
             f"figures assume max(1, K // TP) heads per GPU"]
+
+
+def _context_rows(costs: acc.Costs, asked: list[int], extra: Fraction, budget: int | None) -> list[ContextReport]:
+    """One row per context: M(S), r(S), the extra state copies and B_max, from terms computed once."""
+    shown_extra = acc.as_number(extra) if extra else None
+    rows = []
+    for S in asked:
+        per_request = costs.memory(S)
+        rows.append(ContextReport(
+            S, acc.as_number(per_request), acc.as_number(costs.read(S)), shown_extra,
+            acc.max_concurrency(budget, per_request + extra) if budget else None,
+        ))
+    return rows
+
+
+# Geometry far past any released model: a figure built on it is printed, but flagged, never silently
+# exact. Widths: head, latent, RoPE, state and indexer dims (real: at most 512 for attention, 256 for
+# states); counts: heads and channels (real: at most ~16K Mamba-1 channels); bytes per token per GPU.
+PLAUSIBLE_WIDTH = 4096
+PLAUSIBLE_COUNT = 1 << 17
+PLAUSIBLE_BYTES_PER_TOKEN = 64 << 20
+_WIDTH_FIELDS = ("head_dim", "v_head_dim", "kv_lora_rank", "rope_dim", "head_k_dim", "head_v_dim", "state_size")
+_COUNT_FIELDS = ("kv_heads", "num_heads", "num_v_heads", "num_qk_heads", "n_groups", "dim")
+
+
+def plausibility_warnings(layers: acc.Layers, view: ConfigView, alpha: Any) -> list[str]:
+    """Warnings for geometry no real model has: absurd widths or counts, bytes per token past any
+    model, and KV heads that cannot serve the config's query heads (GQA needs H_q = k·K).
+
+    Family-blind: it reads only the parts' shape fields and the standard ``num_attention_heads``.
+    """
+    odd: dict[str, int] = {}
+    kv_heads: set[int] = set()
+    for layer, _ in acc.group(layers):
+        for part in layer.parts:
+            for name in _WIDTH_FIELDS + _COUNT_FIELDS:
+                value = getattr(part, name, None)
+                limit = PLAUSIBLE_WIDTH if name in _WIDTH_FIELDS else PLAUSIBLE_COUNT
+                if isinstance(value, int) and value > limit and value > odd.get(name, 0):
+                    odd[name] = value
+            if getattr(part, "kv_heads", None) and not hasattr(part, "encoder_tokens"):
+                kv_heads.add(part.kv_heads)
+    warnings = [f"implausible {name} = {value:,} (no released model exceeds "
+                f"{PLAUSIBLE_WIDTH if name in _WIDTH_FIELDS else PLAUSIBLE_COUNT:,}): figures follow the config as written"
+                for name, value in odd.items()]
+    if alpha > PLAUSIBLE_BYTES_PER_TOKEN:
+        warnings.append(f"implausible α = {acc.as_number(alpha):,} B per token (over "
+                        f"{PLAUSIBLE_BYTES_PER_TOKEN >> 20} MiB): check the config's sizes")
+    query = view.value("num_attention_heads")
+    if isinstance(query, int) and not isinstance(query, bool) and query > 0:
+        bad = sorted(k for k in kv_heads if k > query or query % k)
+        if bad:
+            warnings.append(f"{', '.join(map(str, bad))} KV heads do not divide num_attention_heads = {query}: "
+                            "grouped-query attention needs query heads = k × KV heads; check the config")
+    return warnings
 
 
 def default_contexts(max_positions: int | None) -> list[int]:
@@ -312,28 +478,16 @@ def build_report(
     if beyond:
         notes.append(f"context(s) {', '.join(map(str, beyond))} exceed max_position_embeddings {max_positions}: "
                      "figures extrapolate the layout")
-    contexts = []
-    for S in asked:
-        per_request = acc.request_bytes(stack, S, p, tp)
-        contexts.append(ContextReport(
-            tokens=S,
-            kv_bytes_per_request=acc.as_number(per_request),
-            read_bytes_per_step=acc.as_number(acc.read_bytes(stack, S, p, tp)),
-            extra_state_bytes=acc.as_number(extra) if extra else None,
-            max_concurrency=acc.max_concurrency(options.budget_bytes, per_request + extra)
-            if options.budget_bytes else None,
-        ))
+    contexts = _context_rows(acc.costs(stack, p, tp), asked, extra, options.budget_bytes)
     longest = None
     if options.budget_bytes and options.batch:
         longest = acc.max_context(stack, options.budget_bytes, options.batch, p, tp, extra)
 
-    built: dict[tuple, LayerReport] = {}  # identical layers differ only by index: build each once
-    layer_reports = []
-    for layer in layers:
-        key = (layer.kind, tuple(map(id, layer.parts)))
-        if key not in built:
-            built[key] = _layer_report(layer, p, tp)
-        layer_reports.append(built[key].model_copy(update={"index": layer.index}))
+    layer_reports, groups = _layer_tables(layers, p, tp)
+    if len(layers) > MAX_LISTED_LAYERS:
+        notes.append(f"{len(layers):,} layers: layers[] lists the first {MAX_LISTED_LAYERS:,} and each group's "
+                     f"indices its first {MAX_LISTED_LAYERS:,}; the counts and every figure cover all layers")
+    warnings += plausibility_warnings(stack, view, a)
     report = Report(
         model=model, source=source, commit=commit,
         model_type=view.model_type, architectures=view.architectures, mapper=mapper, family=family,
@@ -342,9 +496,9 @@ def build_report(
         alpha_bytes_per_token=acc.as_number(a), gamma_bytes_per_request=acc.as_number(g),
         crossover_tokens=acc.as_number(acc.crossover(a, g)),
         recurrent_state_bytes=acc.as_number(state),
-        max_position_embeddings=max_positions,
+        max_position_embeddings=max_positions, num_layers=len(layers),
         budget_bytes=options.budget_bytes, batch=options.batch, max_context_for_batch=longest,
-        layers=layer_reports, groups=_groups(layers, layer_reports, p, tp), contexts=contexts,
+        layers=layer_reports, groups=groups, contexts=contexts,
         transformers_defaults=list(view.defaults_used), notes=notes, warnings=warnings,
     )
     report._layers, report._precision, report._config = list(layers), p, view.text
@@ -357,10 +511,13 @@ def make_options(options: Options | None = None, **knobs: Any) -> Options:
         raise UsageError("give either options=Options(...) or keyword options, not both")
     if options is not None:
         return options
-    try:
-        return Options(**knobs)
-    except ValueError as err:  # pydantic's ValidationError: name the field and the problem in one line
-        raise UsageError(f"invalid option: {_first_line(err)}") from None
+    unknown = sorted(set(knobs) - _OPTION_NAMES)
+    if unknown:
+        raise UsageError(f"unknown option(s) {', '.join(unknown)} (known: {', '.join(sorted(_OPTION_NAMES))})")
+    return Options(**knobs)  # a bad value is a UsageError naming the option
+
+
+_OPTION_NAMES = frozenset(f.name for f in fields(Options))
 
 
 def inspect_config(
@@ -392,7 +549,7 @@ def inspect_config(
         )
     except HfkvError as err:
         raise err.with_source(model)
-    except (ValueError, TypeError) as err:  # pydantic validation of absurd shapes (e.g. zero heads)
+    except (ValueError, TypeError) as err:  # a part's shape check (ShapeError: e.g. zero heads)
         raise ConfigError(None, f"invalid layer shape: {_first_line(err)}", source=model) from None
 
 

@@ -14,20 +14,100 @@ is one kind of storage and answers the same questions, for a ``Precision`` and a
 So a part's memory per request is ``copies · entries(S) · entry_bytes + state_bytes`` (the reference
 model's M_l(S) = σ·n(S)·E + C). The classes hold shapes only; the formulas live here, the choice of
 shapes lives in the mappers.
+
+Every n(S) is one *entry rule* ``(div, cap)``: n(S) = min(S // div, cap), with ``cap`` None for no
+bound and ``div`` 0 for a constant ``cap`` (``count``). ``entry_rule`` gives the entries kept,
+``read_rule`` the entries a decode step reads; the accounting core groups terms by these rules, so
+a sweep over many contexts evaluates each distinct rule once per context, not each part.
+
+Parts are frozen dataclasses, equal and hashable by value (two mappers' equal parts are one group),
+and validate their shapes when built: every size is an integer within its bounds, else a
+``ShapeError`` (a ``ValueError``) naming the class, the field and the value.
 """
 
 from __future__ import annotations
 
+import math
+from dataclasses import MISSING, dataclass, field, fields, replace
 from fractions import Fraction
-from typing import Annotated, ClassVar, Literal, Union
-
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Any, ClassVar, Union
 
 from .dtypes import BYTES, Precision, block_scaled_bytes, ceil_div
 
 # Exact byte counts: int, or Fraction where fp4 or a compression ratio makes them fractional
 # (ints are kept as ints: Python's int arithmetic is ~10x cheaper than Fraction's).
 Bytes = Union[int, Fraction]
+Rule = tuple  # (div, cap): n(S) = min(S // div, cap); cap None = unbounded; div 0 = the constant cap
+
+NO_ENTRIES: Rule = (0, 0)
+EVERY_TOKEN: Rule = (1, None)
+
+
+def count(rule: Rule, S: int) -> int:
+    """n(S) for an entry rule ``(div, cap)``."""
+    div, cap = rule
+    if div == 0:
+        return cap
+    n = S if div == 1 else S // div
+    return n if cap is None or n < cap else cap
+
+
+class ShapeError(ValueError):
+    """A part or layer built with a value no layer can have (a zero head count, a fractional size)."""
+
+
+def size(ge: int = 1, default: Any = MISSING, le: int | None = None) -> Any:
+    """A dataclass field holding an integer size with bounds (None allowed when the default is None)."""
+    return field(default=default, metadata={"ge": ge, "le": le})
+
+
+def _as_int(value: Any) -> int | None:
+    """The integer ``value`` stands for (as pydantic's lax mode reads it), or None when there is none."""
+    if isinstance(value, int):  # bool included: True is 1
+        return int(value)
+    if isinstance(value, float):
+        return int(value) if math.isfinite(value) and value.is_integer() else None
+    if isinstance(value, (str, bytes)):
+        try:
+            return int(value)
+        except ValueError:
+            pass
+        try:
+            number = float(value)
+        except ValueError:
+            return None
+        return int(number) if math.isfinite(number) and number.is_integer() else None
+    return None
+
+
+_CHECKS: dict[type, tuple] = {}
+
+
+def _checks(cls: type) -> tuple:
+    """(name, ge, le, optional) of every bounded size field of ``cls``, computed once per class."""
+    found = _CHECKS.get(cls)
+    if found is None:
+        found = _CHECKS[cls] = tuple(
+            (f.name, f.metadata["ge"], f.metadata["le"], f.default is None)
+            for f in fields(cls) if "ge" in f.metadata
+        )
+    return found
+
+
+def validate_sizes(obj: Any) -> None:
+    """Check (and normalise to ``int``) every size field of a frozen dataclass; ``ShapeError`` if bad."""
+    for name, ge, le, optional in _checks(type(obj)):
+        value = getattr(obj, name)
+        if value is None and optional:
+            continue
+        number = _as_int(value)
+        if number is None:
+            raise ShapeError(f"{type(obj).__name__}.{name} must be an integer, not {value!r}")
+        if number < ge or (le is not None and number > le):
+            bounds = f"≥ {ge}" if le is None else f"between {ge} and {le}"
+            raise ShapeError(f"{type(obj).__name__}.{name} must be {bounds}, not {number}")
+        if type(value) is not int:
+            object.__setattr__(obj, name, number)
 
 
 def latent_entry_bytes(nope_dim: int, rope_dim: int, kv_dtype: str) -> Bytes:
@@ -43,14 +123,26 @@ def latent_entry_bytes(nope_dim: int, rope_dim: int, kv_dtype: str) -> Bytes:
     return (nope_dim + rope_dim) * width
 
 
-class _Part(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+@dataclass(frozen=True, kw_only=True)
+class _Part:
+    kind: ClassVar[str] = "none"
     recurrent: ClassVar[bool] = False  # state that exists only for an exact prefix length (linear, Mamba, conv)
     replicated: ClassVar[bool] = False  # every tensor-parallel rank holds the whole part
+    reads_state: ClassVar[bool] = False  # a decode step reads the whole state C (recurrent parts)
+
+    def __post_init__(self) -> None:
+        validate_sizes(self)
+
+    def entry_rule(self) -> Rule:
+        """n(S) as ``(div, cap)``; see the module docstring."""
+        return NO_ENTRIES
+
+    def read_rule(self) -> Rule:
+        """The entries one decode step reads, as ``(div, cap)``: all kept entries unless a top-k bounds them."""
+        return self.entry_rule()
 
     def entries(self, S: int) -> int:
-        return 0
+        return count(self.entry_rule(), S)
 
     def entry_bytes(self, p: Precision, tp: int = 1) -> Bytes:
         return 0
@@ -67,11 +159,16 @@ class _Part(BaseModel):
         return self.copies * self.entries(S) * self.entry_bytes(p, tp) + self.state_bytes(p, tp)
 
     def read_bytes(self, S: int, p: Precision, tp: int = 1) -> Bytes:
-        return self.entries(S) * self.entry_bytes(p, tp)
+        """r(S) = n_read(S)·E, plus C for a recurrent state (read whole each step)."""
+        read = count(self.read_rule(), S) * self.entry_bytes(p, tp)
+        return read + self.state_bytes(p, tp) if self.reads_state else read
 
     def growth(self) -> tuple[Bytes, int]:
         """(rate, cap): for long contexts n(S) ≈ rate·S + cap."""
-        return 0, 0
+        div, cap = self.entry_rule()
+        if div == 0 or cap is not None:
+            return 0, cap or 0
+        return (1, 0) if div == 1 else (Fraction(1, div), 0)
 
     def entries_rule(self) -> str:
         """n(S) in words for reports: ``S``, ``S/4``, ``min(S, 4096)``, ``0``."""
@@ -89,28 +186,38 @@ class _Part(BaseModel):
         return self.copies * cap * self.entry_bytes(p, tp) + self.state_bytes(p, tp)
 
     def params(self) -> dict:
-        """The part's own parameters, for reports."""
-        return self.model_dump(exclude_defaults=True)
+        """The part's own parameters that differ from their defaults, in field order, for reports."""
+        out = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.default is MISSING or value != f.default:
+                out[f.name] = value
+        return out
+
+    def model_copy(self, *, update: dict | None = None) -> "_Part":
+        """A copy with some fields changed (validated again); the name callers already use."""
+        return replace(self, **(update or {}))
 
 
+@dataclass(frozen=True, kw_only=True)
 class _TokenPart(_Part):
     """Storage that grows with the context; may be read from another layer's copy."""
 
-    source_layer: int | None = Field(
-        default=None, description="when set, this layer owns no copy (σ = 0) and reads that layer's"
-    )
+    # When set, this layer owns no copy (σ = 0) and reads that layer's.
+    source_layer: int | None = size(ge=0, default=None)
 
     @property
     def copies(self) -> int:
         return 0 if self.source_layer is not None else 1
 
 
+@dataclass(frozen=True, kw_only=True)
 class _HeadsPart(_TokenPart):
     """K and V heads of a standard attention layer; TP splits the KV heads."""
 
-    kv_heads: int = Field(ge=1)
-    head_dim: int = Field(ge=1)
-    v_head_dim: int | None = Field(default=None, ge=0, description="defaults to head_dim")
+    kv_heads: int = size()
+    head_dim: int = size()
+    v_head_dim: int | None = size(ge=0, default=None)  # defaults to head_dim
 
     def entry_bytes(self, p: Precision, tp: int = 1) -> Bytes:
         # Past TP = K the heads are replicated: each rank still holds one.
@@ -119,18 +226,17 @@ class _HeadsPart(_TokenPart):
         return heads * (self.head_dim + v_dim) * p.kv_bytes
 
 
+@dataclass(frozen=True, kw_only=True)
 class FullAttention(_HeadsPart):
     """MHA / GQA / MQA over the whole context: n = S, E = K·(H_k + H_v)·e."""
 
-    kind: Literal["full"] = "full"
+    kind: ClassVar[str] = "full"
 
-    def entries(self, S: int) -> int:
-        return S
-
-    def growth(self) -> tuple[Bytes, int]:
-        return 1, 0
+    def entry_rule(self) -> Rule:
+        return EVERY_TOKEN
 
 
+@dataclass(frozen=True, kw_only=True)
 class _BoundedHeads(_HeadsPart):
     """Attention whose entries stop growing at ``bound`` tokens: n = min(S, bound)."""
 
@@ -138,24 +244,23 @@ class _BoundedHeads(_HeadsPart):
     def bound(self) -> int:
         raise NotImplementedError
 
-    def entries(self, S: int) -> int:
-        return min(S, self.bound)
-
-    def growth(self) -> tuple[Bytes, int]:
-        return 0, self.bound
+    def entry_rule(self) -> Rule:
+        return (1, self.bound)
 
 
+@dataclass(frozen=True, kw_only=True)
 class SlidingWindow(_BoundedHeads):
     """Attention over the last W tokens: n = min(S, W)."""
 
-    kind: Literal["sliding"] = "sliding"
-    window: int = Field(ge=1)
+    kind: ClassVar[str] = "sliding"
+    window: int = size()
 
     @property
     def bound(self) -> int:
         return self.window
 
 
+@dataclass(frozen=True, kw_only=True)
 class ChunkedLocal(_BoundedHeads):
     """Chunked local attention, accounted as a window of the chunk size: n = min(S, chunk).
 
@@ -163,14 +268,15 @@ class ChunkedLocal(_BoundedHeads):
     reserves a whole chunk, so the reservation is what hfkv counts.
     """
 
-    kind: Literal["chunked"] = "chunked"
-    chunk: int = Field(ge=1)
+    kind: ClassVar[str] = "chunked"
+    chunk: int = size()
 
     @property
     def bound(self) -> int:
         return self.chunk
 
 
+@dataclass(frozen=True, kw_only=True)
 class CrossAttention(_HeadsPart):
     """Decoder cross-attention over an encoder output of fixed length T: n = T whatever S.
 
@@ -179,19 +285,25 @@ class CrossAttention(_HeadsPart):
     (Whisper: 30 s of audio, 1500 positions); an input-length encoder has no such constant.
     """
 
-    kind: Literal["cross"] = "cross"
-    encoder_tokens: int = Field(ge=1)
+    kind: ClassVar[str] = "cross"
+    encoder_tokens: int = size()
 
-    def entries(self, S: int) -> int:
-        return self.encoder_tokens
-
-    def growth(self) -> tuple[Bytes, int]:
-        return 0, self.encoder_tokens
+    def entry_rule(self) -> Rule:
+        return (0, self.encoder_tokens)
 
     def entries_rule(self) -> str:
         return f"{self.encoder_tokens} (encoder)"
 
 
+def _top(rule: Rule, topk: int | None) -> Rule:
+    """``rule`` further bounded by a top-k selection."""
+    div, cap = rule
+    if topk is None:
+        return rule
+    return (div, topk if cap is None else min(cap, topk))
+
+
+@dataclass(frozen=True, kw_only=True)
 class MLALatent(_TokenPart):
     """Multi-head latent attention: one latent of d_c + d_r values per token, no head axis.
 
@@ -199,30 +311,25 @@ class MLALatent(_TokenPart):
     ``topk`` makes decode read only that many entries (DSA sparse attention).
     """
 
-    kind: Literal["mla"] = "mla"
-    kv_lora_rank: int = Field(ge=1)
-    rope_dim: int = Field(ge=0)
-    window: int | None = Field(default=None, ge=1)
-    topk: int | None = Field(default=None, ge=1)
+    kind: ClassVar[str] = "mla"
+    kv_lora_rank: int = size()
+    rope_dim: int = size(ge=0)
+    window: int | None = size(default=None)
+    topk: int | None = size(default=None)
 
     replicated: ClassVar[bool] = True
 
-    def entries(self, S: int) -> int:
-        return S if self.window is None else min(S, self.window)
+    def entry_rule(self) -> Rule:
+        return (1, self.window)
+
+    def read_rule(self) -> Rule:
+        return _top(self.entry_rule(), self.topk)
 
     def entry_bytes(self, p: Precision, tp: int = 1) -> Bytes:
         return latent_entry_bytes(self.kv_lora_rank, self.rope_dim, p.kv)
 
-    def read_bytes(self, S: int, p: Precision, tp: int = 1) -> Bytes:
-        n = self.entries(S)
-        if self.topk is not None:
-            n = min(n, self.topk)
-        return n * self.entry_bytes(p, tp)
 
-    def growth(self) -> tuple[Bytes, int]:
-        return (1, 0) if self.window is None else (0, self.window)
-
-
+@dataclass(frozen=True, kw_only=True)
 class IndexerKeys(_TokenPart):
     """Lightning-indexer keys (DSA, CSA): one key of d_I values per (compressed) entry.
 
@@ -231,16 +338,16 @@ class IndexerKeys(_TokenPart):
     dtype hold the compressor's unfinished block (CSA), per request.
     """
 
-    kind: Literal["indexer"] = "indexer"
-    head_dim: int = Field(ge=1)
-    ratio: int = Field(default=1, ge=1)
-    ring_slots: int = Field(default=0, ge=0)
-    ring_factor: int = Field(default=4, ge=0)
+    kind: ClassVar[str] = "indexer"
+    head_dim: int = size()
+    ratio: int = size(default=1)
+    ring_slots: int = size(ge=0, default=0)
+    ring_factor: int = size(ge=0, default=4)
 
     replicated: ClassVar[bool] = True
 
-    def entries(self, S: int) -> int:
-        return S // self.ratio
+    def entry_rule(self) -> Rule:
+        return (self.ratio, None)
 
     def entry_bytes(self, p: Precision, tp: int = 1) -> Bytes:
         return block_scaled_bytes(self.head_dim, p.indexer)
@@ -250,10 +357,8 @@ class IndexerKeys(_TokenPart):
             return 0
         return self.ring_slots * self.ring_factor * self.head_dim * p.state_bytes
 
-    def growth(self) -> tuple[Bytes, int]:
-        return Fraction(1, self.ratio), 0
 
-
+@dataclass(frozen=True, kw_only=True)
 class CompressedKV(_TokenPart):
     """Compressed attention (CSA/HCA): one entry of d_kv values per m tokens, n = floor(S/m).
 
@@ -262,18 +367,21 @@ class CompressedKV(_TokenPart):
     ``ring_slots`` × ``ring_factor`` × d_kv values of recurrent-state dtype, per request.
     """
 
-    kind: Literal["compressed"] = "compressed"
-    head_dim: int = Field(ge=1)
-    rope_dim: int = Field(default=0, ge=0)
-    ratio: int = Field(ge=1)
-    topk: int | None = Field(default=None, ge=1)
-    ring_slots: int = Field(default=0, ge=0)
-    ring_factor: int = Field(default=2, ge=0)
+    kind: ClassVar[str] = "compressed"
+    head_dim: int = size()
+    rope_dim: int = size(ge=0, default=0)
+    ratio: int = size()
+    topk: int | None = size(default=None)
+    ring_slots: int = size(ge=0, default=0)
+    ring_factor: int = size(ge=0, default=2)
 
     replicated: ClassVar[bool] = True
 
-    def entries(self, S: int) -> int:
-        return S // self.ratio
+    def entry_rule(self) -> Rule:
+        return (self.ratio, None)
+
+    def read_rule(self) -> Rule:
+        return _top(self.entry_rule(), self.topk)
 
     def entry_bytes(self, p: Precision, tp: int = 1) -> Bytes:
         return latent_entry_bytes(self.head_dim - self.rope_dim, self.rope_dim, p.kv)
@@ -283,25 +391,16 @@ class CompressedKV(_TokenPart):
             return 0
         return self.ring_slots * self.ring_factor * self.head_dim * p.state_bytes
 
-    def read_bytes(self, S: int, p: Precision, tp: int = 1) -> Bytes:
-        n = self.entries(S)
-        if self.topk is not None:
-            n = min(n, self.topk)
-        return n * self.entry_bytes(p, tp)
 
-    def growth(self) -> tuple[Bytes, int]:
-        return Fraction(1, self.ratio), 0
-
-
+@dataclass(frozen=True, kw_only=True)
 class _StatePart(_Part):
     """A fixed per-request state; n = 0, and each decode step reads the whole state (r = C)."""
 
     recurrent: ClassVar[bool] = True
-
-    def read_bytes(self, S: int, p: Precision, tp: int = 1) -> Bytes:
-        return self.state_bytes(p, tp)
+    reads_state: ClassVar[bool] = True
 
 
+@dataclass(frozen=True, kw_only=True)
 class LinearAttentionState(_StatePart):
     """Linear attention (GDN, KDA, lightning): a recurrent matrix per value head plus a short conv.
 
@@ -309,13 +408,18 @@ class LinearAttentionState(_StatePart):
     Lightning attention has no conv (``conv_kernel`` = 1).
     """
 
-    kind: Literal["linear"] = "linear"
-    variant: str = Field(description="gdn, kda or lightning")
-    num_qk_heads: int = Field(ge=0)
-    num_v_heads: int = Field(ge=1)
-    head_k_dim: int = Field(ge=1)
-    head_v_dim: int = Field(ge=1)
-    conv_kernel: int = Field(default=1, ge=1)
+    kind: ClassVar[str] = "linear"
+    variant: str  # gdn, kda or lightning
+    num_qk_heads: int = size(ge=0)
+    num_v_heads: int = size()
+    head_k_dim: int = size()
+    head_v_dim: int = size()
+    conv_kernel: int = size(default=1)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.variant, str):
+            raise ShapeError(f"LinearAttentionState.variant must be a name, not {self.variant!r}")
+        validate_sizes(self)
 
     def state_bytes(self, p: Precision, tp: int = 1) -> Bytes:
         nv = ceil_div(self.num_v_heads, tp)
@@ -325,6 +429,7 @@ class LinearAttentionState(_StatePart):
         return recurrent + (self.conv_kernel - 1) * conv_channels * p.conv_bytes
 
 
+@dataclass(frozen=True, kw_only=True)
 class MambaState(_StatePart):
     """Mamba-1 / Mamba-2 state: SSM state plus the causal-conv tail.
 
@@ -333,13 +438,13 @@ class MambaState(_StatePart):
     groups that do not divide evenly are padded to the TP size (each rank keeps ceil(groups/TP)).
     """
 
-    kind: Literal["mamba"] = "mamba"
-    version: int = Field(ge=1, le=2)
-    num_heads: int = Field(ge=1)
-    head_dim: int = Field(ge=1)
-    state_size: int = Field(ge=1)
-    n_groups: int = Field(default=0, ge=0)
-    conv_kernel: int = Field(ge=1)
+    kind: ClassVar[str] = "mamba"
+    version: int = size(le=2)
+    num_heads: int = size()
+    head_dim: int = size()
+    state_size: int = size()
+    n_groups: int = size(ge=0, default=0)
+    conv_kernel: int = size()
 
     def state_bytes(self, p: Precision, tp: int = 1) -> Bytes:
         heads = ceil_div(self.num_heads, tp)
@@ -349,34 +454,56 @@ class MambaState(_StatePart):
         return ssm + (self.conv_kernel - 1) * conv_channels * p.conv_bytes
 
 
+@dataclass(frozen=True, kw_only=True)
 class ShortConvState(_StatePart):
     """Short-convolution state (LFM2): the last w − 1 inputs of ``dim`` channels, C = (w − 1)·dim·e_conv."""
 
-    kind: Literal["conv"] = "conv"
-    dim: int = Field(ge=1)
-    conv_kernel: int = Field(ge=1)
+    kind: ClassVar[str] = "conv"
+    dim: int = size()
+    conv_kernel: int = size()
 
     def state_bytes(self, p: Precision, tp: int = 1) -> Bytes:
         return (self.conv_kernel - 1) * ceil_div(self.dim, tp) * p.conv_bytes
 
 
-CachePart = Annotated[
-    Union[
+PART_TYPES: dict[str, type] = {
+    cls.kind: cls for cls in (
         FullAttention, SlidingWindow, ChunkedLocal, CrossAttention, MLALatent, IndexerKeys, CompressedKV,
         LinearAttentionState, MambaState, ShortConvState,
-    ],
-    Field(discriminator="kind"),
+    )
+}
+CachePart = Union[
+    FullAttention, SlidingWindow, ChunkedLocal, CrossAttention, MLALatent, IndexerKeys, CompressedKV,
+    LinearAttentionState, MambaState, ShortConvState,
 ]
 
 
-class LayerSpec(BaseModel):
-    """One decoder layer: a label and the storage parts it keeps per request."""
+def _as_part(value: Any) -> _Part:
+    """A part object, or one built from its dict form (``{"kind": "full", "kv_heads": 8, ...}``)."""
+    if isinstance(value, _Part):
+        return value
+    if isinstance(value, dict) and value.get("kind") in PART_TYPES:
+        return PART_TYPES[value["kind"]](**{k: v for k, v in value.items() if k != "kind"})
+    raise ShapeError(f"a layer part must be one of {', '.join(PART_TYPES)}, not {value!r}"[:200])
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
-    index: int = Field(ge=0)
-    kind: str = Field(description="label chosen by the mapper: full, sliding, mla, dsa, csa, gdn, ...")
-    parts: tuple[CachePart, ...] = ()
+@dataclass(frozen=True, kw_only=True)
+class LayerSpec:
+    """One decoder layer: a label and the storage parts it keeps per request.
+
+    ``kind`` is the label chosen by the mapper (full, sliding, mla, dsa, csa, gdn, ...).
+    """
+
+    index: int = size(ge=0)
+    kind: str
+    parts: tuple = ()
+
+    def __post_init__(self) -> None:
+        validate_sizes(self)
+        if not isinstance(self.kind, str):
+            raise ShapeError(f"LayerSpec.kind must be a label, not {self.kind!r}")
+        if type(self.parts) is not tuple or not all(isinstance(part, _Part) for part in self.parts):
+            object.__setattr__(self, "parts", tuple(_as_part(part) for part in self.parts))
 
     @property
     def copies(self) -> int:
@@ -412,12 +539,21 @@ class LayerSpec(BaseModel):
         """State that a prefix cache or speculative decoding must copy (linear, Mamba, conv)."""
         return sum((part.state_bytes(p, tp) for part in self.parts if part.recurrent), 0)
 
+    def model_copy(self, *, update: dict | None = None) -> "LayerSpec":
+        """A copy with some fields changed (validated again)."""
+        return replace(self, **(update or {}))
 
-class Layout(BaseModel):
-    """What a mapper returns: the target model's layers plus what the reader should know."""
 
-    model_config = ConfigDict(extra="forbid")
+@dataclass(kw_only=True)
+class Layout:
+    """What a mapper returns: the target model's layers plus what the reader should know.
 
-    layers: list[LayerSpec]
-    notes: list[str] = Field(default_factory=list, description="conventions applied, layers left out")
-    warnings: list[str] = Field(default_factory=list, description="guesses and doubts")
+    ``notes``: conventions applied, layers left out; ``warnings``: guesses and doubts.
+    """
+
+    layers: list
+    notes: list = field(default_factory=list)
+    warnings: list = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.layers, self.notes, self.warnings = list(self.layers), list(self.notes), list(self.warnings)

@@ -38,9 +38,9 @@ def test_json_contract_for_one_model():
     assert "\x1b[" not in run.stdout  # no colour when piped
 
 
-def test_no_budget_no_max_concurrency_key():
+def test_no_budget_max_concurrency_is_null():
     data = json.loads(hfkv(LLAMA, "--format", "json", "--context", "1k").stdout)
-    assert "max_concurrency" not in data["contexts"][0]
+    assert data["contexts"][0]["max_concurrency"] is None  # stable nulls: the key is there, unknown
     assert data["contexts"][0]["kv_bytes_per_request"] == 1024 * 131072
 
 
@@ -110,7 +110,7 @@ def test_table_and_markdown_formats():
 def test_prefix_cache_and_spec_tokens_extra_state():
     run = hfkv(LLAMA, "--format", "json", "--prefix-cache", "8k", "--snapshot-interval", "1k", "--spec-tokens", "2")
     data = json.loads(run.stdout)
-    assert "extra_state_bytes" not in data["contexts"][0]  # a pure-attention model has no recurrent state
+    assert data["contexts"][0]["extra_state_bytes"] is None  # a pure-attention model has no recurrent state
 
 
 def test_devices_fifos_and_empty_names_fail_fast(tmp_path):

@@ -83,7 +83,7 @@ def test_table_has_a_column_per_model_and_the_figures():
     for label in ("gpt-oss-120b", "DeepSeek-V3.2", "Qwen3-Next-80B-A3B-Thinking"):
         assert label in header
     for text in ("131,072 B (128.00 KiB)", "36,864 B (36.00 KiB)", "4,718,592 B (4.50 MiB)",
-                 "78,324 B (76.49 KiB)", "77,266,944 B (73.69 MiB)", "sliding.", "mla.dsa"):
+                 "78,324 B (76.49 KiB)", "77,266,944 B (73.69 MiB)", "sliding.", ".dsa"):
         assert text in out, text
     assert "4K: B_max in 60.00 GiB" in out
     # S* = γ/α: gpt-oss 4,718,592 / 36,864 = 128; Qwen3-Next 77,266,944 / 24,576 = 3,144.0
