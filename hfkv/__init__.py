@@ -7,24 +7,44 @@
 
 ``inspect`` takes a local file or folder, or a Hub repo id (``org/name`` or ``org/name@revision``),
 and the knobs of ``Options`` as keyword arguments. ``inspect_config`` takes a config dict.
+
+Importing ``hfkv`` is cheap: ``Options``, ``Report`` and ``inspect_config`` load the report machinery
+on first use (PEP 562), so ``hfkv --help`` and the error classes cost no more than they need.
 """
 
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigError, HfkvError, SourceError, UnsupportedModelError, UsageError
-from .report import Options, Report, inspect_config
+
+if TYPE_CHECKING:
+    from .report import Options, Report, inspect_config
 
 __version__ = "0.1.0"
 __all__ = [
     "inspect", "inspect_config", "Options", "Report",
     "HfkvError", "ConfigError", "SourceError", "UnsupportedModelError", "UsageError",
 ]
+_LAZY = {"Options", "Report", "inspect_config"}  # from .report, loaded on first access
 
 
-def inspect(source: "str | os.PathLike[str]", *, hub: Any = None, revision: str | None = None, **options: Any) -> Report:
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        from . import report
+
+        value = getattr(report, name)
+        globals()[name] = value  # the next access is a plain attribute
+        return value
+    raise AttributeError(f"module 'hfkv' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | _LAZY)
+
+
+def inspect(source: "str | os.PathLike[str]", *, hub: Any = None, revision: str | None = None, **options: Any) -> "Report":
     """Report on one model.
 
     ``source``: a ``config.json`` path, a model folder, or a Hub repo id. ``hub``: a

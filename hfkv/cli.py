@@ -29,6 +29,14 @@ SUBCOMMANDS = {
     "compare": "hfkv.compare:compare_command",
     "plot": "hfkv.plot:plot_command",
 }
+# What ``hfkv --help`` lists, written here so that listing imports none of the modules.
+SHORT_HELP = {
+    "report": "Report on each MODEL (the default command).",
+    "scan": "One row per repo of a list (FILE or - for stdin).",
+    "watch": "A report for each new model of an organisation.",
+    "compare": "Several models side by side, and where their costs cross.",
+    "plot": "Memory and concurrency against context (needs hfkv[plot]).",
+}
 DTYPES = ["auto", "bf16", "fp16", "fp8", "fp4", "fp32"]
 
 
@@ -149,7 +157,7 @@ def engine_knobs(params: dict[str, Any]) -> dict[str, Any]:
 
 
 def build_options(params: dict[str, Any]) -> Options:
-    """``Options`` from the parsed CLI parameters (bad values: click's usage error, exit 2)."""
+    """``Options`` from the parsed CLI parameters (a bad value: one line naming the option, exit 2)."""
     from .report import DEFAULT_CONTEXTS, make_options
 
     if params.get("prefix_cache") and not params.get("snapshot_interval"):
@@ -160,8 +168,8 @@ def build_options(params: dict[str, Any]) -> Options:
         contexts = sorted({c for c in DEFAULT_CONTEXTS if c <= limit} | {limit})
     try:
         return make_options(**_option_fields(params, contexts))
-    except UsageError as err:
-        raise click.UsageError(str(err)) from None
+    except UsageError as err:  # one line naming the option, as for every other bad input
+        fail(str(err), 2)
 
 
 def _option_fields(params: dict[str, Any], contexts: list[int] | None) -> dict[str, Any]:
@@ -201,6 +209,11 @@ class DefaultGroup(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
         return ["report"] + list(SUBCOMMANDS)
 
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The command list from ``SHORT_HELP``: ``--help`` imports no subcommand module."""
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, SHORT_HELP[name]) for name in self.list_commands(ctx)])
+
     def resolve_command(self, ctx: click.Context, args: list[str]):
         if args and args[0] not in SUBCOMMANDS and args[0] != "report" and not args[0].startswith("-"):
             args = ["report"] + args
@@ -235,7 +248,6 @@ def main() -> None:
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "markdown"]), default="table", show_default=True)
 def report_command(models: tuple[str, ...], fmt: str, **params: Any) -> None:
     """Report on each MODEL: layers by kind, α, γ, S*, and per context bytes, reads and B_max."""
-    from . import render
     from .enrich import enrich
     from .report import inspect_loaded
     from .source import load_config, looks_like_repo_id
@@ -260,14 +272,17 @@ def report_command(models: tuple[str, ...], fmt: str, **params: Any) -> None:
             code = max(code, err.exit_code)
             continue
         reports.append(report)
-        rows.append(report.to_dict())
-        if fmt == "table":
-            render.render_table(report)
-        elif fmt == "markdown":
-            click.echo(render.render_markdown(report))
+        rows.append(report.to_dict() if fmt == "json" else {})
+        if fmt != "json":  # the rendering stack (rich) is imported only for people
+            from . import render
+
+            if fmt == "table":
+                render.render_table(report)
+            else:
+                click.echo(render.render_markdown(report))
     if fmt == "json" and rows:
         if len(models) == 1 and reports:
-            click.echo(render.to_json(reports[0]))
+            click.echo(json.dumps(rows[0], indent=2))
         elif len(models) > 1:
             click.echo(json.dumps(rows, indent=2))
     sys.exit(code)
