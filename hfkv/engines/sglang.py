@@ -214,7 +214,7 @@ def simulate(report: Any, *, budget_bytes: int | None, max_model_len: int | None
                                     swa_ratio=ratio, warnings=warnings)
     layers, notes = sglang_config.sglang_layers(report)
     tp = report.tensor_parallel_size
-    plan = sglang_backend.plan(report, layers, knobs, notes, warnings)
+    plan = sglang_backend.plan(report, layers, knobs, warnings)
     kv = plan.kv
     assumptions = [*warnings, f"KV dtype {kv} (SGLang 'auto' = model dtype or the checkpoint's declared fp8)", *notes]
     context = context_length(report, max_model_len, assumptions)
@@ -240,15 +240,18 @@ def simulate(report: Any, *, budget_bytes: int | None, max_model_len: int | None
                            f"SM{knobs['compute_capability']})")
     has_state = any(layer.recurrent_state_bytes(report.precision, tp) for layer in layers)
     per_slot = state_bytes_per_request(layers, state_precision(report, knobs, assumptions), tp) if has_state else 0
-    result: dict[str, Any] = {"bytes_per_token": number(cell), "page_size": page, "context_length": context}
+    result: dict[str, Any] = {
+        "configurator": "HybridSWAPoolConfigurator" if ratio is not None else "DefaultPoolConfigurator",
+        "bytes_per_token": number(cell), "page_size": page, "context_length": context,
+    }
     if ratio is not None:
         result.update(full_bytes_per_token=number(full), swa_bytes_per_token=number(swa),
                       swa_full_tokens_ratio=float(ratio))
+    mamba_ratio = sglang_pools.mamba_running_ratio(list(report.architectures or []), radix)
     if per_slot:
-        result["mamba_bytes_per_request"] = number(per_slot)
+        result.update(mamba_bytes_per_request=number(per_slot), mamba_running_ratio=mamba_ratio)
     if budget_bytes is not None:
         shape = pool_shape(full, swa, cell, ratio, page, per_slot, window_of(layers))
-        mamba_ratio = sglang_pools.mamba_running_ratio(list(report.architectures or []), radix)
         result.update(sglang_pools.size_pools(budget_bytes, shape, context, knobs, radix,
                                               memory_ratio(report, knobs, assumptions), mamba_ratio, assumptions))
     result["warnings"] = warnings

@@ -69,7 +69,7 @@ def requested_kv_dtype(report: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def plan(report: Any, layers: list[LayerSpec], knobs: dict, notes: list[str], warnings: list[str]) -> Plan:
+def plan(report: Any, layers: list[LayerSpec], knobs: dict, warnings: list[str]) -> Plan:
     """The backend SGLang picks for ``report`` on the knob's GPU generation (module docstring)."""
     sm = capability_major(knobs)
     dsa = any(isinstance(p, IndexerKeys) for layer in layers for p in layer.parts)
@@ -87,16 +87,16 @@ def plan(report: Any, layers: list[LayerSpec], knobs: dict, notes: list[str], wa
                     sm != 10)
     if sm != 10:
         return Plan(kv, 1, "fa3", False)
-    return sm100_plan(archs, layers, kv, mla, notes)
+    return sm100_plan(archs, layers, kv, mla, warnings)
 
 
-def sm100_plan(archs: list[str], layers: list[LayerSpec], kv: str, mla: bool, notes: list[str]) -> Plan:
+def sm100_plan(archs: list[str], layers: list[LayerSpec], kv: str, mla: bool, warnings: list[str]) -> Plan:
     """Non-DSA models on SM100 (B200)."""
     if mla:
         if any(a in TRTLLM_MLA_SM100 for a in archs):
             if kv in SIXTEEN_BIT:
-                notes.append("trtllm_mla accepts the spelling --kv-cache-dtype bf16 (or auto); SGLang refuses "
-                             "'bfloat16' with this backend at start-up")
+                warnings.append("SGLang's trtllm_mla backend (SM100) accepts --kv-cache-dtype bf16 or auto but "
+                                "refuses the spelling 'bfloat16' at start-up")
             return Plan(kv, TRTLLM_PAGE, "trtllm_mla", False)
         return Plan(kv, 1, "flashinfer", False)
     if any(a in TRITON_SM100 for a in archs):

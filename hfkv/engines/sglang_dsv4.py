@@ -116,6 +116,7 @@ def simulate(report: Any, *, budget_bytes: int | None, max_model_len: int | None
     assumptions.append(f"SGLang's allocator also keeps an int64 full→SWA index map: {INDEX_MAP_BYTES} B per full "
                        "token more than this sizing figure")
     result: dict[str, Any] = {
+        "configurator": "DSV4PoolConfigurator",
         "bytes_per_token": number(per_token),
         "bytes_per_swa_token": number(per_swa),
         "compressed_bytes_per_token": {str(r): number(c) for r, (c, _) in sorted(per_ratio.items())},
