@@ -1,7 +1,7 @@
 """A read-only view of one config.json with typed key readers.
 
-The view picks the text model's sub-config (``thinker_config``, ``llm_config``, ``language_config``,
-``text_config``, in SGLang's order) for attention keys and keeps ``architectures`` and
+The view picks the text model's sub-config (``thinker_config``, ``llm_config``, ``llm_cfg``,
+``language_config``, ``text_config``, in SGLang's order; ``llm_cfg`` is VILA/NVILA's) for attention keys and keeps ``architectures`` and
 ``quantization_config`` from the root. Every read is recorded, so a report can say which
 attention-related keys no mapper understood. When a config omits a key a mapper needs and the
 model type is known to transformers, the value comes from the transformers config class
@@ -25,7 +25,9 @@ _MISSING = object()
 # the accounting loop or allocate without bound.
 MAX_SIZE = 1 << 40
 MAX_LAYERS = 100_000
-_TEXT_KEYS = ("thinker_config", "llm_config", "language_config", "text_config")
+_TEXT_KEYS = ("thinker_config", "llm_config", "llm_cfg", "language_config", "text_config")
+# Keys that count draft (MTP) layers listed after the target layers in per-layer arrays.
+_MTP_COUNT_KEYS = ("num_nextn_predict_layers", "mtp_num_hidden_layers", "num_mtp_layers", "num_mtp_modules")
 
 # Keys that describe attention or cache layout; used to warn about keys nobody read.
 _ATTENTION_KEY = re.compile(
@@ -61,6 +63,10 @@ class ConfigView:
         self.text_key, self.text = self._select_text(root)
         self.consumed: set[str] = set()
         self.defaults_used: list[str] = []
+        # What the readers found worth telling (a list cut to the layer count, aliases that disagree);
+        # the registry's Mapper adds them to the layout's notes and warnings.
+        self.notes: list[str] = []
+        self.warnings: list[str] = []
         self._tf_defaults: dict | None = None
         self._tf_loaded = False
 
@@ -186,7 +192,7 @@ class ConfigView:
         if not isinstance(raw, list):
             raise ConfigError(self.path(key), f"expected a list, got {type(raw).__name__}")
         values = [self._as_int(f"{key}[{i}]", v, 0) for i, v in enumerate(raw[: MAX_LAYERS + 1])]
-        return self._fit_length(key, values, length)
+        return self.fit_length(key, values, length)
 
     def str_list(self, key: str, *, length: int | None = None, defaults: bool = False) -> list[str] | None:
         raw = self.value(key, defaults=defaults)
@@ -194,16 +200,39 @@ class ConfigView:
             return None
         if not isinstance(raw, list) or not all(isinstance(v, str) for v in raw):
             raise ConfigError(self.path(key), "expected a list of strings")
-        return self._fit_length(key, list(raw), length)
+        return self.fit_length(key, list(raw), length)
 
-    def _fit_length(self, key: str, values: list, length: int | None) -> list:
+    def note(self, text: str) -> None:
+        """Record a note for the report (once)."""
+        if text not in self.notes:
+            self.notes.append(text)
+
+    def warn(self, text: str) -> None:
+        """Record a warning for the report (once)."""
+        if text not in self.warnings:
+            self.warnings.append(text)
+
+    def fit_length(self, key: str, values: list, length: int | None) -> list:
+        """``values`` cut to ``length``; shorter is an error, longer a note (MTP entries) or a warning."""
         if length is None:
             return values
         if len(values) < length:
             raise ConfigError(
                 self.path(key), f"has {len(values)} entries but the model has {length} layers"
             )
+        if len(values) > length:
+            self._report_cut(key, len(values) - length, length)
         return values[:length]
+
+    def _report_cut(self, key: str, extra: int, length: int) -> None:
+        """A longer per-layer list: its tail belongs to MTP layers when the config declares some, else
+        it contradicts the layer count (the first ``length`` entries are used either way)."""
+        if any(self.optional_int(k) for k in _MTP_COUNT_KEYS):
+            entries = "entry" if extra == 1 else "entries"
+            self.note(f"{key} lists {extra} {entries} past num_hidden_layers {length} (MTP layers): left out")
+        else:
+            self.warn(f"{self.path(key)} has {length + extra} entries but the model has {length} layers "
+                      f"(and no MTP layers): the first {length} are used")
 
     def _as_int(self, key: str, raw: Any, minimum: int, maximum: int = MAX_SIZE) -> int:
         if isinstance(raw, bool) or not isinstance(raw, (int, float)):

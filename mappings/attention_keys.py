@@ -10,59 +10,78 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
-from hfkv.config import ConfigView, MAX_LAYERS
+from hfkv.config import MAX_LAYERS, MAX_SIZE, ConfigView
 from hfkv.errors import ConfigError
 from hfkv.specs import ChunkedLocal, FullAttention, SlidingWindow
 
 Part = FullAttention | SlidingWindow | ChunkedLocal
 
 
-LAYER_KEYS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers")
-
-
-HEAD_KEYS = ("num_attention_heads", "n_head", "n_heads", "num_heads")
-
-
+LAYER_KEYS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers", "num_transformer_layers")
+HEAD_KEYS = ("num_attention_heads", "n_head", "n_heads", "num_heads", "num_query_heads")
 HIDDEN_KEYS = ("hidden_size", "n_embd", "n_embed", "d_model", "dim")
-
-
-# vLLM's alias order for the KV-head count (first present wins), plus MPT/DBRX's nested key.
+# vLLM's alias order for the KV-head count (first present wins), then the spellings other families
+# use (OLMo/Llama-1 n_kv_heads, num_multi_query_heads) and MPT/DBRX's nested key.
 KV_HEAD_KEYS = (
     "n_head_kv", "num_kv_heads", "num_key_value_heads", "multi_query_group_num",
-    "num_attention_groups", "attn_config.kv_n_heads",
+    "num_attention_groups", "n_kv_heads", "num_multi_query_heads", "attn_config.kv_n_heads",
 )
-
-
 WINDOW_KEYS = ("sliding_window", "sliding_window_size", "window_size")
-
-
 MAX_POSITION_KEYS = (
     "max_position_embeddings", "n_positions", "max_sequence_length", "seq_length", "max_seq_len",
-    "seq_len", "model_max_length", "max_target_positions",
+    "seq_len", "model_max_length", "max_target_positions", "max_context_length",
 )
-
-
 GQA_READS = (
-    "num_hidden_layers|n_layer|num_layers|n_layers", "num_attention_heads|n_head|n_heads",
-    "num_key_value_heads|n_head_kv|num_kv_heads|multi_query_group_num|attn_config.kv_n_heads",
+    "|".join(LAYER_KEYS), "|".join(HEAD_KEYS), "|".join(KV_HEAD_KEYS),
     "multi_query", "new_decoder_architecture", "head_dim|kv_channels", "hidden_size|n_embd|d_model",
     "v_head_dim", "sliding_window", "layer_types", "max_position_embeddings",
 )
 
 
+def aliased(cfg: ConfigView, keys: Sequence[str]) -> tuple[str, object] | None:
+    """(key, raw value) of the first present of ``keys``, the alias order; every alias is read, and one
+    whose value differs from the chosen one is a warning (the engines read the first, as here)."""
+    present = [(key, cfg.value(key)) for key in keys]
+    present = [(key, raw) for key, raw in present if raw is not None]
+    if not present:
+        return None
+    key, raw = present[0]
+    for other, value in present[1:]:
+        if value != raw:
+            cfg.warn(f"{cfg.path(key)} = {raw} and its alias {cfg.path(other)} = {value} disagree: {key} is used "
+                     "(the engines' alias order)")
+    return key, raw
+
+
+def aliased_int(cfg: ConfigView, keys: Sequence[str], *, minimum: int = 0, maximum: int = MAX_SIZE,
+                defaults: bool = False) -> int | None:
+    """The first present alias of ``keys`` as an int (see ``aliased``), else the transformers default
+    when ``defaults``, else None."""
+    found = aliased(cfg, keys)
+    if found is None:
+        return cfg.optional_int(*keys, minimum=minimum, maximum=maximum, defaults=True) if defaults else None
+    return cfg.integer(found[0], minimum=minimum, maximum=maximum)
+
+
+def _required(cfg: ConfigView, keys: Sequence[str], value: int | None) -> int:
+    if value is None:
+        raise ConfigError(cfg.path(keys[0]), "missing (needed to size the cache)")
+    return value
+
+
 def num_layers(cfg: ConfigView) -> int:
-    return cfg.integer(*LAYER_KEYS, minimum=1, maximum=MAX_LAYERS, defaults=True)
+    return _required(cfg, LAYER_KEYS, aliased_int(cfg, LAYER_KEYS, minimum=1, maximum=MAX_LAYERS, defaults=True))
 
 
 def num_heads(cfg: ConfigView) -> int:
-    return cfg.integer(*HEAD_KEYS, minimum=1, defaults=True)
+    return _required(cfg, HEAD_KEYS, aliased_int(cfg, HEAD_KEYS, minimum=1, defaults=True))
 
 
 def kv_heads(cfg: ConfigView, heads: int) -> int:
     """KV heads from the alias keys; Falcon-style ``multi_query`` means 1; default: ``heads`` (MHA)."""
     if cfg.boolean("multi_query") and not cfg.boolean("new_decoder_architecture"):
         return 1
-    found = cfg.optional_int(*KV_HEAD_KEYS, minimum=1)
+    found = aliased_int(cfg, KV_HEAD_KEYS, minimum=1)
     if found is None and cfg.defaults_loaded:  # a sparse config (Gemma 3's text_config): class defaults
         found = cfg.optional_int("num_key_value_heads", minimum=1, defaults=True)
     if found is None:
@@ -70,6 +89,34 @@ def kv_heads(cfg: ConfigView, heads: int) -> int:
     if found > heads:
         raise ConfigError(cfg.path("num_key_value_heads"), f"{found} KV heads exceed {heads} query heads")
     return found
+
+
+def per_layer_heads(cfg: ConfigView, n: int) -> tuple[list[int], list[int]] | None:
+    """(query heads, KV heads) per layer when the config writes either as a per-layer list (OpenELM's
+    ``num_query_heads`` / ``num_kv_heads``), else None. A list is cut to the n layers (a note) and a
+    shorter one is an error; a scalar beside a list applies to every layer."""
+    q, kv = aliased(cfg, HEAD_KEYS), aliased(cfg, KV_HEAD_KEYS)
+    if not any(found is not None and isinstance(found[1], list) for found in (q, kv)):
+        return None
+    heads = _count_list(cfg, q, n) if q is not None else None
+    if heads is None:
+        raise ConfigError(cfg.path(HEAD_KEYS[0]), "missing (needed to size the cache)")
+    kvs = _count_list(cfg, kv, n) if kv is not None else list(heads)
+    for i, (h, k) in enumerate(zip(heads, kvs)):
+        if k > h:
+            raise ConfigError(cfg.path(f"{kv[0]}[{i}]"), f"{k} KV heads exceed {h} query heads")
+    return heads, kvs
+
+
+def _count_list(cfg: ConfigView, found: tuple[str, object], n: int) -> list[int]:
+    key, raw = found
+    if not isinstance(raw, list):
+        return [cfg.integer(key, minimum=1)] * n
+    values = cfg.int_list(key, length=n)
+    bad = [i for i, v in enumerate(values) if v < 1]
+    if bad:
+        raise ConfigError(cfg.path(f"{key}[{bad[0]}]"), f"must be at least 1, got {values[bad[0]]}")
+    return values
 
 
 def head_dim(cfg: ConfigView, heads: int, *, defaults: bool = False) -> int:

@@ -10,7 +10,7 @@ from hfkv.specs import LayerSpec, Layout
 
 from .attention_keys import effective_window, num_layers, sliding_window
 from .latent_keys import dsa_indexer, dsa_skips_indexer, mla_latent
-from .layer_patterns import mtp_note
+from .layer_patterns import mtp_note, pattern_layout
 from .registry import register
 
 
@@ -23,7 +23,12 @@ MLA_READS = ("num_hidden_layers", "kv_lora_rank", "qk_rope_head_dim", "num_nextn
         "deepseek_v2", "deepseek_v3", "kimi_k2", "kimi_k25", "kimi_vl", "minicpm3", "glm4_moe_lite",
         "sarvam_mla", "axk1", "pangu_ultra_moe", "mistral_large_3", "deepseek_vl_v2", "unlimited_language",
     ),
-    architectures=("MiniCPM3ForCausalLM", "DeepseekV3ForCausalLM", "DeepseekV2ForCausalLM"),
+    architectures=(
+        "MiniCPM3ForCausalLM", "DeepseekV3ForCausalLM", "DeepseekV2ForCausalLM", "AXK1ForCausalLM",
+        "Glm4MoeLiteForCausalLM", "KimiVLForConditionalGeneration", "KimiK25ForConditionalGeneration",
+        "MistralLarge3ForCausalLM", "PanguUltraMoEForCausalLM", "SarvamMLAForCausalLM",
+        "UnlimitedOCRForCausalLM",
+    ),
     reads=MLA_READS,
     fixtures={
         "deepseek_v2": "deepseek-ai__DeepSeek-V2-Lite", "deepseek_v3": "deepseek-ai__DeepSeek-V3",
@@ -32,7 +37,16 @@ MLA_READS = ("num_hidden_layers", "kv_lora_rank", "qk_rope_head_dim", "num_nextn
     },
 )
 def mla(cfg: ConfigView) -> Layout:
-    """Every layer caches one latent: E = (d_c + d_r)·e, n = S, replicated across TP ranks."""
+    """Every layer caches one latent: E = (d_c + d_r)·e, n = S, replicated across TP ranks.
+
+    A config that writes ``kv_lora_rank: null`` (DeepSeek-VL2-Tiny, DeepSeek-OCR) is not MLA: vLLM's
+    ``use_mla`` is ``kv_lora_rank is not None``, and the layers are standard attention.
+    """
+    if "kv_lora_rank" in cfg.text and cfg.text["kv_lora_rank"] is None:
+        cfg.mark("kv_lora_rank")
+        layout = pattern_layout(cfg, default_window=None, default_rule=None)
+        layout.notes.insert(0, "kv_lora_rank is null: standard attention, not MLA (vLLM's use_mla rule)")
+        return layout
     n = num_layers(cfg)
     notes = mtp_note(cfg)
     # An all-sliding MLA model (Unlimited-OCR) bounds every latent by its window.

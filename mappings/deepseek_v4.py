@@ -182,7 +182,7 @@ def _layer(i: int, kind: str, m: int, g: _Geometry, source: int | None) -> Layer
 @register(
     family="compressed",
     model_types=("deepseek_v4", "deepseek_v41"),
-    architectures=("DeepseekV4ForCausalLM", "DeepseekV41ForCausalLM"),
+    architectures=("DeepseekV4ForCausalLM", "DeepseekV41ForCausalLM", "DeepseekV4ForConditionalGeneration"),
     reads=(
         "num_hidden_layers", "compress_ratios", "layer_types", "compress_rates", "compress_rate_csa",
         "compress_rate_hca", "sliding_window", "window_size", "head_dim", "qk_rope_head_dim",

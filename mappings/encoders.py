@@ -102,7 +102,8 @@ def declared_encoder_decoder(cfg: ConfigView) -> UnsupportedModelError | None:
     architectures=(
         "T5ForConditionalGeneration", "MT5ForConditionalGeneration", "BartForConditionalGeneration",
         "MBartForConditionalGeneration", "MarianMTModel", "PegasusForConditionalGeneration",
-        "M2M100ForConditionalGeneration",
+        "M2M100ForConditionalGeneration", "CohereAsrForConditionalGeneration", "RadioMBartPrefixForCausalLM",
+        "NemotronParseForConditionalGeneration",
     ),
     reads=("architectures", "is_encoder_decoder"),
     fixtures={"t5": "google-t5__t5-base", "bart": "facebook__bart-large-cnn"},
@@ -128,8 +129,11 @@ def non_autoregressive(cfg: ConfigView) -> Layout:
 @register(
     family="encoder-only",
     model_types=ENCODER_ONLY,
-    architectures=("BertModel", "BertForMaskedLM", "RobertaModel", "RobertaForMaskedLM", "XLMRobertaModel",
-                   "DistilBertModel", "ModernBertModel", "DebertaV2Model"),
+    architectures=(
+        "BertModel", "BertForMaskedLM", "RobertaModel", "RobertaForMaskedLM", "XLMRobertaModel",
+        "DistilBertModel", "ModernBertModel", "DebertaV2Model", "BertForSequenceClassification",
+        "XLMRobertaForSequenceClassification", "Contriever", "XLMRobertaForMaskedLM",
+    ),
     reads=("architectures",),
     fixtures={"bert": "google-bert__bert-base-uncased-transformers-defaults"},
 )

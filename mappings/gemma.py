@@ -202,7 +202,9 @@ def _gemma4_shapes(cfg: ConfigView, flags: list[bool], notes: list[str]) -> list
 @register(
     family="kv-sharing",
     model_types=("gemma4", "gemma4_text", "gemma4_unified", "gemma4_unified_text"),
-    architectures=("Gemma4ForCausalLM", "Gemma4ForConditionalGeneration"),
+    architectures=(
+        "Gemma4ForCausalLM", "Gemma4ForConditionalGeneration", "Gemma4UnifiedForConditionalGeneration",
+    ),
     reads=("num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim", "global_head_dim",
            "num_global_key_value_heads", "attention_k_eq_v", "sliding_window", "layer_types",
            "num_kv_shared_layers", "use_bidirectional_attention", "per_layer_config"),

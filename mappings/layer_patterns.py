@@ -16,11 +16,11 @@ from __future__ import annotations
 from collections import Counter
 from typing import Callable, Mapping, Sequence
 
-from hfkv.config import ConfigView
+from hfkv.config import MAX_LAYERS, ConfigView
 from hfkv.errors import ConfigError
 from hfkv.specs import LayerSpec, Layout, MambaState
 
-from .attention_keys import Part, attention_part, effective_window, num_layers, sliding_window
+from .attention_keys import Part, attention_part, effective_window, num_layers, per_layer_heads, sliding_window
 from .state_shapes import state_dtype_note
 
 
@@ -47,8 +47,37 @@ PartsFactory = Callable[[], tuple]
 
 
 def layer_types(cfg: ConfigView, n: int, key: str = "layer_types") -> list[str] | None:
-    """``layer_types`` cut to the target layers (longer lists carry MTP entries), or None."""
-    return cfg.str_list(key, length=n)
+    """``layer_types`` cut to the target layers (longer lists carry MTP entries), or None.
+
+    Without ``layer_types``, GPT-Neo's spellings: ``attention_layers`` (one name per layer, as
+    transformers saves it) or the compact ``attention_types`` (``[[["global", "local"], 6]]``: each
+    [pattern, repeat] entry repeats its pattern ``repeat`` times).
+    """
+    types = cfg.str_list(key, length=n)
+    if types is not None or key != "layer_types":
+        return types
+    types = cfg.str_list("attention_layers", length=n)
+    return types if types is not None else _attention_types(cfg, n)
+
+
+def _attention_types(cfg: ConfigView, n: int) -> list[str] | None:
+    """GPT-Neo's ``attention_types`` expanded to one name per layer, or None when absent."""
+    raw = cfg.value("attention_types")
+    if raw is None:
+        return None
+    if not isinstance(raw, list):
+        raise ConfigError(cfg.path("attention_types"), f"expected a list of [pattern, repeat], got {raw!r}"[:200])
+    names: list[str] = []
+    for i, entry in enumerate(raw):
+        ok = isinstance(entry, list) and len(entry) == 2 and isinstance(entry[0], list) and entry[0]
+        ok = ok and all(isinstance(name, str) for name in entry[0])
+        ok = ok and isinstance(entry[1], int) and not isinstance(entry[1], bool) and 0 < entry[1] <= MAX_LAYERS
+        if not ok:
+            raise ConfigError(cfg.path(f"attention_types[{i}]"), f"expected [[names...], repeat], got {entry!r}"[:200])
+        names.extend(entry[0] * entry[1])
+        if len(names) > MAX_LAYERS:
+            raise ConfigError(cfg.path("attention_types"), "expands past any real model's layer count")
+    return cfg.fit_length("attention_types", names, n)
 
 
 SLIDING_NAMES = frozenset({"sliding_attention", "sliding", "swa", "local", "local_attention", "chunked_attention"})
@@ -69,12 +98,30 @@ def is_sliding_type(name: str, cfg: ConfigView, key: str = "layer_types") -> boo
 def attention_layers(
     cfg: ConfigView, n: int, window: int | None, is_sliding: Callable[[int], bool], *, head_dim_defaults: bool = False
 ) -> list[LayerSpec]:
-    """n standard attention layers; layer i is sliding (window W) when ``is_sliding(i)`` and W is set."""
+    """n standard attention layers; layer i is sliding (window W) when ``is_sliding(i)`` and W is set.
+
+    Heads written per layer (``per_layer_heads``) give each layer its own query and KV head count.
+    """
+    counts = per_layer_heads(cfg, n)
+    if counts is not None:
+        return _per_layer_attention(cfg, counts, window, is_sliding, head_dim_defaults)
     full = attention_part(cfg, head_dim_defaults=head_dim_defaults)
     sliding = attention_part(cfg, window=window, head_dim_defaults=head_dim_defaults) if window is not None else full
     layers = []
     for i in range(n):
         part = sliding if window is not None and is_sliding(i) else full
+        layers.append(LayerSpec(index=i, kind=part.kind, parts=(part,)))
+    return layers
+
+
+def _per_layer_attention(
+    cfg: ConfigView, counts: tuple[list[int], list[int]], window: int | None, is_sliding: Callable[[int], bool],
+    head_dim_defaults: bool,
+) -> list[LayerSpec]:
+    layers = []
+    for i, (heads, kv) in enumerate(zip(*counts)):
+        layer_window = window if window is not None and is_sliding(i) else None
+        part = attention_part(cfg, heads=heads, kv=kv, window=layer_window, head_dim_defaults=head_dim_defaults)
         layers.append(LayerSpec(index=i, kind=part.kind, parts=(part,)))
     return layers
 

@@ -6,8 +6,10 @@ layers are GQA. The pattern is ``layer_types`` (conv / full_attention), else the
 ``full_attn_idxs``, else (the transformers default) every layer is attention.
 
 Bidirectional LFM2 encoders (``Lfm2BidirectionalModel``, the LFM2.5 embedding models) share the
-config but keep no KV cache: they are rejected with ``UnsupportedModelError``.
-
+config and generate nothing, but SGLang serves them as embedding models through the same pools: KV
+for the attention layers and a conv state per request, over the prompt. They are mapped like the
+causal model, with a note saying so. Other encoder heads (``...Encoder``, ``...ForSequenceClassification``,
+``...ForTokenClassification``) and ``is_causal: false`` are rejected with ``UnsupportedModelError``.
 """
 
 from __future__ import annotations
@@ -22,22 +24,32 @@ from .registry import register
 from .state_shapes import short_conv_state
 
 
-_ENCODER_MARKERS = ("Bidirectional", "Encoder", "ForSequenceClassification", "ForTokenClassification")
+_ENCODER_MARKERS = ("Encoder", "ForSequenceClassification", "ForTokenClassification")
+_EMBEDDING = "Lfm2BidirectionalModel"
+EMBEDDING_NOTE = (
+    f"{_EMBEDDING} is a bidirectional embedding model: it generates nothing; the figures are what an engine "
+    "that serves it (SGLang) allocates for the prompt: KV of the attention layers plus the conv state"
+)
 
 
-def reject_encoder(cfg: ConfigView) -> None:
-    """Raise for an encoder-only architecture: it attends both ways and keeps no KV cache."""
+def reject_encoder(cfg: ConfigView) -> list[str]:
+    """Raise for an encoder-only architecture that no engine sizes; the note for the embedding model."""
     for arch in cfg.architectures:
         if any(marker in arch for marker in _ENCODER_MARKERS):
             raise UnsupportedModelError(f"encoder-only model ({arch}): no KV cache")
+    if _EMBEDDING in cfg.architectures:
+        return [EMBEDDING_NOTE]
     if cfg.value("is_causal") is False:
         raise UnsupportedModelError("encoder-only model (is_causal: false): no KV cache")
+    return []
 
 
 @register(
     family="conv",
     model_types=("lfm2", "lfm2_moe", "lfm2_vl"),
-    architectures=("Lfm2ForCausalLM", "Lfm2MoeForCausalLM", "Lfm2VlForConditionalGeneration"),
+    architectures=(
+        "Lfm2ForCausalLM", "Lfm2MoeForCausalLM", "Lfm2VlForConditionalGeneration", "Lfm2BidirectionalModel",
+    ),
     reads=(
         "layer_types", "full_attn_idxs", "conv_L_cache", "conv_dim", "hidden_size", "num_hidden_layers",
         "num_attention_heads", "num_key_value_heads", "architectures",
@@ -46,9 +58,8 @@ def reject_encoder(cfg: ConfigView) -> None:
 )
 def lfm2(cfg: ConfigView) -> Layout:
     """Conv layers (fixed state) and GQA layers per ``layer_types`` / ``full_attn_idxs``."""
-    reject_encoder(cfg)
+    notes = reject_encoder(cfg)
     n = num_layers(cfg)
-    notes: list[str] = []
     warnings: list[str] = []
     roles = roles_from_list(cfg, "layer_types", n, (ATTENTION, LINEAR))
     if roles is None:

@@ -42,7 +42,7 @@ def _longcat_decoder_layers(cfg: ConfigView, warnings: list[str]) -> int:
 @register(
     family="mla",
     model_types=("longcat_flash",),
-    architectures=("LongcatFlashForCausalLM",),
+    architectures=("LongcatFlashForCausalLM", "LongcatFlashNgramForCausalLM"),
     reads=(
         "num_layers", "num_hidden_layers", "kv_lora_rank", "qk_rope_head_dim", "index_topk", "index_head_dim",
         "cli_factor", "num_nextn_predict_layers",

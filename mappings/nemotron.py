@@ -49,7 +49,7 @@ _NEMOTRON_ROLES = (ATTENTION, LINEAR, MLP)
 @register(
     family="ssm",
     model_types=("nemotron_h",),
-    architectures=("NemotronHForCausalLM",),
+    architectures=("NemotronHForCausalLM", "NemotronHPuzzleForCausalLM"),
     reads=(
         "hybrid_override_pattern", "layers_block_type", "mamba_num_heads", "mamba_head_dim", "n_groups",
         "ssm_state_size", "conv_kernel", "num_key_value_heads", "head_dim|attention_head_dim", "sliding_window",

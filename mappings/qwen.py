@@ -36,7 +36,21 @@ from .state_shapes import GDN_READS, QWEN_LINEAR_READS, gdn_state
 
 @register(
     family="dense",
-    model_types=("qwen2", "qwen3", "qwen3_moe"),
+    architectures=(
+        "Qwen2ForCausalLM", "Qwen3ForCausalLM", "Qwen3MoeForCausalLM", "MiMoForCausalLM",
+        "Qwen2VLForConditionalGeneration", "Qwen2_5_VLForConditionalGeneration",
+        "Qwen3VLForConditionalGeneration", "Qwen3VLMoeForConditionalGeneration",
+        "Qwen2AudioForConditionalGeneration", "Qwen2_5OmniForConditionalGeneration", "Qwen2_5OmniModel",
+        "Qwen3OmniMoeForConditionalGeneration", "Qwen3ASRForConditionalGeneration",
+        "Qwen3ASRRealtimeGeneration", "MiniCPMV", "MiniCPMO", "LlavaQwenForCausalLM", "Alpamayo2Super",
+        "Cosmos3ForConditionalGeneration", "MiMoV2ASRForCausalLM",
+    ),
+    model_types=(
+        "qwen2", "qwen3", "qwen3_moe", "qwen2_vl", "qwen2_vl_text", "qwen2_5_vl", "qwen2_5_vl_text",
+        "qwen3_vl", "qwen3_vl_text", "qwen3_vl_moe", "qwen3_vl_moe_text", "qwen2_audio", "qwen2_5_omni",
+        "qwen2_5_omni_thinker", "qwen2_5_omni_text", "qwen3_omni_moe", "qwen3_omni_moe_thinker",
+        "qwen3_omni_moe_text", "qwen3_asr", "qwen3_asr_thinker", "minicpmv", "minicpmo", "mimo",
+    ),
     reads=GQA_READS + ("use_sliding_window", "max_window_layers"),
     fixtures={"qwen2": "Qwen__Qwen2-7B-Instruct", "qwen3": "Qwen__Qwen3-8B", "qwen3_moe": "Qwen__Qwen3-30B-A3B"},
 )
@@ -48,6 +62,7 @@ def qwen2(cfg: ConfigView) -> Layout:
 
 @register(
     family="dense",
+    architectures=("Qwen2MoeForCausalLM",),
     model_types=("qwen2_moe",),
     reads=GQA_READS + ("use_sliding_window", "max_window_layers"),
 )
@@ -75,7 +90,10 @@ def interval_roles(cfg: ConfigView, n: int) -> tuple[list[str], list[str]]:
 @register(
     family="linear",
     model_types=("qwen3_next", "qwen3_5", "qwen3_5_moe", "qwen3_5_text", "qwen3_5_moe_text"),
-    architectures=("Qwen3NextForCausalLM",),
+    architectures=(
+        "Qwen3NextForCausalLM", "Qwen3_5ForCausalLM", "Qwen3_5ForConditionalGeneration",
+        "Qwen3_5MoeForCausalLM", "Qwen3_5MoeForConditionalGeneration",
+    ),
     reads=GDN_READS + ("full_attention_interval", "mtp_num_hidden_layers", "num_nextn_predict_layers"),
     fixtures={
         "qwen3_next": "Qwen__Qwen3-Next-80B-A3B-Thinking",
@@ -149,7 +167,7 @@ def qsa_indexer(cfg: ConfigView, warnings: list[str]) -> IndexerKeys | None:
 @register(
     family="linear",
     model_types=("qwen4_exp", "qwen4_exp_text"),
-    architectures=("Qwen4ExpForConditionalGeneration",),
+    architectures=("Qwen4ExpForConditionalGeneration", "Qwen4ExpForCausalLM"),
     reads=QWEN_LINEAR_READS + (
         "num_key_value_heads", "head_dim", "indexer_n_heads", "indexer_kv_heads", "indexer_head_dim",
         "indexer_compress_ratio", "indexer_budget", "ple_layer_ids", "hc_count", "ple_conv_kernel_size",

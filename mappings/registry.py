@@ -1,8 +1,17 @@
 """The mapper registry: which function turns which model type's config into layer specs.
 
-Each family module registers its mappers with ``@register``; ``resolve`` picks one for a config by
-root ``model_type``, then the text sub-config's ``model_type``, then ``architectures`` (for configs
-with no ``model_type``, such as MiniCPM3), else the generic mapper.
+Each family module registers its mappers with ``@register``, by ``model_type`` and by the
+``architectures`` names the engines register. ``resolve`` picks one for a config:
+
+1. an architecture registered with ``first=True`` (draft models, scoring heads: the architecture
+   says more than the model type, which they share with the base model);
+2. the root ``model_type``, then the text sub-config's ``model_type``;
+3. the root ``architectures``, then the text sub-config's ``architectures`` (a config whose
+   ``model_type`` is new, or has none, such as MiniCPM3);
+4. else the generic mapper.
+
+A mapper registered with ``refuses`` always raises ``UnsupportedModelError``; the reason is what
+``python -m hfkv.coverage --architectures`` prints for its architectures.
 """
 
 from __future__ import annotations
@@ -27,9 +36,20 @@ class Mapper:
     architectures: tuple[str, ...] = ()
     reads: tuple[str, ...] = ()
     fixtures: dict[str, str] = field(default_factory=dict)  # model_type -> fixture folder
+    first: bool = False  # its architectures are matched before any model type
+    refuses: str = ""  # the reason, for a mapper that always refuses
+    reasons: dict[str, str] = field(default_factory=dict)  # architecture -> its own refusal reason
+
+    def refusal(self, arch: str) -> str:
+        """Why this mapper refuses ``arch`` ("" for a mapper that maps)."""
+        return self.reasons.get(arch, self.refuses)
 
     def __call__(self, view: ConfigView) -> Layout:
-        return self.fn(view)
+        """The layout, with what the view's readers noted (once each) after the mapper's own."""
+        layout = self.fn(view)
+        layout.notes.extend(n for n in view.notes if n not in layout.notes)
+        layout.warnings.extend(w for w in view.warnings if w not in layout.warnings)
+        return layout
 
 
 _MAPPERS: list[Mapper] = []
@@ -44,11 +64,16 @@ def register(
     reads: tuple[str, ...] | list[str] = (),
     fixtures: dict[str, str] | None = None,
     generic: bool = False,
+    first: bool = False,
+    refuses: str | dict[str, str] = "",
 ) -> Callable[[MapperFn], MapperFn]:
     """Register ``fn`` as the mapper for ``model_types`` / ``architectures``.
 
     ``reads`` declares the config keys the mapper reads (documentation and coverage table);
-    ``fixtures`` names, per model type, the fixture folder its tests use.
+    ``fixtures`` names, per model type, the fixture folder its tests use; ``first`` matches the
+    architectures before model types; ``refuses`` is the one-line reason of a mapper that refuses (or,
+    per architecture, a dict of reasons).
+    A model type or architecture registered twice is an error at import.
     """
 
     def decorate(fn: MapperFn) -> MapperFn:
@@ -60,28 +85,70 @@ def register(
             architectures=tuple(architectures),
             reads=tuple(reads),
             fixtures=dict(fixtures or {}),
+            first=first,
+            refuses=refuses if isinstance(refuses, str) else "a layout hfkv does not model yet",
+            reasons={} if isinstance(refuses, str) else dict(refuses),
         )
-        taken = {mt for m in _MAPPERS for mt in m.model_types} & set(mapper.model_types)
-        if taken:
-            raise RuntimeError(f"model types registered twice: {sorted(taken)}")
+        _check_unique(mapper)
         (_GENERIC if generic else _MAPPERS).append(mapper)
         return fn
 
     return decorate
 
 
+def _check_unique(new: Mapper) -> None:
+    for attr in ("model_types", "architectures"):
+        taken = {name for m in _MAPPERS for name in getattr(m, attr)} & set(getattr(new, attr))
+        if taken:
+            raise RuntimeError(f"{attr} registered twice: {sorted(taken)} ({new.name})")
+
+
 def all_mappers() -> list[Mapper]:
     return list(_MAPPERS) + list(_GENERIC)
 
 
-def resolve(view: ConfigView) -> Mapper:
-    """The mapper for ``view``: by model_type, text model_type, then architectures; else generic."""
-    for model_type in (view.model_type, view.text_model_type):
+def known_architectures() -> dict[str, Mapper]:
+    """Every registered architecture name and its mapper."""
+    return {arch: mapper for mapper in _MAPPERS for arch in mapper.architectures}
+
+
+def text_architectures(view: ConfigView) -> list[str]:
+    """The text sub-config's own ``architectures`` (InternVL's ``llm_config``), when it has one."""
+    value = view.text.get("architectures") if view.text is not view.root else None
+    return [a for a in value if isinstance(a, str)] if isinstance(value, list) else []
+
+
+def _by_architecture(names: list[str], *, first: bool | None = None) -> Mapper | None:
+    for arch in names:
+        for mapper in _MAPPERS:
+            if arch in mapper.architectures and (first is None or mapper.first == first):
+                return mapper
+    return None
+
+
+def _by_model_type(*model_types: str | None) -> Mapper | None:
+    for model_type in model_types:
         for mapper in _MAPPERS:
             if model_type and model_type in mapper.model_types:
                 return mapper
-    for arch in view.architectures:
-        for mapper in _MAPPERS:
-            if arch in mapper.architectures:
-                return mapper
-    return _GENERIC[0]
+    return None
+
+
+def resolve(view: ConfigView) -> Mapper:
+    """The mapper for ``view`` (the order is in the module docstring)."""
+    return (
+        _by_architecture(view.architectures, first=True)
+        or _by_model_type(view.model_type, view.text_model_type)
+        or _by_architecture(view.architectures)
+        or _by_architecture(text_architectures(view))
+        or _GENERIC[0]
+    )
+
+
+def resolve_language_model(view: ConfigView, *, skip: Mapper) -> Mapper | None:
+    """The mapper of a wrapper's language model: its text sub-config's model type or architectures
+    (never ``skip``, the wrapper's own mapper, nor the generic one); None when none is known."""
+    for found in (_by_model_type(view.text_model_type), _by_architecture(text_architectures(view))):
+        if found is not None and found is not skip:
+            return found
+    return None

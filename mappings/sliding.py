@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Callable
 
 from hfkv.config import ConfigView
+from hfkv.errors import UnsupportedModelError
 from hfkv.specs import Layout
 
 from .layer_patterns import pattern_layout
@@ -78,9 +79,39 @@ _TABLE: dict[str, tuple[int | None, Callable[[ConfigView], Rule], bool]] = {
 }
 
 
+# Architecture -> the model type whose row applies (a config whose model_type is new still lands right).
+_ARCHITECTURES = {
+    "AfmoeForCausalLM": "afmoe", "ApertusForCausalLM": "apertus", "BeamForCausalLM": "beam",
+    "Cohere2ForCausalLM": "cohere2", "Cohere2MoeForCausalLM": "cohere2_moe", "DomynEdgeForCausalLM": "domyn_edge",
+    "DoryForCausalLM": "dory", "Exaone4ForCausalLM": "exaone4", "Exaone4_5_ForConditionalGeneration": "exaone4",
+    "ExaoneMoEForCausalLM": "exaone_moe", "ExaoneMoeForCausalLM": "exaone_moe", "FlintForCausalLM": "flint",
+    "Gemma2ForCausalLM": "gemma2", "Gemma3ForCausalLM": "gemma3_text", "Gemma3ForConditionalGeneration": "gemma3",
+    "GptOssForCausalLM": "gpt_oss", "GraniteSWAForCausalLM": "granite_swa", "GraniteMoeSWAForCausalLM": "granitemoe_swa",
+    "IQuestQ1ForCausalLM": "iquest_q1", "K2HorizonForCausalLM": "k2_horizon", "LagunaForCausalLM": "laguna",
+    "MellumForCausalLM": "mellum", "MuseGlimmerForCausalLM": "muse_glimmer",
+    "MuseGlimmerForConditionalGeneration": "muse_glimmer", "Olmo3ForCausalLM": "olmo3", "Plamo3ForCausalLM": "plamo3",
+    "Rnj1ForCausalLM": "rnj1", "Spark2_5ForCausalLM": "spark2_5", "XllmForCausalLM": "xllm",
+}
+# Wrappers whose text model is one of the rows (EXAONE 4.5: an exaone4 text_config).
+_WRAPPER_TYPES = {"exaone4_5": "exaone4"}
+
+
+def _row(cfg: ConfigView) -> str:
+    """The table row: the text model type, the root one, then the architecture's."""
+    for model_type in (cfg.text_model_type, cfg.model_type):
+        model_type = _WRAPPER_TYPES.get(model_type or "", model_type)
+        if model_type in _TABLE:
+            return model_type
+    for arch in cfg.architectures:
+        if arch in _ARCHITECTURES:
+            return _ARCHITECTURES[arch]
+    raise UnsupportedModelError(f"no sliding-window pattern known for model type {cfg.model_type!r}")
+
+
 @register(
     family="sliding",
-    model_types=tuple(_TABLE),
+    model_types=tuple(_TABLE) + tuple(_WRAPPER_TYPES),
+    architectures=tuple(_ARCHITECTURES),
     reads=(
         "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim", "sliding_window",
         "layer_types", "sliding_window_pattern", "global_attn_every_n_layers", "no_rope_layers",
@@ -91,8 +122,7 @@ _TABLE: dict[str, tuple[int | None, Callable[[ConfigView], Rule], bool]] = {
 )
 def sliding_hybrid(cfg: ConfigView) -> Layout:
     """Sliding layers keep min(S, W) entries, full layers S; the pattern comes from ``layer_types`` or the default."""
-    model_type = cfg.text_model_type if cfg.text_model_type in _TABLE else cfg.model_type
-    window, rule_for, head_dim_defaults = _TABLE[model_type]
+    window, rule_for, head_dim_defaults = _TABLE[_row(cfg)]
     return pattern_layout(
         cfg, default_window=window, default_rule=rule_for(cfg), head_dim_defaults=head_dim_defaults
     )

@@ -193,9 +193,19 @@ def lfm2_causal() -> dict:
     return data
 
 
-def test_lfm2_encoder_is_rejected():
-    with pytest.raises(hfkv.UnsupportedModelError, match=r"encoder-only model \(Lfm2BidirectionalModel\): no KV cache"):
-        report(load("LiquidAI__LFM2.5-Embedding-350M"))
+def test_lfm2_embedding_model_is_sized_as_sglang_serves_it():
+    rep = report(load("LiquidAI__LFM2.5-Embedding-350M"))
+    # 6 attention layers × 2 × 8 KV heads × (1024 / 16 = 64) × 2 B; 10 conv layers × (3 − 1) × 1024 × 2 B
+    assert rep.alpha_bytes_per_token == 6 * 2 * 8 * 64 * 2 == 12288
+    assert rep.gamma_bytes_per_request == 10 * 2 * 1024 * 2 == 40960
+    assert any("bidirectional embedding model" in note for note in rep.notes)
+
+
+def test_lfm2_classification_head_is_rejected():
+    data = lfm2_causal()
+    data["architectures"] = ["Lfm2ForSequenceClassification"]
+    with pytest.raises(hfkv.UnsupportedModelError, match=r"encoder-only model \(Lfm2ForSequenceClassification\)"):
+        report(data)
 
 
 def test_lfm2_defaults_fixture_all_attention():
