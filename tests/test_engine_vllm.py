@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from hfkv.engines import simulate
+from hfkv.engines.vllm import VllmRefusal
 from hfkv.errors import UnsupportedModelError
 
 from test_engines import GEMMA3, GPT_OSS, NEMOTRON, QWEN3_NEXT, V3, V32, GiB, ceil_div, report
@@ -146,3 +147,163 @@ def test_vllm_dsv4_bf16_is_refused_like_vllm_and_fp8_is_not_modelled():
     with pytest.raises(UnsupportedModelError, match="DeepSeek V4 cache layout is not modelled"):
         simulate(report("deepseek-ai__DeepSeek-V4-Flash", kv_cache_dtype="fp8"), engine="vllm", budget_bytes=GiB,
                  max_model_len=4096)
+
+
+# -- vLLM 0.33.0 start-up rules (issue 10), each against hand arithmetic ---------------------------
+
+MLA_V3_TOKEN = 61 * (512 + 64) * 2  # 61 layers × (kv_lora_rank + rope) × 2 B = 70272 B/token in bf16
+
+
+@pytest.mark.parametrize("sm, kv, backend, block", [
+    ("9.0", "bf16", "FLASH_ATTN_MLA", 16),  # FA3 MLA takes 16-token multiples, no fp8
+    ("9.0", "fp8", "FLASHMLA", 64),  # FlashMLA's kernel block
+    ("10.0", "bf16", "FLASHINFER_MLA", 32),  # FlashInfer-MLA kernels: 32 or 64
+    ("8.0", "bf16", "TRITON_MLA", 16),  # no FA3/FlashMLA/FlashInfer-MLA below SM90
+])
+def test_vllm_mla_backend_and_block_follow_the_gpu_generation(sm, kv, backend, block):
+    out = simulate(report(V3, kv_cache_dtype=kv), engine="vllm", budget_bytes=None, max_model_len=4096,
+                   compute_capability=sm)
+    per_token = MLA_V3_TOKEN if kv == "bf16" else 61 * 576  # fp8: 576 B per layer
+    assert (out["attention_backend"], out["block_size"]) == (backend, block)
+    assert out["bytes_per_block"] == block * per_token
+    assert out["blocks_per_request"] == 4096 // block
+    assert any(backend in a for a in out["assumptions"])
+
+
+def test_vllm_dsa_latent_layout_follows_the_sparse_backend():
+    # SM90 fp8: FlashMLA-sparse packs fp8_ds_mla 656 B + the 132 B indexer: 61 × 788 × 64 = 3,076,352 B per block;
+    # SM100 fp8: FlashInfer-MLA-sparse keeps the plain 576 B fp8 latent: 61 × (576 + 132) × 64 = 2,764,032 B
+    r = report(V32, kv_cache_dtype="fp8")
+    hopper = simulate(r, engine="vllm", budget_bytes=None, max_model_len=4096)
+    blackwell = simulate(r, engine="vllm", budget_bytes=None, max_model_len=4096, compute_capability="10.0")
+    assert hopper["bytes_per_block"] == 61 * (656 + 132) * 64 == 3_076_352
+    assert blackwell["bytes_per_block"] == 61 * (576 + 132) * 64 == 2_764_032
+    assert (hopper["attention_backend"], blackwell["attention_backend"]) == ("FLASHMLA_SPARSE", "FLASHINFER_MLA_SPARSE")
+
+
+def test_vllm_kda_layers_hold_a_checkpoint_block_on_hopper_not_on_ampere():
+    r = report("moonshotai__Kimi-K3")
+    hopper = simulate(r, engine="vllm", budget_bytes=None, max_model_len=1 << 20)
+    ampere = simulate(r, engine="vllm", budget_bytes=None, max_model_len=1 << 20, compute_capability="8.0")
+    kda_groups = sum(g["kind"] == "mamba" for g in hopper["kv_cache_groups"])
+    # FlashKDA (SM 9/10/12) exports a prefill checkpoint: 2 + 1 blocks per KDA group; Triton KDA (SM80): 2
+    full = hopper["blocks_per_request"] - 3 * kda_groups
+    assert full == ceil_div(1 << 20, hopper["block_size"])
+    assert ampere["blocks_per_request"] - 2 * kda_groups == ceil_div(1 << 20, ampere["block_size"])
+
+
+def test_vllm_gemma4_fp8_on_hopper_uses_fa4_pages():
+    r = report("google__gemma-4-E2B-it", kv_cache_dtype="fp8")
+    out = simulate(r, engine="vllm", budget_bytes=None, max_model_len=131072)
+    # 512-wide full-attention heads, fp8 KV, SM90: FA4's fp8 kernel pages by 64 tokens. Full page
+    # 64 × 1 head × (512 + 512) × 1 B = 65536; sliding pages (256-wide) reach it at 128 tokens.
+    assert out["block_size"] == 64
+    assert sorted({g["block_size"] for g in out["kv_cache_groups"]}) == [64, 128]
+    assert out["bytes_per_block"] == 3 * 65536  # 12 sliding + 3 full own-KV layers: groups of 3 slots
+    # full: 131072 / 64 = 2048; sliding ×4: ceil((512 − 1 + 16384) / 128) + 1 = 132 + 1 = 133
+    assert out["blocks_per_request"] == 2048 + 4 * 133 == 2580
+    bf16 = simulate(report("google__gemma-4-E2B-it"), engine="vllm", budget_bytes=None, max_model_len=131072)
+    assert bf16["block_size"] == 16
+
+
+def test_vllm_minimax_m3_pages_by_128_and_keeps_index_keys_bf16():
+    out = simulate(report("nvidia__MiniMax-M3-NVFP4", kv_cache_dtype="fp8"), engine="vllm",
+                   budget_bytes=40 * GiB, max_model_len=4096)
+    # 60 attention layers × 4 KV heads × 256 × 1 B (fp8) + 57 index-key layers × 128 × 2 B (bf16 kept)
+    per_token = 60 * 4 * 256 + 57 * 128 * 2
+    assert per_token == 76032 and out["block_size"] == 128
+    assert out["bytes_per_block"] == 128 * per_token == 9_732_096
+
+
+def test_vllm_falcon_rotary_kv_stays_bf16_under_fp8():
+    out = simulate(report("tiiuae__falcon-180B-chat", kv_cache_dtype="fp8"), engine="vllm", budget_bytes=40 * GiB,
+                   max_model_len=None)
+    # 80 layers × 8 KV heads × (64 + 64) × 2 B = 163840 B/token: bf16, not fp8's 81920
+    assert out["bytes_per_block"] == 16 * 80 * 8 * 128 * 2 == 2_621_440
+    assert out["num_blocks"] == 40 * GiB // 2_621_440 == 16384
+    assert out["max_model_len"] == 2048  # FalconConfig's max_position_embeddings default
+    assert out["blocks_per_request"] == 2048 // 16 == 128
+
+
+def test_vllm_window_at_least_the_context_is_still_a_sliding_window():
+    from types import SimpleNamespace
+
+    from hfkv.dtypes import Precision
+    from hfkv.specs import LayerSpec, SlidingWindow
+
+    layer = LayerSpec(index=0, kind="sliding", parts=(SlidingWindow(kv_heads=8, head_dim=128, window=262144),))
+    r = SimpleNamespace(layer_specs=[layer] * 32, precision=Precision(kv="bf16"), tensor_parallel_size=1,
+                        architectures=["Phi3ForCausalLM"], model_type="phi3", config={"num_attention_heads": 32})
+    out = simulate(r, engine="vllm", budget_bytes=None, max_model_len=4096)
+    # SlidingWindowSpec admission: ceil(min(262144 − 1 + 16384, 4096) / 16) + 1 = 256 + 1 = 257 (not 256)
+    assert out["blocks_per_request"] == 257
+
+
+def test_vllm_null_block_refuses_an_exact_fit():
+    r = report("meta-llama__Meta-Llama-3.1-8B")
+    # 32 layers × 8 × 256 × 2 B = 131072 B/token, block 16: 2 MiB; 2048 blocks hold exactly 32768 tokens,
+    # but one block is vLLM's null block: 2047 usable → refused, estimate 2047 × 16 = 32752
+    with pytest.raises(VllmRefusal, match=r"max seq len \(32768\), \(4.0 GiB KV cache is needed.*\(4.0 GiB\)"
+                                          r".*estimated maximum model length is 32752") as caught:
+        simulate(r, engine="vllm", budget_bytes=2048 * 16 * 131072, max_model_len=32768)
+    assert caught.value.details["max_model_len_fit"] == 2047 * 16
+    ok = simulate(r, engine="vllm", budget_bytes=2049 * 16 * 131072, max_model_len=32768)
+    assert ok["num_blocks"] == 2049 and ok["max_concurrency"] == 1.0  # 2049 / 2048, the null block included
+
+
+def test_vllm_attention_free_mamba_block_is_max_model_len():
+    out = simulate(report("state-spaces__mamba-2.8b-hf"), engine="vllm", budget_bytes=40 * GiB, max_model_len=None)
+    # no length key in MambaConfig: vLLM's 2048; mode none (no prefix caching): 1 block per request
+    # state per layer: SSM 5120 × 16 × 2 B + conv (4 − 1) × 5120 × 2 B = 163840 + 30720 = 194560; 64 layers
+    assert (out["max_model_len"], out["block_size"], out["blocks_per_request"]) == (2048, 2048, 1)
+    assert out["bytes_per_block"] == 64 * 194560 == 12_451_840
+    assert out["num_blocks"] == 40 * GiB // 12_451_840 == 3449
+    assert out["kv_cache_tokens"] == 3449 * 2048
+
+
+def test_vllm_longrope_default_length_is_the_original_one():
+    import json
+
+    from hfkv.report import inspect_config
+    from test_engines import FIXTURES
+
+    data = json.loads((FIXTURES / "microsoft__Phi-3.5-mini-instruct" / "config.json").read_text())
+    data.update(original_max_position_embeddings=4096,
+                rope_scaling={"type": "longrope", "long_factor": [1.0] * 48, "short_factor": [1.0] * 48})
+    out = simulate(inspect_config(data, model="phi-3.5"), engine="vllm", budget_bytes=None, max_model_len=None)
+    # _get_and_verify_max_len: LongRoPE defaults to original_max_position_embeddings, not 131072
+    assert out["max_model_len"] == 4096
+
+
+@pytest.mark.parametrize("name, length", [
+    ("bigscience__bloom", 2048),  # no length key at all: vLLM assumes 2048
+    ("google__gemma-3-4b-it", 131072),  # Gemma3TextConfig default; its linear ×8 RoPE factor is not applied
+    ("meta-llama__Meta-Llama-3.1-8B", 131072),  # llama3 RoPE: already scaled
+])
+def test_vllm_default_max_model_len_is_vllms_derivation(name, length):
+    out = simulate(report(name), engine="vllm", budget_bytes=None, max_model_len=None)
+    assert out["max_model_len"] == length
+
+
+@pytest.mark.parametrize("name, options, reason", [
+    ("Qwen__Qwen2-7B-Instruct", {"tensor_parallel_size": 8},
+     r"Total number of attention heads \(28\) must be divisible by tensor parallel size \(8\)"),
+    ("tiiuae__falcon-40b", {}, r"Model architecture RWForCausalLM was supported in vLLM until v0.28.0"),
+    ("bigscience__bloom", {"kv_cache_dtype": "fp8"}, r"FlashAttention does not support fp8 kv-cache"),
+    ("THUDM__chatglm-6b", {}, r".*'ChatGLMConfig' object has no attribute 'original_rope'"),
+])
+def test_vllm_refuses_with_vllms_reason(name, options, reason):
+    with pytest.raises(VllmRefusal, match=r"vLLM 0\.33\.0 would refuse to start: " + reason) as caught:
+        simulate(report(name, **options), engine="vllm", budget_bytes=40 * GiB, max_model_len=None)
+    assert "\n" not in str(caught.value)
+
+
+def test_vllm_unregistered_architecture_has_no_kv_groups():
+    from types import SimpleNamespace
+
+    from hfkv.dtypes import Precision
+
+    r = SimpleNamespace(layer_specs=[], precision=Precision(kv="bf16"), tensor_parallel_size=1,
+                        architectures=["Lfm2BidirectionalModel"], model_type="lfm2", config={})
+    with pytest.raises(VllmRefusal, match="registers no Lfm2BidirectionalModel as a generation model"):
+        simulate(r, engine="vllm", budget_bytes=None, max_model_len=None)

@@ -50,6 +50,8 @@ MODEL_DTYPE_KV_MODEL_TYPES = frozenset({"falcon"})
 # minimax_m3.py: MSA kernels page by 128 tokens and the index cache stays in the model dtype.
 SPARSE_128_ARCH_PREFIXES = ("MiniMaxM3",)
 SPARSE_128_BLOCK = 128
+# model_arch_config_convertor.py is_mm_prefix_lm: top-level model types (Gemma 4: the text config's flag).
+MM_PREFIX_MODEL_TYPES = frozenset({"bagel", "gemma3", "molmo2", "moondream3", "paligemma"})
 
 
 class VllmRefusal(UnsupportedModelError):
@@ -72,11 +74,11 @@ def attention_bytes(part: Any, kv: str, tp: int) -> Fraction:
     return heads * (Fraction(part.head_dim, 2) + Fraction(part.head_dim, 16) + Fraction(v_dim, 2) + Fraction(v_dim, 16))
 
 
-def mla_bytes(part: MLALatent, kv: str, dsa: bool) -> Fraction:
-    """MLAAttentionSpec head size: fp8_ds_mla 656 B / nvfp4_ds_mla 352 B for DSA, else D·e."""
-    if dsa and kv == "fp8":
+def mla_bytes(part: MLALatent, kv: str, packed: bool) -> Fraction:
+    """MLAAttentionSpec head size: FlashMLA-sparse's fp8_ds_mla 656 B / nvfp4_ds_mla 352 B, else D·e."""
+    if packed and kv == "fp8":
         return Fraction(FP8_DS_MLA)
-    if dsa and kv == "fp4":
+    if packed and kv == "fp4":
         return Fraction(NVFP4_DS_MLA)
     if kv == "fp4":
         raise UnsupportedModelError("vLLM fp4 KV for non-DSA MLA is not modelled")
@@ -119,7 +121,7 @@ def is_dsa(report: Any) -> bool:
     return any(isinstance(p, IndexerKeys) for p in parts) and any(isinstance(p, MLALatent) for p in parts)
 
 
-def part_spec(part: Any, report: Any, kv: str, knobs: dict, dsa: bool) -> Spec | None:
+def part_spec(part: Any, report: Any, kv: str, knobs: dict, packed: bool) -> Spec | None:
     """The spec vLLM builds for one part; None for a part that reads another layer's copy."""
     tp = report.tensor_parallel_size
     if part.copies == 0:
@@ -136,16 +138,16 @@ def part_spec(part: Any, report: Any, kv: str, knobs: dict, dsa: bool) -> Spec |
         return Spec("chunked", token_bytes=attention_bytes(part, kv, tp), window=part.chunk, head_dim=part.head_dim)
     if isinstance(part, MLALatent):
         kind = "sliding" if part.window else "full"
-        return Spec(kind, token_bytes=mla_bytes(part, kv, dsa), window=part.window, mla=True)
+        return Spec(kind, token_bytes=mla_bytes(part, kv, packed), window=part.window, mla=True)
     if isinstance(part, IndexerKeys):  # ratio > 1: GLM's index_kpool pools the keys
         return Spec("full", token_bytes=Fraction(ceil_div(int(block_scaled_bytes(part.head_dim, "fp8")), part.ratio)),
                     mla=True)
     if part.recurrent:
         spec_rows = int(knobs["num_speculative_tokens"])
         shaped = part.model_copy(update={"conv_kernel": part.conv_kernel + spec_rows}) if spec_rows else part
-        variant = state_variant(part)
+        variant, head = state_variant(part), getattr(part, "head_k_dim", 0)
         return Spec("mamba", state_bytes=shaped.state_bytes(state_precision(report, part, knobs), tp), variant=variant,
-                    checkpoint_blocks=backends.checkpoint_blocks(variant, capability_major(knobs)))
+                    head_dim=head, checkpoint_blocks=backends.checkpoint_blocks(variant, capability_major(knobs), head))
     return None
 
 
@@ -164,10 +166,11 @@ def collect_specs(report: Any, kv: str, knobs: dict, assumptions: list[str]) -> 
     if any(isinstance(p, CompressedKV) for layer in layers for p in layer.parts):
         raise UnsupportedModelError("vLLM's packed DeepSeek V4 cache layout is not modelled (use --engine sglang)")
     dsa = is_dsa(report)
+    packed = dsa and backends.packs_sparse_latent(capability_major(knobs), kv)
     specs, shared = [], 0
     for layer in layers:
         for part in layer.parts:
-            spec = part_spec(part, report, kv, knobs, dsa)
+            spec = part_spec(part, report, kv, knobs, packed)
             if spec is None:
                 shared += part.copies == 0
                 continue
@@ -175,7 +178,7 @@ def collect_specs(report: Any, kv: str, knobs: dict, assumptions: list[str]) -> 
     if shared:
         assumptions.append(f"{shared} part(s) read another layer's KV: no spec, no memory")
     if dsa:
-        latent = "fp8_ds_mla 656 B" if kv == "fp8" else kv
+        latent = {"fp8": "fp8_ds_mla 656 B", "fp4": "nvfp4_ds_mla 352 B"}.get(kv, kv) if packed else kv
         assumptions.append(f"DSA: FlashMLA-sparse latent ({latent}) plus a 132 B indexer spec on layers "
                            "that compute top-k (÷ index_kpool when pooled)")
     if any(s.kind == "mamba" for s in specs):
@@ -209,6 +212,14 @@ def query_heads(report: Any) -> int | None:
     return heads // report.tensor_parallel_size if isinstance(heads, int) else None
 
 
+def mm_prefix(report: Any) -> bool:
+    """is_mm_prefix_lm: bidirectional attention over image positions (model_arch_config_convertor.py)."""
+    if report.model_type in MM_PREFIX_MODEL_TYPES:
+        return True
+    return str(report.model_type or "").startswith("gemma4") and \
+        (report.config or {}).get("use_bidirectional_attention") == "vision"
+
+
 def alibi(report: Any) -> bool:
     """ALiBi position bias (BLOOM; Falcon/MPT with ``alibi``): FlashAttention falls back to FA2 for it."""
     config = report.config or {}
@@ -222,7 +233,7 @@ def choose_backend(report: Any, specs: list[Spec], kv: str, knobs: dict) -> back
     major = capability_major(knobs)
     mla = any(s.mla for s in attention)
     backend = backends.choose(major=major, mla=mla, dsa=is_dsa(report), kv=kv, max_head=max(s.head_dim for s in attention),
-                              query_heads=query_heads(report))
+                              query_heads=query_heads(report), mm_prefix=mm_prefix(report))
     if backend.name == "FLASH_ATTN" and alibi(report) and kv in ("fp8", "fp4"):
         raise VllmRefusal("FlashAttention does not support fp8 kv-cache on this device. (ALiBi runs FA2, which "
                           "takes no fp8 KV cache)")

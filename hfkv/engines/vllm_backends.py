@@ -22,7 +22,9 @@ from dataclasses import dataclass
 SPARSE_MLA_BLOCK = 64  # DeepseekV32IndexerBackend / FlashMLA-sparse kernels
 FA4_FP8_HEAD = 512  # head size that sends SM90 fp8 KV to FA4's 64-token pages
 FA4_FP8_BLOCK = 64
-FEW_HEADS = 16  # SM100 bf16 sparse MLA: FA4 sparse at <= 16 query heads per rank
+FEW_HEADS = 16
+MM_PREFIX_SM100_BLOCK = 64  # triton_flashinfer.py kernel_block_sizes
+GDN_FLASHINFER_HEAD = 128  # Blackwell FlashInfer GDN prefill needs head_k_dim 128 (and CUDA 13, as the wheels ship)  # SM100 bf16 sparse MLA: FA4 sparse at <= 16 query heads per rank
 
 
 @dataclass(frozen=True)
@@ -35,20 +37,29 @@ class Backend:
     why: str
 
 
-def choose(*, major: int, mla: bool, dsa: bool, kv: str, max_head: int, query_heads: int | None) -> Backend:
-    """The backend for the model's attention layers on an SM ``major`` GPU with KV dtype ``kv``."""
+def choose(*, major: int, mla: bool, dsa: bool, kv: str, max_head: int, query_heads: int | None,
+           mm_prefix: bool = False) -> Backend:
+    """The backend for the model's attention layers on an SM ``major`` GPU with KV dtype ``kv``.
+
+    ``mm_prefix``: the model attends bidirectionally over image positions (``is_mm_prefix_lm``); vLLM
+    then routes through a Triton composite, whose SM100 form (TRITON_FLASHINFER) has 64-token kernels.
+    """
     quantized = kv in ("fp8", "fp4")
     if dsa:
         return Backend(_sparse_mla_name(major, quantized, query_heads), SPARSE_MLA_BLOCK, SPARSE_MLA_BLOCK,
                        "the DSA indexer backend takes 64-token blocks")
     if mla:
         return _mla_backend(major, quantized)
+    if major == 10 and mm_prefix:
+        return Backend("TRITON_FLASHINFER", MM_PREFIX_SM100_BLOCK, MM_PREFIX_SM100_BLOCK,
+                       "SM100 multimodal-prefix models: the Triton/FlashInfer composite's kernels are 64 tokens")
     if major == 10:
         return Backend("FLASHINFER", 16, 16, "SM100 prefers FlashInfer; 16 is one of its kernel sizes")
+    name = "TRITON_FLASH_ATTN" if major == 9 and mm_prefix else "FLASH_ATTN"
     if major == 9 and kv == "fp8" and max_head == FA4_FP8_HEAD:
-        return Backend("FLASH_ATTN", FA4_FP8_BLOCK, FA4_FP8_BLOCK,
+        return Backend(name, FA4_FP8_BLOCK, FA4_FP8_BLOCK,
                        f"SM90 fp8 KV with {FA4_FP8_HEAD}-wide heads runs FA4, whose fp8 kernel uses 64-token pages")
-    return Backend("FLASH_ATTN", 16, 16, f"SM{major}x prefers FlashAttention (16-token multiples)")
+    return Backend(name, 16, 16, f"SM{major}x prefers FlashAttention (16-token multiples)")
 
 
 def _mla_backend(major: int, quantized: bool) -> Backend:
@@ -69,22 +80,33 @@ def _sparse_mla_name(major: int, quantized: bool, query_heads: int | None) -> st
     return "FLASHMLA_SPARSE" if quantized else "FLASH_ATTN_MLA_SPARSE"
 
 
-def mamba_checkpoint_alignment(variant: str, major: int) -> int | None:
+def packs_sparse_latent(major: int, kv: str) -> bool:
+    """Whether the DSA latent is FlashMLA-sparse's packed fp8_ds_mla / nvfp4_ds_mla layout.
+
+    SM100 with a quantized KV picks FLASHINFER_MLA_SPARSE, which stores the plain latent
+    (kv_lora_rank + rope dims at the KV dtype's width; oracle rows: 61 × (576 + 132) × 64 per block).
+    """
+    quantized = kv in ("fp8", "fp4")
+    return quantized and _sparse_mla_name(major, quantized, None) == "FLASHMLA_SPARSE"
+
+
+def mamba_checkpoint_alignment(variant: str, major: int, head_dim: int = 0) -> int | None:
     """Token alignment of the prefill checkpoint a state layer exports in align mode (None: it exports none).
 
-    GDN (``qwen_gdn_linear_attn.py``): FlashInfer's GDN prefill on SM90 exports states every 64
-    tokens. KDA (``kda_checkpoint.py``): FlashKDA (SM 9/10/12) every 16. Mamba-2 exports from inside
-    the forward pass at any position but declares no alignment.
+    GDN (``qwen_gdn_linear_attn.py``): FlashInfer's GDN prefill (SM90; SM 10/12 with head_k_dim 128)
+    exports states every 64 tokens. KDA (``kda_checkpoint.py``): FlashKDA (SM 9/10/12) every 16.
+    Mamba-2 exports from inside the forward pass at any position but declares no alignment.
     """
     if variant == "gdn":
-        return 64 if major == 9 else None
+        flashinfer = major == 9 or (major in (10, 12) and head_dim == GDN_FLASHINFER_HEAD)
+        return 64 if flashinfer else None
     if variant == "kda":
         return 16 if major in (9, 10, 12) else None
     return None
 
 
-def checkpoint_blocks(variant: str, major: int) -> int:
+def checkpoint_blocks(variant: str, major: int, head_dim: int = 0) -> int:
     """``num_prefill_checkpoint_blocks`` of a state layer's MambaSpec (one more block per request in align mode)."""
     if variant == "mamba2":
         return 1  # MambaMixer2.get_kv_cache_spec
-    return int(mamba_checkpoint_alignment(variant, major) is not None)
+    return int(mamba_checkpoint_alignment(variant, major, head_dim) is not None)

@@ -36,7 +36,7 @@ class Spec:
     state_bytes: Fraction = Fraction(0)
     window: int | None = None
     mla: bool = False
-    head_dim: int = 0  # attention head size (backend choice)
+    head_dim: int = 0  # attention head size (backend choice); GDN head_k_dim (its prefill kernel)
     variant: str = ""  # state layers: mamba1 | mamba2 | gdn | kda | lightning | conv
     checkpoint_blocks: int = 0  # MambaSpec.num_prefill_checkpoint_blocks
 
@@ -92,7 +92,7 @@ def block_size(specs: list[Spec], backend: Backend | None, knobs: dict, align_mo
     if any(s.mla for s in attention):
         align = max(align, MLA_HYBRID_ALIGN)
     if align_mode:
-        alignments = [mamba_checkpoint_alignment(s.variant, major) for s in mamba]
+        alignments = [mamba_checkpoint_alignment(s.variant, major, s.head_dim) for s in mamba]
         if all(a is not None for a in alignments):
             align = math.lcm(align, *alignments)
     per_token = max(s.token_bytes for s in attention)
