@@ -161,9 +161,11 @@ def _fail_line(err: BaseException) -> str:
     return f"hfkv: error: internal error ({type(err).__name__}); please report it"
 
 
-def links_html(form: Form, link: str, command: str) -> str:
-    """The link that reproduces the page, the equivalent command, and what the form left unused."""
-    parts = [f'<p class="meta">Link to this page: <a id="hfkv-link" href="{esc(link or "?")}">{esc(link or "?")}</a></p>',
+def links_html(form: Form, link: str | None, command: str) -> str:
+    """The link that reproduces the page (None: an upload, which no link can carry), the equivalent
+    command, and what the form left unused."""
+    parts = [f'<p class="meta">Link to this page: <a id="hfkv-link" href="{esc(link or "?")}">{esc(link or "?")}</a></p>'
+             if link is not None else '<p class="meta">No link to this page: an uploaded config is not kept.</p>',
              f'<p class="meta">Same figures on the command line: <code id="hfkv-cli">{esc(command)}</code> '
              "(engine figures: add <code>--engine sglang</code> or <code>--engine vllm</code>)</p>"]
     if form.dp > 1 and not form.gpu:
@@ -177,8 +179,12 @@ def load_model(form: Form, hub: Any, upload: str | None) -> Any:
     from .source import load_local, split_revision
 
     if upload:
-        loaded = load_local(upload)
-        return replace(loaded, name=Path(upload).name)
+        name = Path(upload).name  # the file as dropped; the server's temporary folder is not shown
+        try:
+            return replace(load_local(upload), name=name)
+        except HfkvError as err:
+            err.source = name
+            raise
     if not form.model:
         raise UsageError("type a Hub repo id (org/name) or drop a config.json")
     if not _REPO.fullmatch(form.model):
@@ -230,9 +236,8 @@ def report_page(form: Form, hub: Any = None, upload: str | None = None) -> tuple
         report, engines = build_report(form, hub, upload)
     except Exception as err:
         return error_html(_fail_line(err)), ""
-    link_form = form if not upload else replace(form, model="")
     command = form.cli_command(Path(upload).name if upload else None)
-    body = links_html(form, link_form.query_string(), command) + report_section(report, engines=engines)
+    body = links_html(form, None if upload else form.query_string(), command) + report_section(report, engines=engines)
     return f'<div class="hfkv">{body}</div>', to_json(report)
 
 
@@ -305,7 +310,8 @@ def build_app(hub: Any = None) -> Any:
                     "and state; plus what SGLang 0.5.23 and vLLM 0.33.0 allocate.")
         with gr.Row():
             model = gr.Textbox(label="Hub repo id", placeholder="org/name or org/name@revision", elem_id="hfkv-model", scale=3)
-            upload = gr.File(label="or drop a config.json", file_types=[".json"], type="filepath", elem_id="hfkv-upload")
+            upload = gr.File(label="or drop a config.json", file_types=[".json"], type="filepath", elem_id="hfkv-upload",
+                             height=120)
         with gr.Row():
             kv = gr.Dropdown(list(DTYPES), value="auto", label="KV dtype", elem_id="hfkv-kv")
             tp = gr.Number(1, precision=0, minimum=1, label="TP (tensor parallel)", elem_id="hfkv-tp")
@@ -332,12 +338,15 @@ def build_app(hub: Any = None) -> Any:
             return compare_page(_form("", text, *values), hub)
 
         def on_load(request):
-            form = Form.from_query(dict(request.query_params or {}))
-            report, data = report_page(form, hub) if form.model else ("", "")
-            comparison = compare_page(form, hub) if form.compare else ""
+            query = dict(request.query_params or {})
+            if not any(key in query for key in QUERY_KEYS.values()):
+                return tuple(gr.skip() for _ in range(12))  # a plain visit: leave what the person typed alone
+            form = Form.from_query(query)
+            report, data = report_page(form, hub) if form.model else (gr.skip(), gr.skip())
+            comparison = compare_page(form, hub) if form.compare else gr.skip()
             selected = "compare" if form.compare and not form.model else "report"
             return (form.model, form.kv_cache_dtype, form.tp, form.dp, form.gpu or NO_GPU, form.budget, form.contexts,
-                    form.compare, report, data, comparison, gr.Tabs(selected=selected))
+                    "\n".join(form.compare_models()), report, data, comparison, gr.Tabs(selected=selected))
 
         # Gradio finds the request argument by its type hint, resolved in this module's globals, where
         # gradio is not imported (it is optional): give the hint as the class itself.
