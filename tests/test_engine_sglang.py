@@ -5,11 +5,15 @@ Every expected figure is derived by hand from the model's dimensions, with the a
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from hfkv.engines import simulate
+from hfkv.errors import UnsupportedModelError
+from hfkv.report import inspect_config
 
-from test_engines import GEMMA3, GPT_OSS, QWEN3_NEXT, V3, V32, GiB, report
+from test_engines import FIXTURES, GEMMA3, GPT_OSS, NEMOTRON, QWEN3_NEXT, V3, V32, GiB, report
 
 
 def test_sglang_dsa_fp8_cell_and_page():
@@ -124,3 +128,200 @@ def test_sglang_dsv4_pools_with_a_running_request_cap():
     full = int((budget - fixed) // 7086.75) // 256 * 256
     assert out["max_total_num_tokens"] == full
     assert out["swa_tokens"] == int(full * 0.1) // 256 * 256
+
+
+# -- where SGLang's config classes read a config differently (sglang_config) ---------------------
+
+NEMOTRON_SUPER = "nvidia__Llama-3_3-Nemotron-Super-49B-v1"
+
+
+def test_sglang_decilm_sizes_every_layer_no_op_blocks_included():
+    out = simulate(report(NEMOTRON_SUPER), engine="sglang", budget_bytes=None, max_model_len=None)
+    # num_effective_layers = 80 (31 of them no-op attention blocks), 64 heads / n_heads_in_group 8 = 8 KV heads,
+    # head_dim 8192 / 64 = 128: 80 × 8 × (128 + 128) × 2 B = 327680 (hfkv's own figure counts 49 layers: 200704)
+    assert out["bytes_per_token"] == 80 * 8 * 256 * 2 == 327680
+    out = simulate(report(NEMOTRON_SUPER, tensor_parallel_size=8), engine="sglang", budget_bytes=None,
+                   max_model_len=None)
+    assert out["bytes_per_token"] == 80 * 1 * 256 * 2 == 40960  # 8 KV heads / TP 8 = 1 per GPU
+
+
+def test_sglang_decilm_variable_gqa_is_refused_with_sglangs_reason():
+    data = json.loads((FIXTURES / NEMOTRON_SUPER / "config.json").read_text())
+    data["block_configs"][0]["attention"]["n_heads_in_group"] = 4  # 16 KV heads in block 0, 8 elsewhere
+    r = inspect_config(data, model="vgqa")
+    with pytest.raises(UnsupportedModelError, match="Variable GQA"):
+        simulate(r, engine="sglang", budget_bytes=None, max_model_len=None)
+
+
+def test_sglang_chatglm_v1_gets_one_kv_head_from_sglangs_config_class():
+    out = simulate(report("THUDM__chatglm-6b"), engine="sglang", budget_bytes=None, max_model_len=None)
+    # no multi_query_group_num in the config: SGLang's ChatGLMConfig default 1 → 28 layers × 1 × (128 + 128) × 2 B
+    assert out["bytes_per_token"] == 28 * 1 * 256 * 2 == 14336
+    assert any("multi_query_group_num" in a for a in out["assumptions"])
+    out = simulate(report("THUDM__chatglm2-6b"), engine="sglang", budget_bytes=None, max_model_len=None)
+    assert out["bytes_per_token"] == 28 * 2 * 256 * 2 == 28672  # the config's own multi_query_group_num = 2
+
+
+# -- models SGLang cannot serve (sglang_support) --------------------------------------------------
+
+
+@pytest.mark.parametrize("name, words", [
+    ("bigscience__bloom", "BloomForCausalLM has no SGLang class and its transformers"),
+    ("tiiuae__falcon-180B-chat", "_supports_attention_backend is False"),
+    ("tiiuae__falcon-40b", "RWForCausalLM has no SGLang class, is not a transformers"),
+    ("replit__replit-code-v1_5-3b", "Cannot find model module"),
+    ("MiniMaxAI__MiniMax-M1-80k", "MiniMaxM1ForCausalLM has no SGLang class"),
+    ("decapoda-research__llama-7b-hf", "LLaMAForCausalLM has no SGLang class"),
+    ("EleutherAI__gpt-neo-125m", "GPTNeoForCausalLM has no SGLang class and its transformers"),
+])
+def test_sglang_refuses_what_its_transformers_fallback_refuses(name, words):
+    with pytest.raises(UnsupportedModelError, match=words) as err:
+        simulate(report(name), engine="sglang", budget_bytes=None, max_model_len=None)
+    assert "\n" not in str(err.value)
+
+
+def renamed(name: str, architecture: str, **keys) -> object:
+    data = json.loads((FIXTURES / name / "config.json").read_text())
+    data.update(architectures=[architecture], **keys)
+    return inspect_config(data, model=f"{name}-as-{architecture}")
+
+
+def test_sglang_warns_when_its_transformers_fallback_serves_the_model():
+    r = renamed("meta-llama__Meta-Llama-3.1-8B", "HeliumForCausalLM")  # no SGLang class, backend-compatible
+    out = simulate(r, engine="sglang", budget_bytes=None, max_model_len=None)
+    assert out["warnings"] == [w for w in out["warnings"] if "transformers fallback" in w] != []
+    assert out["assumptions"][0] == out["warnings"][0]  # the warning is printed first
+    assert out["bytes_per_token"] == 32 * 8 * 256 * 2 == 131072  # the generic sizing of the same shapes
+
+
+def test_sglang_warns_when_the_repo_code_would_decide():
+    r = renamed("meta-llama__Meta-Llama-3.1-8B", "SomeoneElsesForCausalLM", auto_map={"AutoModel": "m.Model"})
+    out = simulate(r, engine="sglang", budget_bytes=None, max_model_len=None)
+    assert any("repo's own code" in w for w in out["warnings"])
+
+
+def test_sglang_native_architecture_gets_no_warning():
+    out = simulate(report("meta-llama__Meta-Llama-3.1-8B"), engine="sglang", budget_bytes=None, max_model_len=None)
+    assert out["warnings"] == []
+
+
+# -- DeepSeek V4 with a 16-bit KV dtype ------------------------------------------------------------
+
+
+class Typed:
+    """A report that also says what --kv-cache-dtype was typed (the report itself keeps the resolved one)."""
+
+    def __init__(self, report, typed: str):
+        self._report, self.kv_cache_dtype_requested = report, typed
+
+    def __getattr__(self, name):
+        return getattr(self._report, name)
+
+
+def test_sglang_dsv4_with_typed_bf16_is_refused():
+    r = Typed(report("deepseek-ai__DeepSeek-V4-Flash", kv_cache_dtype="bf16"), "bf16")
+    with pytest.raises(UnsupportedModelError, match="create_buffer asserts fp8"):
+        simulate(r, engine="sglang", budget_bytes=None, max_model_len=None)
+
+
+def test_sglang_dsv4_16_bit_kv_not_known_as_typed_is_sized_as_auto_with_a_warning():
+    out = simulate(report("deepseek-ai__DeepSeek-V4-Flash", kv_cache_dtype="bf16"), engine="sglang",
+                   budget_bytes=None, max_model_len=None)
+    assert out["bytes_per_token"] == 7086.75  # the fp8 rows of test_sglang_dsv4_bytes_per_full_token
+    assert any("create_buffer" in w for w in out["warnings"])
+    typed_auto = Typed(report("deepseek-ai__DeepSeek-V4-Flash"), "auto")
+    assert simulate(typed_auto, engine="sglang", budget_bytes=None, max_model_len=None)["warnings"] == []
+
+
+def test_sglang_dsv4_defaults_to_256_running_requests():
+    budget = 20 * GiB
+    out = simulate(report("deepseek-ai__DeepSeek-V4-Flash"), engine="sglang", budget_bytes=budget,
+                   max_model_len=1048576)
+    # deepseek_v4_hook: max_running_requests 256 → 257 slots; c128 state rows ceil((257·128 + 129)/128)·128 = 33152,
+    # × 2 × 512 × 4 B × 20 c128 layers = 2,715,811,840
+    fixed = 33152 * 2 * 512 * 4 * 20
+    assert out["fixed_state_bytes"] == fixed == 2_715_811_840
+    # (21,474,836,480 − 2,715,811,840) / 7086.75 = 2,647,060.4 → page 256: 10340 × 256 = 2,647,040 (the oracle's)
+    assert out["max_total_num_tokens"] == 2_647_040
+    assert out["max_running_requests"] == 256
+    assert any("index map" in a for a in out["assumptions"])  # the allocator's +8 B per token
+
+
+# -- page size and backend per GPU generation (sglang_backend) -------------------------------------
+
+
+def sm(name: str, cc: str | None, **options) -> dict:
+    return simulate(report(name, **options), engine="sglang", budget_bytes=None, max_model_len=None,
+                    compute_capability=cc)
+
+
+def test_sglang_minimax_m3_pages_128_on_hopper_and_blackwell():
+    assert sm("nvidia__MiniMax-M3-NVFP4", None)["page_size"] == 128  # fa3 on SM90
+    assert sm("nvidia__MiniMax-M3-NVFP4", "10.0")["page_size"] == 128  # fa4 / trtllm_mha on SM100
+
+
+def test_sglang_sm100_page_sizes():
+    assert sm("meta-llama__Meta-Llama-3.1-8B", "10.0")["page_size"] == 64  # trtllm_mha raises page 1 to 64
+    assert sm("meta-llama__Meta-Llama-3.1-8B", "9.0")["page_size"] == 1  # fa3
+    assert sm("deepseek-ai__DeepSeek-V3", "10.0")["page_size"] == 64  # trtllm_mla
+    assert sm("deepseek-ai__DeepSeek-V2-Lite", "10.0")["page_size"] == 1  # flashinfer MLA
+    assert sm(QWEN3_NEXT, "10.0")["page_size"] == 1  # qwen3_5 override: triton
+
+
+def test_sglang_sm100_dsa_auto_is_fp8_with_the_raw_latent():
+    out = sm(V32, "10.0")
+    # auto → fp8_e4m3 on SM100 (no learnable sink); trtllm's raw layout: 61 × (512 + 64 + 132 indexer) = 43188
+    assert out["bytes_per_token"] == 61 * (576 + 132) == 43188
+    assert out["page_size"] == 64
+    assert any("does not say which was given" in w for w in out["warnings"])
+    typed = Typed(report(V32, kv_cache_dtype="bf16"), "bf16")
+    out = simulate(typed, engine="sglang", budget_bytes=None, max_model_len=None, compute_capability="10.0")
+    assert out["bytes_per_token"] == 61 * (1152 + 132) == 78324  # an explicit bf16 stays bf16
+
+
+def test_sglang_sm100_mla_names_the_bfloat16_spelling():
+    out = sm("deepseek-ai__DeepSeek-V3", "10.0")
+    assert any("'bfloat16'" in w for w in out["warnings"])
+
+
+def test_sglang_other_gpu_generations_are_said_to_be_unmodelled():
+    out = sm("meta-llama__Meta-Llama-3.1-8B", "8.0")
+    assert any("SM8x is not modelled" in w for w in out["warnings"])
+
+
+# -- budget arithmetic (sglang_pools) --------------------------------------------------------------
+
+
+def test_sglang_mamba_running_ratio_per_architecture():
+    budget = 10 * GiB
+    nano = simulate(report(NEMOTRON), engine="sglang", budget_bytes=budget, max_model_len=8192)
+    assert nano["mamba_running_ratio"] == 5  # NemotronH: extra buffer, 3 + 2 tracking slots
+    assert nano["max_running_requests"] == min(2048, nano["max_mamba_cache_size"] // 5)
+    mamba = simulate(report("state-spaces__mamba-2.8b-hf"), engine="sglang", budget_bytes=budget, max_model_len=4096)
+    assert mamba["mamba_running_ratio"] == 3  # MambaForCausalLM: no extra buffer
+    off = simulate(report(NEMOTRON), engine="sglang", budget_bytes=budget, max_model_len=8192,
+                   enable_prefix_caching=False)
+    assert off["mamba_running_ratio"] == 1  # no radix cache
+
+
+def test_sglang_pure_ssm_pool_is_the_context_length():
+    out = simulate(report("state-spaces__mamba-2.8b-hf"), engine="sglang", budget_bytes=10 * GiB, max_model_len=4096)
+    # per slot: 64 layers × (SSM 5120 × 16 × 4 B + conv 5120 × 3 × 2 B) = 64 × 358,400 = 22,937,600
+    assert out["mamba_bytes_per_request"] == 64 * (5120 * 16 * 4 + 5120 * 3 * 2) == 22_937_600
+    # 10 GiB × 0.9 / 1.9 = 5,086,305,683.2 B → (that − 22,937,600) // 22,937,600 = 220 slots
+    assert out["max_mamba_cache_size"] == 220
+    assert out["max_total_num_tokens"] == 4096  # no KV: SGLang's token count is the context length
+    # min(clamp(4096/4096 · 512, 2048, 4096), 4096 // 2) = 2048, capped at 220 // 3 = 73
+    assert out["max_running_requests"] == 73
+
+
+def test_sglang_swa_pool_too_small_for_one_window_is_refused():
+    # gpt-oss: cell 66355.2; 6,700,000 // 66355.2 = 100 full tokens, int(100 × 0.8) = 80 SWA tokens ≤ 128 + 1
+    with pytest.raises(UnsupportedModelError, match="cannot hold even one request"):
+        simulate(report(GPT_OSS), engine="sglang", budget_bytes=6_700_000, max_model_len=4096)
+
+
+def test_sglang_hybrid_swa_notes_the_index_map():
+    out = simulate(report(GPT_OSS), engine="sglang", budget_bytes=None, max_model_len=None)
+    assert out["configurator"] == "HybridSWAPoolConfigurator"
+    assert any("8 B per full token" in a for a in out["assumptions"])
