@@ -209,9 +209,10 @@ def simulate(report: Any, *, budget_bytes: int | None, max_model_len: int | None
     """SGLang's cell and, with a budget, its pool sizes (see the module docstring)."""
     warnings = sglang_support.check(report)
     if any(isinstance(part, CompressedKV) for layer in report.layer_specs for part in layer.parts):
-        ratio = swa_ratio(report, knobs, [])
+        ratio_notes: list[str] = []
+        ratio = swa_ratio(report, knobs, ratio_notes)
         return sglang_dsv4.simulate(report, budget_bytes=budget_bytes, max_model_len=max_model_len, knobs=knobs,
-                                    swa_ratio=ratio, warnings=warnings)
+                                    swa_ratio=ratio, warnings=warnings, notes=ratio_notes)
     layers, notes = sglang_config.sglang_layers(report)
     tp = report.tensor_parallel_size
     plan = sglang_backend.plan(report, layers, knobs, warnings)

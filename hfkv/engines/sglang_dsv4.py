@@ -96,10 +96,10 @@ def check_kv_dtype(report: Any, warnings: list[str]) -> None:
 
 
 def simulate(report: Any, *, budget_bytes: int | None, max_model_len: int | None, knobs: dict,
-             swa_ratio: Fraction, warnings: list[str]) -> dict:
-    """DSV4PoolConfigurator's figures (see the module docstring)."""
+             swa_ratio: Fraction, warnings: list[str], notes: list[str]) -> dict:
+    """DSV4PoolConfigurator's figures (see the module docstring); ``notes`` say where the ratio came from."""
     check_kv_dtype(report, warnings)
-    assumptions = [*warnings, "DeepSeek V4 pool: fp8 rows in the v4 layout (584 B, pages padded to 576 B)"]
+    assumptions = [*warnings, "DeepSeek V4 pool: fp8 rows in the v4 layout (584 B, pages padded to 576 B)", *notes]
     layers = list(report.layer_specs)
     draft = int(knobs["speculative_draft_layers"] or 0)
     context = context_length(report, max_model_len, assumptions)
