@@ -61,10 +61,12 @@ def document(title: str, body: str) -> str:
     )
 
 
-def render_html(report: Entry, *, budgets: dict[str, int] | None = None) -> str:
-    """One self-contained HTML file for ``report`` (``budgets``: a B_max column per named budget)."""
-    data, _ = split(report)
-    return document(f"KV cache: {data.get('model')}", report_section(report, budgets=budgets))
+def render_html(report: Entry | Sequence[Entry], *, budgets: dict[str, int] | None = None) -> str:
+    """One self-contained HTML file for ``report``, or for several (one section each, in order);
+    ``budgets`` adds a B_max column per named budget."""
+    entries = list(report) if isinstance(report, (list, tuple)) else [report]
+    title = ", ".join(str(split(e)[0].get("model")) for e in entries)
+    return document(f"KV cache: {title}", "".join(report_section(e, budgets=budgets) for e in entries))
 
 
 # -- the report -----------------------------------------------------------------------------------
@@ -394,3 +396,31 @@ def write_site(folder: str | Path, entries: Iterable[Entry]) -> list[Path]:
     index = inside(folder, "index.html")
     atomic_write(index, index_html(datas, pages))
     return written + [index]
+
+
+def write_watch_site(folder: str | Path, models: dict[str, dict[str, Any]],
+                     fresh: dict[str, Report] | None = None) -> list[Path]:
+    """``hfkv watch --html``: the site of a watch folder, next to its Markdown reports.
+
+    ``models``: the watch state's ``models`` map (repo id → entry; ``status == "done"`` entries name
+    their report ``file``). ``fresh``: reports built in this poll, by repo id (their pages get exact
+    curves); the others are read back from ``folder/<file>.json``. A report file that is missing or
+    unreadable is left out of the site (the Markdown index still lists it).
+    """
+    import json
+
+    from .watch import inside
+
+    folder = Path(folder)
+    entries: list[Entry] = []
+    for repo_id, entry in models.items():
+        if entry.get("status") != "done":
+            continue
+        if fresh and repo_id in fresh:
+            entries.append(fresh[repo_id])
+            continue
+        try:
+            entries.append(json.loads(inside(folder, f"{entry['file']}.json").read_text(encoding="utf-8")))
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+    return write_site(folder, entries)

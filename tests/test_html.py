@@ -172,3 +172,37 @@ def test_site_file_names_stay_inside(tmp_path, repo_id):
         assert path.parent == site and path.exists()
     assert sorted(p.name for p in tmp_path.rglob("*")) == sorted(["site"] + [p.name for p in site.iterdir()])
     assert {tag for tag, _ in parse((site / "index.html").read_text()).tags} <= ALLOWED_TAGS
+
+
+def test_several_reports_in_one_file():
+    page = render_html([llama(), hfkv.inspect(FIXTURES / "openai__gpt-oss-120b" / "config.json")])
+    assert page.count('<section class="report">') == 2 and page.count("<html") == 1
+    assert field_cells(page, "alpha_bytes_per_token") == ["131,072 B (128.00 KiB)", "36,864 B (36.00 KiB)"]
+
+
+def test_watch_site_reads_the_watch_folder(tmp_path):
+    from hfkv.html import write_watch_site
+    from hfkv.render import to_json
+
+    old = watch_dict(llama(), "2025-01-01T00:00:00+00:00", {"H200-141GB": 60 * GIB})
+    (tmp_path / "meta-llama__Meta-Llama-3.1-8B.json").write_text(json.dumps(old))
+    fresh = hfkv.inspect(FIXTURES / "openai__gpt-oss-120b" / "config.json")
+    fresh.model = "openai/gpt-oss-120b"
+    fresh.extra["watch"] = {"created_at": "2025-06-01T00:00:00+00:00", "gpu_budgets": {}}
+    (tmp_path / "openai__gpt-oss-120b.json").write_text(to_json(fresh))
+    models = {
+        "meta-llama/Meta-Llama-3.1-8B": {"status": "done", "file": "meta-llama__Meta-Llama-3.1-8B"},
+        "openai/gpt-oss-120b": {"status": "done", "file": "openai__gpt-oss-120b"},
+        "org/failed": {"status": "error", "error": "network: down"},
+        "org/lost": {"status": "done", "file": "org__lost"},  # its JSON is gone: left out
+        "org/escape": {"status": "done", "file": "../../etc/passwd"},  # never read outside the folder
+    }
+    written = write_watch_site(tmp_path, models, {"openai/gpt-oss-120b": fresh})
+    assert sorted(p.name for p in written) == ["index.html", "meta-llama__Meta-Llama-3.1-8B.html",
+                                                "openai__gpt-oss-120b.html"]
+    index = (tmp_path / "index.html").read_text()
+    assert index.index("openai__gpt-oss-120b.html") < index.index("meta-llama__Meta-Llama-3.1-8B.html")
+    assert "org/failed" not in index and "org/lost" not in index
+    # The fresh report's page has exact curves (a stacked chart), the one read back says it is sampled.
+    assert "<polygon" in (tmp_path / "openai__gpt-oss-120b.html").read_text()
+    assert "contexts only" in (tmp_path / "meta-llama__Meta-Llama-3.1-8B.html").read_text()
