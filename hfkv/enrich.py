@@ -66,15 +66,27 @@ def enrich(
 
 
 def with_gpu_capability(knobs: dict[str, Any], gpu: str | None) -> dict[str, Any]:
-    """``knobs`` with ``compute_capability`` taken from the ``--gpu`` preset when the knob is unset.
+    """``knobs`` with what a ``--gpu`` preset decides for an engine, where the user left it unset.
 
-    An explicit knob wins; a preset without one (non-NVIDIA) leaves the engine's default.
+    ``compute_capability``: the preset's (backends and block sizes follow it; none off NVIDIA).
+    ``max_num_batched_tokens``: vLLM 0.33.0's API-server default for that device
+    (``EngineArgs.get_batch_defaults``: 16384 from 160 GiB, 8192 from 70 GiB unless an A100,
+    else 2048), read from the memory the device reports. An explicit knob always wins.
     """
-    if gpu is None or knobs.get("compute_capability") is not None:
+    if gpu is None:
         return knobs
-    from .gpus import parse_gpu
+    from .gpus import GIB, parse_gpu
 
     preset, _ = parse_gpu(gpu)
-    if preset.compute_capability is None:
-        return knobs
-    return {**knobs, "compute_capability": preset.compute_capability}
+    out = dict(knobs)
+    if out.get("compute_capability") is None and preset.compute_capability is not None:
+        out["compute_capability"] = preset.compute_capability
+    if out.get("max_num_batched_tokens") is None and preset.vendor == "NVIDIA":
+        memory = preset.reported_bytes or preset.memory_bytes
+        if memory >= 160 * GIB:
+            out["max_num_batched_tokens"] = 16384
+        elif memory >= 70 * GIB and "a100" not in preset.name.lower():
+            out["max_num_batched_tokens"] = 8192
+        else:
+            out["max_num_batched_tokens"] = 2048
+    return out

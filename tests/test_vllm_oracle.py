@@ -27,6 +27,7 @@ SHARED = Path(__file__).resolve().parents[2] / "shared"
 HUB_CONFIGS = SHARED / "hub-configs"
 ORACLE_FILES = (SHARED / "engine-oracles" / "vllm-0.33.0-h200.jsonl", *sorted((HERE / "oracles").glob("vllm-*.jsonl")))
 SM_OF_PLATFORM = {"H200": "9.0", "B200": "10.0", "A100": "8.0"}
+DEFAULT_BATCHED_TOKENS = 8192  # hfkv's default (vLLM on a >= 70 GiB non-A100 GPU)
 
 # Rows that say nothing about vLLM: the oracle could not run vLLM's code offline (README of the tool).
 # By config, and by an error text the oracle's substitutions cause.
@@ -63,7 +64,7 @@ def capability(row: dict) -> str:
     """The row's GPU generation, from the platform the oracle simulated."""
     platform = " ".join(row.get("rederived", []))
     for name, sm in SM_OF_PLATFORM.items():
-        if f" {name} " in platform:
+        if f" {name}" in platform:
             return sm
     raise AssertionError(f"{row['config']}: no known platform in {platform!r}")
 
@@ -84,9 +85,13 @@ def run_hfkv(row: dict):
         report = inspect_config(data, model=row["config"], options=options)
     except HfkvError as err:
         return None, ModelRefused(str(err))
+    # The oracle's fake platform reports an H200's memory on every generation, so its scheduler
+    # default is the row's (2048 under the A100 name); a real GPU's comes from --gpu (enrich).
+    knobs = {"compute_capability": capability(row)}
+    if row.get("max_num_batched_tokens") not in (None, DEFAULT_BATCHED_TOKENS):
+        knobs["max_num_batched_tokens"] = row["max_num_batched_tokens"]
     try:
-        out = simulate(report, engine="vllm", budget_bytes=row["budget_bytes"], max_model_len=None,
-                       compute_capability=capability(row))
+        out = simulate(report, engine="vllm", budget_bytes=row["budget_bytes"], max_model_len=None, **knobs)
     except HfkvError as err:
         return None, err
     return out, None

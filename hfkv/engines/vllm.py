@@ -226,6 +226,11 @@ def alibi(report: Any) -> bool:
     return report.model_type == "bloom" or config.get("alibi") is True
 
 
+def capability_tuple(knobs: dict) -> tuple[int, int]:
+    major, minor = knobs["compute_capability"].split(".")
+    return int(major), int(minor)
+
+
 def choose_backend(report: Any, specs: list[Spec], kv: str, knobs: dict) -> backends.Backend | None:
     attention = [s for s in specs if s.kind != "mamba"]
     if not attention:
@@ -237,6 +242,9 @@ def choose_backend(report: Any, specs: list[Spec], kv: str, knobs: dict) -> back
     if backend.name == "FLASH_ATTN" and alibi(report) and kv in ("fp8", "fp4"):
         raise VllmRefusal("FlashAttention does not support fp8 kv-cache on this device. (ALiBi runs FA2, which "
                           "takes no fp8 KV cache)")
+    if backend.name == "TRITON_MLA" and kv == "fp8" and capability_tuple(knobs) < (8, 9):
+        raise VllmRefusal(f"FP8 KV cache is not supported by the Triton MLA backend (compute capability "
+                          f"{knobs['compute_capability']}); native FP8 (fp8e4nv) requires SM89+")
     if sparse_128(report):
         return backends.Backend("MINIMAX_M3_SPARSE", SPARSE_128_BLOCK, SPARSE_128_BLOCK,
                                 "MiniMax-M3's sparse attention kernels page by 128 tokens")
