@@ -21,28 +21,41 @@ Contract:
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import datetime as dt
+import json
 import logging
 import math
 import os
 import re
 import threading
+import time
+from concurrent.futures import Future
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, Callable, TypeVar
-from urllib.parse import quote, urlsplit
+from typing import Any, Callable, Iterator, TypeVar
+from urllib.parse import quote, urlencode, urlsplit, urlunsplit
 
 from . import __version__, hubcache
-from .errors import SourceError
-from .source import MAX_CONFIG_BYTES, LoadedConfig, parse_config_bytes
+from .errors import SourceError, add_secret, redact
+from .source import MAX_CONFIG_BYTES, LoadedConfig, parse_config_bytes, too_large
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 CONFIG_FILE = "config.json"
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
-# Hub tokens are "hf_" + 30-odd letters/digits; anything of that shape is redacted from server text.
+# Hub tokens are "hf_" + 30-odd letters/digits; anything of that shape is redacted from server text
+# (the token actually sent is redacted whatever its shape: ``errors.add_secret``).
 _TOKEN_SHAPE = re.compile(r"(?<![A-Za-z0-9])hf_[A-Za-z0-9]{16,}")
+_USERINFO = re.compile(r"(?<=://)[^/@\s]+@")  # user:password@ in any URL a server echoes
+# The longest wait a 429 may ask for that hfkv honours; past it the repo fails at once, saying so
+# (an hour-long Retry-After would otherwise hold a report or a scan's worker for that hour).
+MAX_WAIT_SECONDS = 60
+# Pages of a model listing followed at most (1,000 models a page on the Hub): a listing whose
+# "next" links never end stops here with a warning.
+MAX_LISTING_PAGES = 50
 
 # Bytes per stored element, by safetensors dtype name (safetensors 0.8: F4 and F6_* are sub-byte floats).
 DTYPE_BYTES: dict[str, Fraction] = {
@@ -68,31 +81,49 @@ class HubClient:
     ``HF_HUB_OFFLINE`` set (which ``offline=False`` cannot override); offline, only the cache is read.
     ``timeout``: seconds to wait for each answer (default ``HF_HUB_DOWNLOAD_TIMEOUT``, else 10).
     ``retries``: further tries of a config GET after a network error, a 429 or a 5xx, 1, 2, 4, 8, 8 s
-    apart or as long as the Hub asks (default 5, huggingface_hub's); none when a cached copy can
-    stand in. A Hub that never answers holds a config for at most
-    (retries + 1) × timeout + the waits: 6 × 10 + 23 = 83 s by default.
+    apart or as long as the Hub asks, up to ``MAX_WAIT_SECONDS`` (default 5, huggingface_hub's);
+    none when a cached copy can stand in. ``timeout`` bounds each request as a whole, headers and
+    body (a server that drips one byte a second is cut off), not only each wait for a byte, so a
+    Hub that never answers holds a config for at most (retries + 1) × timeout + the waits:
+    6 × 10 + 23 = 83 s by default. ``prefetch_weights``: ``load_config`` also starts the
+    parameter-count request, so both go out together and ``weights`` answers from it.
     """
 
     def __init__(
         self, *, endpoint: str | None = None, token: str | bool | None = None, cache_dir: str | None = None,
         offline: bool | None = None, timeout: float | None = None, retries: int = 5,
+        prefetch_weights: bool = False,
     ) -> None:
         from huggingface_hub import constants
 
         self.endpoint = (endpoint or os.environ.get("HF_ENDPOINT") or constants.ENDPOINT).rstrip("/")
+        _register_userinfo(self.endpoint)
         self._token = token  # private: never shown (see __repr__)
+        if isinstance(token, str):
+            add_secret(token)
         self.cache_dir = str(cache_dir or _default_cache(constants.HF_HUB_CACHE))
         # HF_HUB_OFFLINE wins over offline=False: the library refuses every request in that mode anyway.
         self.offline = bool(offline) or _truthy(os.environ.get("HF_HUB_OFFLINE")) or bool(constants.HF_HUB_OFFLINE)
         self.timeout = timeout
         self.retries = retries
+        self.prefetch_weights = prefetch_weights
         self._api: Any = None
         self._built_headers: dict[str, str] | None = None
         self._lock = threading.Lock()
+        self._prefetched: dict[tuple[str, str | None], Future] = {}
+        install_deadlines()
 
     def __repr__(self) -> str:
         token = {None: "implicit", True: "stored", False: "none"}.get(self._token, "explicit")  # type: ignore[arg-type]
-        return f"HubClient(endpoint={self.endpoint!r}, cache_dir={self.cache_dir!r}, offline={self.offline}, token={token})"
+        return (f"HubClient(endpoint={self.public_endpoint!r}, cache_dir={self.cache_dir!r}, offline={self.offline}, "
+                f"token={token})")
+
+    @property
+    def public_endpoint(self) -> str:
+        """The endpoint without any user:password@ (for messages)."""
+        parts = urlsplit(self.endpoint)
+        netloc = parts.netloc.rpartition("@")[2]
+        return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
 
     @property
     def host(self) -> str:
@@ -124,9 +155,13 @@ class HubClient:
         if log.isEnabledFor(logging.DEBUG):  # resolving the token state reads the token file: only for the log
             log.debug("fetching %s from %s (revision %s, offline %s, token %s)",
                       repo_id, self.host, revision or "main", self.offline, self._token_state())
+        if self.prefetch_weights and not self.offline:
+            self._start_weights(repo_id, revision)
         try:
             return self._load(repo_id, revision)
         except Exception as err:
+            with self._lock:  # no report will ask for these weights
+                self._prefetched.pop((repo_id, revision), None)
             error = self._source_error(err, repo_id, revision)
             if error is None:
                 raise
@@ -144,7 +179,7 @@ class HubClient:
                 raise self._offline_error(repo_id, revision)
             return self._from_cache(repo_id, revision, cached)
         try:
-            return _retry_once(lambda: self._fetch(repo_id, revision, retries=0 if cached else self.retries),
+            return _retry_once(lambda: self._fetch_waiting(repo_id, revision, retries=0 if cached else self.retries),
                                when=_second_try_helps)
         except Exception as err:
             if cached is None or not _transient(err):
@@ -155,14 +190,33 @@ class HubClient:
         return dataclasses.replace(loaded, warnings=(f"read the cached {CONFIG_FILE} (commit {loaded.commit}) "
                                                      f"because the Hub did not answer: {why}",))
 
+    def _fetch_waiting(self, repo_id: str, revision: str | None, *, retries: int) -> LoadedConfig:
+        """``_fetch``, with HTTP 429 waited for here: as long as the Hub asks (+1 s, as huggingface_hub
+        does) up to ``MAX_WAIT_SECONDS``, else 1, 2, 4, 8 s; past the cap, ``rate-limited`` at once."""
+        tries = 0
+        while True:
+            try:
+                return self._fetch(repo_id, revision, retries=retries - tries)
+            except Exception as err:
+                if _status(err) != 429 or tries >= retries:
+                    raise
+                asked = retry_after_seconds(err.response.headers)
+                if asked is not None and asked > MAX_WAIT_SECONDS:
+                    raise SourceError("rate-limited", f"rate-limited by {self.host} (HTTP 429): the Hub asks to wait "
+                                                      f"{asked} s, more than hfkv waits ({MAX_WAIT_SECONDS} s); retry "
+                                                      "later", source=repo_id) from None
+                _library_sleep(asked + 1 if asked is not None else min(8.0, 2.0 ** tries))
+                tries += 1
+
     def _fetch(self, repo_id: str, revision: str | None, *, retries: int) -> LoadedConfig:
         """One GET of config.json (redirects followed), parsed and stored in the cache."""
         from huggingface_hub.utils import hf_raise_for_status, http_stream_backoff
 
         url = f"{self.endpoint}/{quote(repo_id, safe='/')}/resolve/{quote(revision or 'main', safe='')}/{CONFIG_FILE}"
         failure: Exception | None = None
-        with http_stream_backoff("GET", url, headers=self._headers(), timeout=self._timeout(),
-                                 max_retries=retries) as response:
+        with request_deadline(self._timeout()), http_stream_backoff(
+                "GET", url, headers=self._headers(), timeout=self._timeout(), max_retries=retries,
+                retry_on_status_codes=RETRIED_STATUSES) as response:
             try:
                 hf_raise_for_status(response)
                 commit = _commit(response)
@@ -170,7 +224,7 @@ class HubClient:
             except Exception as err:
                 # Raised once the stream is closed: thrown into the library's retry generator, a body
                 # cut mid-way would be retried there and break it ("generator didn't stop after throw").
-                failure = _BodyCut(str(err)) if _is_transport_error(err) else err
+                failure = _BodyCut.of(err) if _is_transport_error(err) else err
         if failure is not None:
             raise failure
         if commit is None:
@@ -195,7 +249,11 @@ class HubClient:
         if self._built_headers is None:
             from huggingface_hub.utils import build_hf_headers
 
-            self._built_headers = build_hf_headers(token=self._token, library_name="hfkv", library_version=__version__)
+            headers = build_hf_headers(token=self._token, library_name="hfkv", library_version=__version__)
+            sent = headers.get("authorization") or headers.get("Authorization") or ""
+            if sent.lower().startswith("bearer "):
+                add_secret(sent[7:])  # whatever its shape, the token sent is redacted from every message
+            self._built_headers = headers
         return self._built_headers
 
     def _timeout(self) -> float:
@@ -208,28 +266,105 @@ class HubClient:
     def weights(self, repo_id: str, revision: str | None = None) -> dict[str, Any] | None:
         """Parameter counts per dtype and the bytes they take, or None when nothing is known.
 
-        One API request (``model_info(expand=["safetensors"])``, the Hub's own count); only when that
-        field is missing, the safetensors headers (2 + one per shard resolver requests). Offline, or on
-        any failure, None: the caller warns. ``parameters_exact`` is False when packed integer tensors
-        (``PACKED_DTYPES``) are present: bytes stay exact, the parameter count counts stored elements.
+        One API request (``GET /api/models/{repo}?expand=safetensors``, the Hub's own count; the one
+        ``load_config`` started when ``prefetch_weights`` is set); only when that field is missing,
+        the safetensors headers (2 + one per shard resolver requests, through ``HfApi``). Offline, or
+        on any failure, None: the caller warns. ``parameters_exact`` is False when packed integer
+        tensors (``PACKED_DTYPES``) are present: bytes stay exact, the parameter count counts stored
+        elements.
         """
         if self.offline:
             return None
+        with self._lock:
+            started = self._prefetched.pop((repo_id, revision), None)
+        return started.result() if started is not None else self._weights(repo_id, revision)
+
+    def _start_weights(self, repo_id: str, revision: str | None) -> None:
+        """Start ``weights(repo_id, revision)`` in a thread; ``weights`` then waits for its answer."""
+        future: Future = Future()
+        with self._lock:
+            self._prefetched[(repo_id, revision)] = future
+
+        def run() -> None:
+            future.set_result(self._weights(repo_id, revision))  # _weights never raises
+
+        threading.Thread(target=run, name="hfkv-weights", daemon=True).start()
+
+    def _weights(self, repo_id: str, revision: str | None) -> dict[str, Any] | None:
+        at = f"/revision/{quote(revision, safe='')}" if revision else ""
+        url = f"{self.endpoint}/api/models/{quote(repo_id, safe='/')}{at}?expand=safetensors"
         try:
-            info = _retry_once(lambda: self.api.model_info(repo_id, revision=revision, expand=["safetensors"],
-                                                            timeout=self.timeout))
+            info = _retry_once(lambda: self.get_json(url))
         except Exception as err:  # never fatal: the report stands without weights
-            log.debug("weights of %s: model_info failed (%s)", repo_id, type(err).__name__)
+            log.debug("weights of %s: model info failed (%s)", repo_id, type(err).__name__)
             return None
-        st = getattr(info, "safetensors", None)
+        st = info.get("safetensors") if isinstance(info, dict) else None
         try:
-            if st is not None:
-                return weights_summary(dict(st.parameters or {}), st.total, source="hub-api")
-            meta = _retry_once(lambda: self.api.get_safetensors_metadata(repo_id, revision=revision))
+            if isinstance(st, dict) and isinstance(st.get("parameters"), dict):
+                return weights_summary(dict(st["parameters"]), st.get("total"), source="hub-api")
+            with request_deadline(self._timeout()):
+                meta = _retry_once(lambda: self.api.get_safetensors_metadata(repo_id, revision=revision))
             return weights_summary(dict(meta.parameter_count), None, source="safetensors-headers")
         except Exception as err:  # no safetensors file, gated headers, or counts of an unexpected shape
             log.debug("weights of %s: no parameter counts (%s)", repo_id, type(err).__name__)
             return None
+
+    # -- plain API requests ---------------------------------------------------------------------
+
+    def get_json(self, url: str, *, retries: int = 0) -> Any:
+        """``GET url`` (on this endpoint) as JSON, within the request deadline; the token only
+        if ``url`` is on the endpoint's origin. Raises the library's HTTP errors."""
+        response = self._get(url, retries=retries)
+        return json.loads(response.content)
+
+    def _get(self, url: str, *, retries: int) -> Any:
+        from huggingface_hub.utils import hf_raise_for_status, http_backoff
+
+        headers = self._headers() if same_origin(url, self.endpoint) else _without_token(self._headers())
+        with request_deadline(self._timeout()):
+            response = http_backoff("GET", url, headers=headers, timeout=self._timeout(), max_retries=retries,
+                                    retry_on_status_codes=RETRIED_STATUSES)
+        hf_raise_for_status(response)
+        return response
+
+    def list_models(self, author: str, *, limit: int, expand: list[str]) -> tuple[list["ListedModel"], list[str]]:
+        """The newest ``limit`` models of ``author`` (newest first) and warnings about the listing.
+
+        One request per page of the Hub's listing; "next" pages are followed only on the
+        endpoint's own origin (the token goes nowhere else) and at most ``MAX_LISTING_PAGES``.
+        Raises the library's HTTP and transport errors (the caller reports a failed listing).
+        """
+        query = urlencode([("author", author), ("sort", "createdAt"), ("direction", "-1"), ("limit", str(limit))]
+                          + [("expand", e) for e in expand])
+        url: str | None = f"{self.endpoint}/api/models?{query}"
+        models: list[ListedModel] = []
+        warnings: list[str] = []
+        for page in range(MAX_LISTING_PAGES + 1):
+            if url is None or len(models) >= limit:
+                break
+            if page == MAX_LISTING_PAGES:
+                warnings.append(f"{author}: listing stopped after {MAX_LISTING_PAGES} pages (the Hub kept "
+                                "linking more)")
+                break
+            if not same_origin(url, self.endpoint):
+                warnings.append(f"{author}: listing page on another host ({_host_of(url)}) not followed")
+                break
+            response = self._get(url, retries=self.retries)
+            body = json.loads(response.content)
+            models += [ListedModel.from_api(item) for item in body if isinstance(item, dict)] if isinstance(body, list) else []
+            url = response.links.get("next", {}).get("url")
+        return models[:limit], warnings
+
+    def author_exists(self, author: str) -> bool | None:
+        """Whether the Hub knows ``author`` as a user or an organisation; None when it cannot tell."""
+        for kind in ("users", "organizations"):
+            try:
+                self._get(f"{self.endpoint}/api/{kind}/{quote(author, safe='')}/overview", retries=0)
+                return True
+            except Exception as err:
+                if _status(err) != 404:
+                    return None
+        return False
 
     # -- errors --------------------------------------------------------------------------------------
 
@@ -253,12 +388,9 @@ class HubClient:
             return False
 
     def _scrub(self, text: str) -> str:
-        """One line of server text, with the token (ours, or anything token-shaped) removed."""
-        line = " ".join(str(text).split())
-        if isinstance(self._token, str) and self._token:
-            line = line.replace(self._token, "<token>")
-        line = _TOKEN_SHAPE.sub("<token>", line)
-        return line[:200]
+        """One line of server text without secrets: the token sent (any shape), anything
+        token-shaped, and the user:password of any URL."""
+        return scrub(text)[:200]
 
     def _source_error(self, err: BaseException, repo_id: str, revision: str | None) -> SourceError | None:
         """The ``SourceError`` for a failed config download (docs/hub.md §8.5 order), or None if unknown."""
@@ -275,9 +407,12 @@ class HubClient:
 
         token_hint = "" if self._token_sent() else " (no token was sent: set HF_TOKEN or pass --token)"
         if isinstance(err, GatedRepoError):
-            why = " (the token sent has not been granted access)" if self._token_sent() else token_hint
-            return fail("gated", f"gated repo: request access on {self.endpoint}/{repo_id}, "
-                                 f"then set HF_TOKEN or pass --token{why}")
+            page = f"{self.public_endpoint}/{repo_id}"
+            if self._token_sent():
+                return fail("gated", f"gated repo: the token sent has not been granted access; request access on "
+                                     f"{page} with its account")
+            return fail("gated", f"gated repo: request access on {page}, then set HF_TOKEN or pass --token "
+                                 "(no token was sent)")
         if isinstance(err, RepositoryNotFoundError):
             return fail("not-found", f"repo not found on {self.host}, or private" +
                         (token_hint or " and the token sent cannot see it"))
@@ -391,8 +526,220 @@ def retry_after_seconds(headers: Any) -> int | None:
     return int(value) if value is not None and str(value).strip().isdigit() else None
 
 
+@dataclasses.dataclass(frozen=True)
+class ListedModel:
+    """One model of a listing: what ``watch`` reads (``id``, ``created_at``, ``sha``, ``safetensors``)."""
+
+    id: str
+    created_at: dt.datetime | None = None
+    sha: str | None = None
+    safetensors: Any = None  # SimpleNamespace(parameters={dtype: n}, total=n) or None
+
+    @classmethod
+    def from_api(cls, item: dict[str, Any]) -> "ListedModel":
+        from types import SimpleNamespace
+
+        st = item.get("safetensors")
+        safetensors = SimpleNamespace(parameters=st.get("parameters"), total=st.get("total")) if isinstance(st, dict) else None
+        sha = item.get("sha")
+        return cls(id=str(item.get("id") or item.get("modelId") or ""), created_at=_when(item.get("createdAt")),
+                   sha=sha if isinstance(sha, str) else None, safetensors=safetensors)
+
+
+def _when(value: Any) -> dt.datetime | None:
+    """An ISO time from the Hub ('2025-06-01T00:00:00.000Z'), or None when absent or unreadable."""
+    if not isinstance(value, str):
+        return None
+    try:
+        parsed = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.timezone.utc)
+
+
+def scrub(text: Any) -> str:
+    """``text`` on one line without secrets: every token hfkv sent (``errors.redact``), anything
+    token-shaped, and the user:password of any URL."""
+    line = redact(" ".join(str(text).split()))
+    return _USERINFO.sub("<credentials>@", _TOKEN_SHAPE.sub("<token>", line))
+
+
+def _register_userinfo(endpoint: str) -> None:
+    """The user and password of an endpoint URL are secrets too (``errors.add_secret``)."""
+    parts = urlsplit(endpoint)
+    for secret in (parts.username, parts.password):
+        if secret:
+            add_secret(secret)
+
+
+def same_origin(url: str, endpoint: str) -> bool:
+    """Whether ``url`` has the scheme, host and port of ``endpoint`` (where the token may go)."""
+    a, b = urlsplit(url), urlsplit(endpoint)
+    return (a.scheme, a.hostname, a.port) == (b.scheme, b.hostname, b.port)
+
+
+def _host_of(url: str) -> str:
+    return urlsplit(url).hostname or "?"
+
+
+def _without_token(headers: dict[str, str]) -> dict[str, str]:
+    return {k: v for k, v in headers.items() if k.lower() != "authorization"}
+
+
+def _status(err: BaseException) -> int | None:
+    response = getattr(err, "response", None)
+    return getattr(response, "status_code", None)
+
+
+def _library_sleep(seconds: float) -> None:
+    """Wait before a retry on huggingface_hub's clock: its waits and ours are one sequence (and a
+    test that stubs the library's clock stubs both)."""
+    from huggingface_hub.utils import _http
+
+    _http.time.sleep(seconds)
+
+
+# Statuses the library's own loop retries: 429 is left out, so that its wait can be capped here.
+RETRIED_STATUSES = (408, 500, 502, 503, 504)
+
+
+# -- deadlines ------------------------------------------------------------------------------------------
+
+_DEADLINE = threading.local()  # .budget: seconds per request in this thread; .at: when the current one ends
+_INSTALLED = threading.Lock()
+_installed = False
+
+
+@contextlib.contextmanager
+def request_deadline(seconds: float) -> Iterator[None]:
+    """In this thread, inside the block: every HTTP request (each retry and redirect hop) ends within
+    ``seconds`` of being sent, headers and body together; past it, the read in progress times out."""
+    before = getattr(_DEADLINE, "budget", None)
+    _DEADLINE.budget = seconds
+    try:
+        yield
+    finally:
+        _DEADLINE.budget, _DEADLINE.at = before, None
+
+
+def install_deadlines() -> None:
+    """Make huggingface_hub's HTTP client honour ``request_deadline`` (once per process).
+
+    The client is the library's own (its session, proxies, retries and error classes), built by
+    the factory in use, plus two things: a request hook that starts the clock of each request,
+    and a network layer whose reads and writes wait at most until that clock runs out. httpx's
+    own timeouts bound each wait for a byte, so without this a server that sends one byte a
+    second holds a request forever. Threads outside ``request_deadline`` are not affected.
+    """
+    global _installed
+    with _INSTALLED:
+        if _installed:
+            return
+        from huggingface_hub.utils import _http, set_client_factory
+
+        previous = getattr(_http, "_GLOBAL_CLIENT_FACTORY", _http.default_client_factory)
+        set_client_factory(lambda: _with_deadlines(previous()))
+        _installed = True
+
+
+def _with_deadlines(client: Any) -> Any:
+    client.event_hooks["request"].append(_start_clock)
+    for transport in [getattr(client, "_transport", None), *getattr(client, "_mounts", {}).values()]:
+        pool = getattr(transport, "_pool", None)
+        backend = getattr(pool, "_network_backend", None)
+        if backend is not None and not isinstance(backend, _DeadlineBackend):
+            pool._network_backend = _DeadlineBackend(backend)
+    return client
+
+
+def _start_clock(request: Any) -> None:
+    budget = getattr(_DEADLINE, "budget", None)
+    _DEADLINE.at = time.monotonic() + budget if budget else None
+
+
+def _clamp(timeout: float | None, expired: type[Exception]) -> float | None:
+    """``timeout`` cut to what is left of this thread's request deadline; ``expired`` once it is past."""
+    at = getattr(_DEADLINE, "at", None)
+    if at is None:
+        return timeout
+    left = at - time.monotonic()
+    if left <= 0:
+        raise expired("the request took longer than its deadline")
+    return left if timeout is None else min(timeout, left)
+
+
+def _network_classes() -> tuple[type, type]:
+    import httpcore2
+
+    return httpcore2.NetworkBackend, httpcore2.NetworkStream
+
+
+class _DeadlineBackend(_network_classes()[0]):  # type: ignore[misc]
+    """httpcore's network backend, with connects bounded by the request deadline (see ``_clamp``)."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
+                    socket_options: Any = None) -> Any:
+        import httpcore2
+
+        stream = self._inner.connect_tcp(host, port, _clamp(timeout, httpcore2.ConnectTimeout), local_address,
+                                         socket_options)
+        return _DeadlineStream(stream)
+
+    def connect_unix_socket(self, path: str, timeout: float | None = None, socket_options: Any = None) -> Any:
+        import httpcore2
+
+        return _DeadlineStream(self._inner.connect_unix_socket(path, _clamp(timeout, httpcore2.ConnectTimeout),
+                                                               socket_options))
+
+    def sleep(self, seconds: float) -> None:
+        self._inner.sleep(seconds)
+
+
+class _DeadlineStream(_network_classes()[1]):  # type: ignore[misc]
+    """A connection whose every read and write waits at most until the request deadline."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        import httpcore2
+
+        return self._inner.read(max_bytes, _clamp(timeout, httpcore2.ReadTimeout))
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        import httpcore2
+
+        self._inner.write(buffer, _clamp(timeout, httpcore2.WriteTimeout))
+
+    def close(self) -> None:
+        self._inner.close()
+
+    def start_tls(self, ssl_context: Any, server_hostname: str | None = None, timeout: float | None = None) -> Any:
+        import httpcore2
+
+        return _DeadlineStream(self._inner.start_tls(ssl_context, server_hostname,
+                                                     _clamp(timeout, httpcore2.ConnectTimeout)))
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._inner.get_extra_info(info)
+
+
 class _BodyCut(Exception):
-    """The connection dropped while the body was read (after the library's retries had ended)."""
+    """The connection dropped, or the deadline passed, while the body was read (after the library's
+    retries had ended)."""
+
+    timed_out = False
+
+    @classmethod
+    def of(cls, err: BaseException) -> "_BodyCut":
+        import httpx2
+
+        cut = cls(str(err))
+        cut.timed_out = isinstance(err, httpx2.TimeoutException) or getattr(err, "timed_out", False)
+        return cut
 
 
 def _retry_once(call: Callable[[], T], when: Callable[[BaseException], bool] | None = None) -> T:
@@ -438,13 +785,12 @@ def _read_body(response: Any, repo_id: str) -> bytes:
     """The streamed body, refused past the config size limit (checked on Content-Length, then as read)."""
     declared = response.headers.get("Content-Length", "")
     if declared.isdigit() and int(declared) > MAX_CONFIG_BYTES:
-        raise SourceError("too-large", f"{CONFIG_FILE} is {declared} bytes, over the {MAX_CONFIG_BYTES}-byte limit",
-                          source=repo_id)
+        raise too_large(int(declared), repo_id)
     chunks, size = [], 0
     for chunk in response.iter_bytes():
         size += len(chunk)
         if size > MAX_CONFIG_BYTES:
-            raise SourceError("too-large", f"{CONFIG_FILE} is over the {MAX_CONFIG_BYTES}-byte limit", source=repo_id)
+            raise too_large(None, repo_id)
         chunks.append(chunk)
     return b"".join(chunks)
 
@@ -476,7 +822,7 @@ def _transport_reason(err: BaseException) -> str:
 
     if isinstance(err, httpx2.ConnectError):
         return "could not connect"
-    if isinstance(err, httpx2.TimeoutException):
+    if isinstance(err, httpx2.TimeoutException) or getattr(err, "timed_out", False):
         return "timed out"
     if isinstance(err, RuntimeError):
         return "HTTP client closed under the request"
@@ -488,8 +834,7 @@ def _read_limited(path: Path, repo_id: str) -> bytes:
     try:
         size = path.stat().st_size
         if size > MAX_CONFIG_BYTES:
-            raise SourceError("too-large", f"{CONFIG_FILE} is {size} bytes, over the {MAX_CONFIG_BYTES}-byte limit",
-                              source=repo_id)
+            raise too_large(size, repo_id)
         return path.read_bytes()
     except OSError as err:
         raise SourceError("cache", f"cannot read the cached {CONFIG_FILE}: {err.strerror or type(err).__name__}",

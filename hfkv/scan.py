@@ -117,9 +117,9 @@ class Row:
 def _describe(err: BaseException) -> str:
     """``kind: message`` for an error row; an unexpected exception is ``internal: Type: first line``."""
     if isinstance(err, HfkvError):
-        return f"{err.kind}: {err.message}"
+        return err.row_text()
     lines = str(err).strip().splitlines()
-    detail = lines[0][:300] if lines else ""
+    detail = one_line(lines[0][:300]) if lines else ""
     return f"internal: {type(err).__name__}" + (f": {detail}" if detail else "")
 
 

@@ -41,10 +41,10 @@ _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 
 
 def size_text(size: int) -> str:
-    """'40.0 MiB (41,943,040 bytes)': a size a person reads, with the exact count."""
+    """'40.00 MiB (41,943,040 bytes)': a size a person reads, with the exact count ('218 bytes' below 1 KiB)."""
     from .units import format_bytes
 
-    return f"{format_bytes(size)} ({size:,} bytes)"
+    return f"{size:,} bytes" if size < 1024 else f"{format_bytes(size)} ({size:,} bytes)"
 
 
 def too_large(size: int | None, name: str) -> SourceError:

@@ -3,11 +3,13 @@
 ``lookup(candidates, data)`` builds the first transformers config class that accepts the config
 (``candidates``: model types, each with whether to take its text sub-config) and returns its full
 ``to_dict()``, made JSON-plain; None when transformers is missing or no class accepts the data.
-Only classes that transformers itself ships are used: ``auto_map`` is dropped, no repo code runs.
+Only classes that transformers itself ships are used: ``auto_map`` and ``trust_remote_code`` are
+dropped (``DROPPED_KEYS``), no repo code runs.
 
 Importing transformers costs 0.7 s on a quick machine and 1.6 s on the 2-core VM the benchmarks run
 on, more than a 300-repo scan spends on everything else. Inside ``helper_running()``, the first
-lookup made inside ``deferring()`` starts a child process (``python -m hfkv.tfdefaults``) that
+lookup made inside ``deferring()`` starts a child process (``python -P -m hfkv.tfdefaults``, with
+nothing from the working directory on its import path) that
 imports transformers on another core and raises ``NotReady``: the scan reports on other models
 while the child imports, and asks again later; later lookups go to the child. A list with no sparse
 config starts no child. Any trouble with the child (it cannot start, dies, or takes over
@@ -30,7 +32,11 @@ from typing import Any, Iterator
 
 Candidates = list[tuple[str, bool]]  # (model_type, take get_text_config())
 
-HELPER_TIMEOUT = 120.0  # seconds for one answer, the child's transformers import included
+# Never handed to a config class: ``auto_map`` names repo code, ``trust_remote_code`` would ask to
+# run it (so "never passed" holds literally, whatever a config says), ``model_type`` picks the class.
+DROPPED_KEYS = frozenset({"auto_map", "trust_remote_code", "model_type"})
+HELPER_TIMEOUT = 120.0
+_SAFE_PATH = ["-P"] if sys.version_info >= (3, 11) else []  # -P: no working directory on sys.path  # seconds for one answer, the child's transformers import included
 _LOCK = threading.Lock()  # first import of transformers (threads may see a half-initialised module)
 _active: "Helper | None" = None
 _may_start = False  # inside helper_running(): the first deferring lookup starts the helper
@@ -77,7 +83,7 @@ def compute(candidates: Candidates, data: dict) -> dict | None:
     mapping = _config_mapping()
     if mapping is None:  # transformers missing or broken: no defaults, the mapper decides
         return None
-    kwargs = {k: v for k, v in data.items() if k not in ("auto_map", "model_type")}
+    kwargs = {k: v for k, v in data.items() if k not in DROPPED_KEYS}
     for model_type, text_of_it in candidates:
         with _LOCK:  # the first lookup of a type imports its configuration module
             if not model_type or model_type not in mapping:
@@ -128,9 +134,12 @@ class Helper:
             # not an installed copy (a checkout put on sys.path at run time): let the child find it too.
             # An installed copy needs nothing, and its site-packages must not go before the stdlib.
             env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))
+        # -P: the working directory does not go first on the child's import path, so a planted
+        # hfkv/ (or transformers/) folder there is never imported; started from the package's own
+        # folder's parent for the same reason on interpreters that would add the cwd anyway.
         self._proc = subprocess.Popen(
-            [sys.executable, "-m", "hfkv.tfdefaults"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL, env=env, text=True, encoding="utf-8", bufsize=1,
+            [sys.executable, *_SAFE_PATH, "-m", "hfkv.tfdefaults"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL, env=env, text=True, encoding="utf-8", bufsize=1, cwd=_safe_cwd(),
         )
         self._answers: queue.Queue = queue.Queue()
         self._lock = threading.Lock()
@@ -174,6 +183,11 @@ class Helper:
         with contextlib.suppress(OSError, subprocess.TimeoutExpired):
             self._proc.stdin.close()
             self._proc.wait(timeout=5)
+
+
+def _safe_cwd() -> str:
+    """A working directory for the helper that holds no importable package but ours."""
+    return str(Path(__file__).resolve().parents[1])
 
 
 def _start_helper() -> "Helper | None":

@@ -18,12 +18,18 @@ Guarantees:
   whatever the Hub returns (``..``, absolute paths, NUL, unicode, very long ids).
 * Every write is atomic (a temporary file in the same folder, then ``os.replace``). Per model the order
   is: report files, index, state. A model is recorded as done only after its files are written, so a
-  process killed at any point leaves complete files and a valid state, and the model is redone next run.
+  process killed at any point leaves complete files and a valid state, and the models not yet
+  recorded are redone next run.
 * A model whose config cannot be fetched or read is recorded with its error and **retried on the next
   run**; it never gets a report file. A listing failure is reported and exits 1 with ``--once``.
 * Permanent failures are recorded once and **not retried**: a listed id that is not a Hub repo id
-  (``org/name`` of word characters, ``.`` and ``-``; stored under its escaped form), and a config
-  refused as too large (retried only when the listing shows a new commit).
+  (``org/name`` of word characters, ``.`` and ``-``; stored under its escaped form) or that the
+  Hub's own id rules reject (``..``, ``--``, over 96 characters), and a config refused as too
+  large (retried only when the listing shows a new commit).
+* Index and state are saved every ``COMMIT_SECONDS`` and at the end of each author's models, not
+  after every model; a model's entry is recorded only after its report files are written.
+* The listing follows "next" pages only on the endpoint's own origin (the token goes nowhere
+  else), at most ``hfkv.hub.MAX_LISTING_PAGES`` pages.
 * Repo ids are printed and indexed with unprintable characters escaped (a newline becomes the two
   characters backslash-n), so an id from the Hub can never forge a line on stderr or in Markdown.
 * One watcher per state file (an advisory lock next to it).
@@ -60,10 +66,10 @@ TMP_SUFFIX = ".hfkv-tmp"
 EXPAND = ["createdAt", "sha", "config", "safetensors"]
 _PLAIN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}")
 _COMMIT = re.compile(r"[0-9a-f]{40}")
-_TOKEN_SHAPE = re.compile(r"hf_[A-Za-z0-9]{16,}")
 _HUB_ID = re.compile(r"[\w.-]+/[\w.-]+")  # what the Hub accepts as a model id (\w: unicode letters too)
 PERMANENT_KINDS = frozenset({"too-large"})  # SourceError kinds a retry of the same commit cannot fix
 SKIPPED = "skipped"  # state status of a permanent failure: recorded, not retried
+COMMIT_SECONDS = 2.0  # index and state are saved at most this often while models are reported
 
 
 # -- file names and atomic writes -------------------------------------------------------------------
@@ -153,21 +159,29 @@ def remove_stale_temporaries(directory: Path) -> None:
 
 @contextlib.contextmanager
 def state_lock(state_path: Path) -> Iterator[None]:
-    """An advisory lock beside the state file: a second watcher on the same state fails at once."""
+    """An advisory lock beside the state file: a second watcher on the same state fails at once.
+    The lock file is opened without following a symlink (one planted there is an error)."""
     try:
         import fcntl
     except ImportError:  # not POSIX: no lock
         yield
         return
-    with open(state_path.with_name(state_path.name + ".lock"), "a+") as handle:
+    lock_path = state_path.with_name(state_path.name + ".lock")
+    try:  # O_NOFOLLOW: a symlink planted at the lock path is refused, never followed and written
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
+    except OSError as err:
+        raise UsageError(f"cannot use the watch lock {lock_path}: {err.strerror or type(err).__name__}") from None
+    try:
         try:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             raise UsageError(f"another hfkv watch is using {state_path}") from None
         try:
             yield
         finally:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
 
 
 # -- state ------------------------------------------------------------------------------------------
@@ -199,7 +213,7 @@ def parse_since(text: str) -> dt.datetime:
     try:
         value = dt.datetime.fromisoformat(str(text).strip().replace("Z", "+00:00"))
     except ValueError:
-        raise UsageError(f"--since: cannot read '{text}' (try 2025-06-01 or 2025-06-01T12:00:00Z)") from None
+        raise UsageError(f"cannot read '{text}' as a date (try 2025-06-01 or 2025-06-01T12:00:00Z)") from None
     return value if value.tzinfo else value.replace(tzinfo=dt.timezone.utc)
 
 
@@ -237,8 +251,11 @@ class PollSummary:
 
 
 def _scrub(text: str) -> str:
-    """One printable line of at most 300 characters, token-shaped strings hidden."""
-    return escape_id(_TOKEN_SHAPE.sub("<token>", " ".join(str(text).split())))[:300]
+    """One printable line of at most 300 characters without secrets (``hfkv.hub.scrub``: the token
+    sent whatever its shape, anything token-shaped, URL user:password)."""
+    from .hub import scrub
+
+    return escape_id(scrub(text))[:300]
 
 
 def _error_line(err: BaseException) -> str:
@@ -251,12 +268,16 @@ def _error_line(err: BaseException) -> str:
 
 
 def list_new_models(client: Any, author: str, since: dt.datetime, limit: int, summary: PollSummary) -> list[Any]:
-    """One ``list_models`` call: the author's models created at or after ``since``, newest first."""
-    listed = list(client.api.list_models(author=author, sort="created_at", limit=limit, expand=EXPAND))
+    """One listing (``HubClient.list_models``): the author's models created at or after ``since``,
+    newest first. An empty listing of an author the Hub does not know says so."""
+    listed, warnings = client.list_models(author, limit=limit, expand=EXPAND)
+    summary.warnings += warnings
     fresh = [m for m in listed if getattr(m, "created_at", None) is None or m.created_at >= since]
     if len(listed) >= limit and len(fresh) == len(listed):
         summary.warnings.append(f"{author}: all {limit} models listed are newer than the cut-off; "
                                 "older new models may be missed: raise --limit")
+    if not listed and getattr(client, "author_exists", None) and client.author_exists(author) is False:
+        summary.warnings.append(f"{author}: no such user or organisation on the Hub")
     return fresh
 
 
@@ -430,21 +451,53 @@ def poll(client: Any, cfg: WatchConfig, *, now: dt.datetime | None = None) -> Po
             except Exception as err:
                 summary.list_errors.append(f"{author}: listing failed: {_error_line(err)}")
                 continue
+            batch = _Batch(cfg, state, summary)
             for info in listed:
                 repo_id, entry = poll_one(client, info, author, cfg, state["models"])
-                if entry is None:
-                    continue
-                if entry["status"] == "done":
-                    summary.written.append(repo_id)
-                elif entry["status"] == SKIPPED:
-                    summary.skipped.append((repo_id, entry["error"]))
-                else:
-                    summary.failed.append((repo_id, entry["error"]))
-                if entry != state["models"].get(repo_id):
-                    state["models"][repo_id] = entry
-                    _commit(cfg, state)
-                    summary.wrote_anything = True
+                if entry is not None:
+                    _tally(summary, repo_id, entry)
+                    batch.record(repo_id, entry)
+            batch.flush()
     return summary
+
+
+def _tally(summary: PollSummary, repo_id: str, entry: dict[str, Any]) -> None:
+    if entry["status"] == "done":
+        summary.written.append(repo_id)
+    elif entry["status"] == SKIPPED:
+        summary.skipped.append((repo_id, entry["error"]))
+    else:
+        summary.failed.append((repo_id, entry["error"]))
+
+
+class _Batch:
+    """State changes saved (index, then state) every ``COMMIT_SECONDS`` and at the end of an author.
+
+    A model's report files are written before its entry is recorded here, so a saved state never
+    names a report that is not on disk; a kill loses at most the entries of the last few seconds,
+    whose models are redone next run. (Saving after every model rewrote the whole index and state
+    per model: quadratic, 10,000 new models did not finish in 25 minutes.)
+    """
+
+    def __init__(self, cfg: WatchConfig, state: dict[str, Any], summary: PollSummary) -> None:
+        self.cfg, self.state, self.summary = cfg, state, summary
+        self.pending = False
+        self.saved_at = time.monotonic()
+
+    def record(self, repo_id: str, entry: dict[str, Any]) -> None:
+        if entry == self.state["models"].get(repo_id):
+            return
+        self.state["models"][repo_id] = entry
+        self.pending = True
+        if time.monotonic() - self.saved_at >= COMMIT_SECONDS:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.pending:
+            _commit(self.cfg, self.state)
+            self.summary.wrote_anything = True
+            self.pending = False
+        self.saved_at = time.monotonic()
 
 
 def poll_one(client: Any, info: Any, author: str, cfg: WatchConfig,
@@ -462,7 +515,22 @@ def poll_one(client: Any, info: Any, author: str, cfg: WatchConfig,
         return key, None
     if not is_hub_id(repo_id):
         return key, _error_entry(info, author, "not a valid Hub repo id (org/name)", SKIPPED)
+    rejected = hub_rejects(repo_id)
+    if rejected:
+        return key, _error_entry(info, author, f"not a valid Hub repo id ({rejected})", SKIPPED)
     return key, process_model(client, info, author, cfg)
+
+
+def hub_rejects(repo_id: str) -> str | None:
+    """Why huggingface_hub would refuse to request ``repo_id`` (``..``, ``--``, over 96 characters,
+    ...), or None. Such an id fails the same way on every run: it is recorded once as skipped."""
+    from huggingface_hub.utils import validate_repo_id
+
+    try:
+        validate_repo_id(repo_id)
+    except Exception as err:  # HFValidationError
+        return _scrub(str(err).splitlines()[0] if str(err) else type(err).__name__)[:120]
+    return None
 
 
 def _sha(info: Any) -> str | None:

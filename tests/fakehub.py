@@ -158,6 +158,10 @@ class FakeHub:
         self.faults: dict[str, Fault | tuple] = {}
         self.page_size = 1000
         self.resolve_cache = False
+        self.next_link_base: str | None = None
+        self.endless_listing = False
+        self.users: set[str] = set()
+        self.organizations: set[str] = set()
         self.log: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
@@ -247,6 +251,10 @@ class FakeHub:
             self.latency = 0.0
             self.page_size = 1000
             self.resolve_cache = False
+            self.next_link_base = None
+            self.endless_listing = False
+            self.users.clear()
+            self.organizations.clear()
 
     # -- server -----------------------------------------------------------------------------------
 
@@ -362,6 +370,8 @@ class _Handler(BaseHTTPRequestHandler):
                 self._model_info(f"{parts[2]}/{parts[3]}", revision)
             elif parts[:2] == ["api", "whoami-v2"]:
                 self._whoami()
+            elif parts[:2] in (["api", "users"], ["api", "organizations"]) and len(parts) == 4 and parts[3] == "overview":
+                self._overview(parts[1], parts[2])
             else:
                 self._error(404, None, "Not Found")
         except (BrokenPipeError, ConnectionResetError):
@@ -369,7 +379,10 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _send(self, status: int, body: bytes = b"", headers: dict[str, str] | None = None,
               content_type: str = "application/json", fault: Fault | None = None) -> None:
-        """One response with Content-Length; ``fault`` may corrupt or cut the body."""
+        """One response with Content-Length; ``fault`` may corrupt, cut or drip it."""
+        if fault is not None and fault.kind == "drip-headers":
+            self._drip(f"HTTP/1.1 {status} OK\r\nContent-Length: {len(body)}\r\n".encode(), fault.delay)
+            return
         self.send_response(status)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
@@ -386,7 +399,22 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if fault is not None and fault.kind == "invalid-utf8":
             body = b"\xff\xfe" + body[2:]
+        if fault is not None and fault.kind == "drip":
+            self.wfile.flush()
+            self._drip(body, fault.delay)
+            return
         self.wfile.write(body)
+
+    def _drip(self, data: bytes, delay: float) -> None:
+        """``data`` one byte every ``delay`` s, then the connection closed (a client gone ends it early)."""
+        self.close_connection = True
+        try:
+            for i in range(len(data)):
+                self.wfile.write(data[i:i + 1])
+                self.wfile.flush()
+                _sleep(delay)
+        except OSError:
+            pass
 
     def _error(self, status: int, code: str | None, message: str, headers: dict[str, str] | None = None) -> None:
         extra = {"X-Error-Message": " ".join(message.split())}  # a header is one line; the body keeps it all
@@ -557,13 +585,22 @@ class _Handler(BaseHTTPRequestHandler):
             repos = repos[:limit]
         page = repos[start:start + self.hub.page_size]
         headers = {}
-        if start + self.hub.page_size < len(repos):
+        if start + self.hub.page_size < len(repos) or self.hub.endless_listing:
             params = {k: v for k, v in self._query.items() if k != "cursor"}
             query = urlencode([(k, x) for k, vs in params.items() for x in vs] + [("cursor", start + self.hub.page_size)])
-            headers["Link"] = f'<{self.hub.url}/api/models?{query}>; rel="next"'
+            headers["Link"] = f'<{self.hub.next_link_base or self.hub.url}/api/models?{query}>; rel="next"'
         expand = self._query.get("expand")
         body = [self._model_json(r, r.refs["main"], expand) for r in page]
         self._send(200, json.dumps(body).encode(), headers)
+
+    def _overview(self, kind: str, name: str) -> None:
+        with self.hub._lock:
+            has_repos = any(r.split("/")[0] == name for r in self.hub.repos)
+        known = name in self.hub.users if kind == "users" else (has_repos or name in self.hub.organizations)
+        if not known:
+            self._error(404, None, f"{kind[:-1].capitalize()} not found")
+            return
+        self._send(200, json.dumps({"name": name, "type": kind[:-1]}).encode())
 
     def _whoami(self) -> None:
         token = self._entry["auth"]

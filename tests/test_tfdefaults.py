@@ -85,9 +85,21 @@ def test_a_list_with_no_sparse_config_starts_no_helper(monkeypatch):
     monkeypatch.setattr(tfdefaults, "_worth_starting", lambda: True)
     started = []
     monkeypatch.setattr(tfdefaults, "Helper", lambda: started.append(1))
+    rows: list = []
     with tfdefaults.helper_running():
-        rows = run([str(QWEN3), str(LLAMA2)], Job(options=make_options()), Output(writer=None, stream=None), jobs=2)
-    assert all(r.ok for r in rows) and started == []
+        run([str(QWEN3), str(LLAMA2)], Job(options=make_options()), Collect(rows), jobs=2)
+    assert len(rows) == 2 and all(r.ok for r in rows) and started == []
+
+
+class Collect(Output):
+    """An output that keeps its rows (``run`` streams them and keeps none)."""
+
+    def __init__(self, rows: list) -> None:
+        super().__init__(writer=None, stream=None)
+        self.kept = rows
+
+    def add(self, row: Any) -> None:
+        self.kept.append(row)
 
 
 class SlowStart:
@@ -102,11 +114,13 @@ class SlowStart:
 
 def scan_rows(monkeypatch, helper: SlowStart, paths: list[Path], on_row=None) -> list:
     monkeypatch.setattr(tfdefaults, "_active", helper)
-    out = Output(writer=None, stream=None)
+    rows: list = []
+    out = Collect(rows)
     if on_row is not None:
         add = out.add
         monkeypatch.setattr(out, "add", lambda row: (add(row), on_row(out)))
-    return run([str(p) for p in paths], Job(options=make_options()), out, jobs=1)
+    run([str(p) for p in paths], Job(options=make_options()), out, jobs=1)
+    return rows
 
 
 def test_a_report_needing_defaults_waits_while_the_others_go_first(monkeypatch):
