@@ -474,8 +474,10 @@ def _read_fingerprint(fd: int) -> dict[str, Any] | None:
 
 def fingerprint(options: Any, weights: bool) -> dict[str, Any]:
     """What a row's figures depend on besides the model: the report options and ``--weights``."""
-    data = options.model_dump(mode="json") if hasattr(options, "model_dump") else dict(vars(options))
-    return {**data, "weights": weights}
+    import dataclasses
+
+    data = dataclasses.asdict(options) if dataclasses.is_dataclass(options) else options.model_dump(mode="json")
+    return json.loads(json.dumps({**data, "weights": weights}, default=str))  # as read back from the file
 
 
 # -- output ---------------------------------------------------------------------------------------

@@ -111,7 +111,8 @@ def test_mixed_list_keeps_good_rows_marks_bad_ones_and_exits_1(fake_hub, bad_rep
     assert (rows[GPT_OSS]["alpha_bytes_per_token"], rows[GPT_OSS]["gamma_bytes_per_request"]) == (GPT_OSS_ALPHA, GPT_OSS_GAMMA)
     # Qwen3-8B at its maximum, 40960 tokens: 147456 × 40960 = 6039797760
     assert rows[QWEN3]["contexts"][-1] == {"tokens": 40960, "kv_bytes_per_request": 6039797760,
-                                           "read_bytes_per_step": 6039797760}
+                                           "read_bytes_per_step": 6039797760, "extra_state_bytes": None,
+                                           "max_concurrency": None}  # stable nulls (schema 2)
 
     assert rows["nobody/not-here"]["error"].startswith("not-found: ")
     assert rows["acme/gated-llama"]["error"].startswith("gated: ")
