@@ -311,7 +311,7 @@ def build_app(hub: Any = None) -> Any:
         with gr.Row():
             model = gr.Textbox(label="Hub repo id", placeholder="org/name or org/name@revision", elem_id="hfkv-model", scale=3)
             upload = gr.File(label="or drop a config.json", file_types=[".json"], type="filepath", elem_id="hfkv-upload",
-                             height=120)
+                             height=150)
         with gr.Row():
             kv = gr.Dropdown(list(DTYPES), value="auto", label="KV dtype", elem_id="hfkv-kv")
             tp = gr.Number(1, precision=0, minimum=1, label="TP (tensor parallel)", elem_id="hfkv-tp")
@@ -385,3 +385,7 @@ def serve_command(host: str, port: int) -> None:
     except ImportError:
         fail(MISSING_EXTRA, 2)
     build_app().launch(server_name=host, server_port=port, **launch_options())
+
+
+if __name__ == "__main__":  # python -m hfkv.web [--host H] [--port P]: the same as hfkv serve
+    serve_command()
