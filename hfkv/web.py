@@ -219,6 +219,7 @@ def build_report(form: Form, hub: Any, upload: str | None = None) -> tuple[Any, 
     from .report import inspect_loaded
 
     options = form.options()
+    hub = hub or (None if upload else hub_client())  # one client for the config and the weights
     loaded = load_model(form, hub, upload)
     report = inspect_loaded(loaded, options)
     enrich(report, hub=hub if loaded.source == "hub" else None, repo_id=loaded.name, revision=loaded.revision,
