@@ -23,7 +23,8 @@ from .registry import register
         "yi", "nemotron", "arcee", "seed_oss", "ernie4_5", "ernie4_5_moe", "hunyuan_v1_dense",
         "hunyuan_v1_moe", "bailing_moe", "exaone", "persimmon", "codegen", "gpt_neo", "xverse", "step3",
         "openelm", "granitemoeshared", "grok-1", "hyperclovax", "orion", "solar", "minicpm", "molmo",
-        "glm4v", "glm4v_text", "glm4v_moe", "glm4v_moe_text", "phi3_v", "phi4mm", "internlm3",
+        "glm4v", "glm4v_text", "glm4v_moe", "glm4v_moe_text", "phi3_v", "phi4mm", "internlm3", "molmo2",
+        "molmo2_text",
     ),
     architectures=(
         "LLaMAForCausalLM", "RWForCausalLM", "ChatGLMModel", "MPTForCausalLM", "ArceeForCausalLM",
@@ -46,6 +47,7 @@ from .registry import register
         "XverseForCausalLM", "XverseMoeForCausalLM", "GLM4VForCausalLM", "Glm4vForConditionalGeneration",
         "Glm4vMoeForConditionalGeneration", "MolmoForCausalLM", "Phi3VForCausalLM", "Phi4MMForCausalLM",
         "LlavaLlamaForCausalLM", "LlavaMistralForCausalLM", "YiVLForCausalLM",
+        "Molmo2ForConditionalGeneration",
     ),
     reads=GQA_READS,
     fixtures={

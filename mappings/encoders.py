@@ -98,6 +98,7 @@ def declared_encoder_decoder(cfg: ConfigView) -> UnsupportedModelError | None:
 
 @register(
     family="encoder-decoder",
+    refuses=f"encoder-decoder: {_ENCDEC_REASON}",
     model_types=ENCODER_DECODER,
     architectures=(
         "T5ForConditionalGeneration", "MT5ForConditionalGeneration", "BartForConditionalGeneration",
@@ -117,6 +118,7 @@ def encoder_decoder(cfg: ConfigView) -> Layout:
 
 @register(
     family="encoder-decoder",
+    refuses="encoder-decoder: not an autoregressive decoder, no KV cache",
     model_types=NON_AUTOREGRESSIVE,
     architectures=("DetrForObjectDetection", "RTDetrForObjectDetection"),
     reads=("architectures",),
@@ -128,6 +130,7 @@ def non_autoregressive(cfg: ConfigView) -> Layout:
 
 @register(
     family="encoder-only",
+    refuses="encoder-only model: no KV cache",
     model_types=ENCODER_ONLY,
     architectures=(
         "BertModel", "BertForMaskedLM", "RobertaModel", "RobertaForMaskedLM", "XLMRobertaModel",

@@ -40,7 +40,7 @@ WRAPPERS = (
     "LlavaOnevision2ForConditionalGeneration", "LlavaOnevisionForConditionalGeneration", "LlavaVidForCausalLM",
     "LightOnOCRForConditionalGeneration", "LocateAnythingForConditionalGeneration", "MiDashengLMModel",
     "MiMoV2OmniForCausalLM", "MiniCPMOcrForConditionalGeneration", "MiniCPMV4_6ForConditionalGeneration",
-    "MiniCPMV4_7ForConditionalGeneration", "Mistral3ForConditionalGeneration", "Molmo2ForConditionalGeneration",
+    "MiniCPMV4_7ForConditionalGeneration", "Mistral3ForConditionalGeneration",
     "Moondream3ForCausalLM", "MoonshotKimiaForCausalLM", "MossAudioModel",
     "MossTranscribeDiarizeForConditionalGeneration", "MultiModalityCausalLM", "NVILAForConditionalGeneration",
     "NVILALiteForConditionalGeneration", "NVLM_D", "NemotronH_Nano_Omni_Reasoning_V3", "NemotronH_Nano_VL_V2",

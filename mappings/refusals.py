@@ -98,5 +98,5 @@ def engine_backend(cfg: ConfigView) -> Layout:
 def unmodelled(cfg: ConfigView) -> Layout:
     """Always raises, naming what the engine's model file does that hfkv does not model."""
     arch = _architecture(cfg, UNMODELLED)
-    raise UnsupportedModelError(f"{arch}: not modelled yet ({UNMODELLED.get(arch, 'unknown layout')}); "
-                                "hfkv would print a wrong figure")
+    raise UnsupportedModelError(f"{arch}: not modelled yet: {UNMODELLED.get(arch, 'unknown layout')} "
+                                "(hfkv would print a wrong figure)")

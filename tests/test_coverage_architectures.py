@@ -1,0 +1,75 @@
+"""Every architecture the pinned engines serve is known to hfkv by name, and
+``python -m hfkv.coverage --architectures`` lists them.
+
+The engines' lists come from ``hfkv.engines.archs`` (read from the released wheels; package data),
+cross-checked against ../shared/engine-archs/ when it is beside the checkout.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hfkv.coverage import architecture_lines
+from hfkv.engines.archs import sglang_architectures, vllm_architectures
+from hfkv.mappings.registry import known_architectures
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "engine-archs"
+
+
+def engine_architectures() -> set[str]:
+    vllm = {arch for arch, (registry, _) in vllm_architectures().items() if registry in ("text_generation", "multimodal")}
+    return vllm | set(sglang_architectures())
+
+
+def test_every_engine_architecture_is_known_by_name():
+    names = engine_architectures()
+    assert len(names) > 380  # 124 + 127 vLLM, 290 SGLang, overlapping
+    missing = sorted(names - set(known_architectures()))
+    assert not missing, missing
+
+
+def test_package_lists_match_the_shared_engine_archs():
+    if not SHARED.is_dir():
+        pytest.skip(f"{SHARED} is not beside the checkout")
+    vllm_rows = [line.split("\t") for line in (SHARED / "vllm-0.33.0.tsv").read_text().splitlines()[1:] if line]
+    sglang_rows = [line.split("\t") for line in (SHARED / "sglang-0.5.23.tsv").read_text().splitlines()[1:] if line]
+    shared = {row[1] for row in vllm_rows if row[0] in ("text_generation", "multimodal")} | {row[0] for row in sglang_rows}
+    assert shared == engine_architectures()
+
+
+def test_architecture_lines_name_a_mapper_or_a_reason():
+    lines = architecture_lines()
+    assert len(lines) == len(known_architectures())
+    table = dict(line.split("\t") for line in lines)
+    assert table["Qwen2VLForConditionalGeneration"] == "qwen.qwen2"
+    assert table["Glm4vForConditionalGeneration"] == "dense.dense"
+    assert table["Lfm2BidirectionalModel"] == "lfm.lfm2"
+    assert table["LlamaForCausalLMEagle3"].startswith("refused: a draft model")
+    assert table["BertModel"] == "refused: encoder-only model: no KV cache"
+    assert table["HrmTextForCausalLM"].startswith("refused: not modelled yet: hierarchical")
+    assert all(value.startswith("refused: ") or "." in value for value in table.values())
+
+
+def test_coverage_cli_prints_the_architectures():
+    out = subprocess.run([sys.executable, "-m", "hfkv.coverage", "--architectures"], capture_output=True, text=True,
+                         check=True).stdout
+    assert "Qwen3VLForConditionalGeneration\tqwen.qwen2\n" in out
+    assert out.splitlines() == architecture_lines()
+
+
+def test_every_refusal_mapper_refuses_what_it_names():
+    import hfkv
+
+    for arch, mapper in known_architectures().items():
+        if not mapper.refusal(arch) or mapper.family in ("encoder-decoder", "encoder-only"):
+            continue
+        data = {"model_type": "llama", "architectures": [arch], "num_hidden_layers": 2, "num_attention_heads": 8,
+                "hidden_size": 512}
+        if mapper.name == "refusals.engine_backend":
+            data["model_type"] = "brand_new"  # a known model type decides before a backend class
+        with pytest.raises(hfkv.UnsupportedModelError):
+            hfkv.inspect_config(data, model=arch)

@@ -1,0 +1,155 @@
+"""Multimodal and newly named families (issue 11): Qwen2-VL, Qwen2.5-VL, Qwen3-VL (+MoE), Qwen2.5-Omni,
+Qwen3-ASR, GLM-4.1V, EXAONE 4.5, MiniCPM4, MiniCPM-V, Molmo, Molmo2; wrappers, scoring heads and the
+named refusals.
+
+Fixtures are transformers 5.24's config-class defaults (``-transformers-defaults``) or real config
+facts. Every expected figure is derived by hand; the arithmetic is beside it. Only the language
+model keeps a KV cache: the vision/audio towers' heads must never be read.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+
+import hfkv
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
+
+def load(folder: str) -> dict:
+    return json.loads((FIXTURES / folder / "config.json").read_text())
+
+
+def inspect(data: dict, **options) -> hfkv.Report:
+    return hfkv.inspect_config(copy.deepcopy(data), model="test", options=hfkv.Options(**options))
+
+
+# fixture -> (mapper, α by hand)
+NAMED = {
+    # text_config: 80 layers × 2 × 8 KV heads × (8192 / 64 = 128) × 2 B
+    "Qwen__Qwen2-VL-transformers-defaults": ("qwen.qwen2", 80 * 2 * 8 * 128 * 2),  # 327680
+    "Qwen__Qwen2.5-VL-transformers-defaults": ("qwen.qwen2", 80 * 2 * 8 * 128 * 2),  # 327680
+    # text_config: 32 layers × 2 × 32 KV heads × head_dim 128 × 2 B
+    "Qwen__Qwen3-VL-transformers-defaults": ("qwen.qwen2", 32 * 2 * 32 * 128 * 2),  # 524288
+    # text_config: 24 layers × 2 × 16 KV heads × 128 × 2 B
+    "Qwen__Qwen3-VL-MoE-transformers-defaults": ("qwen.qwen2", 24 * 2 * 16 * 128 * 2),  # 196608
+    # thinker_config.text_config: 28 layers × 2 × 4 KV heads × (3584 / 28 = 128) × 2 B
+    "Qwen__Qwen2.5-Omni-transformers-defaults": ("qwen.qwen2", 28 * 2 * 4 * 128 * 2),  # 57344
+    # thinker_config.text_config: 28 layers × 2 × 8 KV heads × 128 × 2 B
+    "Qwen__Qwen3-ASR-transformers-defaults": ("qwen.qwen2", 28 * 2 * 8 * 128 * 2),  # 114688
+    # text_config: 40 layers × 2 × 2 KV heads × (4096 / 32 = 128) × 2 B
+    "zai-org__GLM-4.1V-transformers-defaults": ("dense.dense", 40 * 2 * 2 * 128 * 2),  # 40960
+    # text_config: 36 layers × 2 × 8 KV heads × 128 × 2 B
+    "allenai__Molmo2-transformers-defaults": ("dense.dense", 36 * 2 * 8 * 128 * 2),  # 147456
+    # 32 layers × 2 × 2 KV heads × (4096 / 32 = 128) × 2 B; sparse_config (InfLLM-v2) is not a window
+    "openbmb__MiniCPM4-8B": ("dense.dense", 32 * 2 * 2 * 128 * 2),  # 32768
+    # flat Qwen2 keys beside vision_config (27 layers, 16 heads: never read): 28 × 2 × 4 × 128 × 2
+    "openbmb__MiniCPM-V-2_6": ("qwen.qwen2", 28 * 2 * 4 * 128 * 2),  # 57344
+    # flat: 28 × 2 × 4 × (3584 / 28 = 128) × 2 B (fp32 checkpoint served in bf16)
+    "allenai__Molmo-7B-D-0924": ("dense.dense", 28 * 2 * 4 * 128 * 2),  # 57344
+}
+
+
+@pytest.mark.parametrize("folder", sorted(NAMED))
+def test_named_family_alpha(folder):
+    mapper, alpha = NAMED[folder]
+    rep = inspect(load(folder))
+    assert rep.mapper == mapper
+    assert rep.alpha_bytes_per_token == alpha and rep.gamma_bytes_per_request == 0
+    assert not any("not known to hfkv" in w for w in rep.warnings)
+
+
+def test_qwen2_vl_tp8_splits_the_eight_kv_heads():
+    rep = inspect(load("Qwen__Qwen2-VL-transformers-defaults"), tensor_parallel_size=8)
+    assert rep.alpha_bytes_per_token == 80 * 2 * 1 * 128 * 2 == 40960  # 8 KV heads / 8 ranks = 1
+
+
+def test_exaone_4_5_windows_its_local_layers():
+    data = load("LGAI-EXAONE__EXAONE-4.5-transformers-defaults")
+    assert inspect(data).alpha_bytes_per_token == 32 * 2 * 32 * 128 * 2  # window 4096 ≥ 2048 positions: all full
+    data["text_config"]["max_position_embeddings"] = 131072
+    rep = inspect(data)
+    # layer_types: 8 full of 32 (every 4th); 24 sliding layers keep min(S, 4096)
+    assert rep.alpha_bytes_per_token == 8 * 2 * 32 * 128 * 2 == 131072
+    assert rep.gamma_bytes_per_request == 24 * 4096 * 2 * 32 * 128 * 2 == 1610612736
+
+
+def test_a_new_model_type_lands_by_architecture():
+    data = load("Qwen__Qwen3-VL-transformers-defaults")
+    data["model_type"] = "qwen3_vl_next"
+    data["text_config"]["model_type"] = "qwen3_vl_next_text"
+    rep = inspect(data)
+    assert rep.mapper == "qwen.qwen2" and rep.alpha_bytes_per_token == 524288
+
+
+def test_wrapper_maps_its_language_model_by_model_type():
+    text = {"model_type": "mistral", "num_hidden_layers": 40, "num_attention_heads": 32, "num_key_value_heads": 8,
+            "head_dim": 128, "hidden_size": 5120, "max_position_embeddings": 131072, "torch_dtype": "bfloat16"}
+    data = {"model_type": "brand_new_vl", "architectures": ["LlavaForConditionalGeneration"], "text_config": text,
+            "vision_config": {"num_hidden_layers": 24, "num_attention_heads": 16, "hidden_size": 1024}}
+    rep = inspect(data)
+    # resolved through the text model type (mistral → dense): 40 × 2 × 8 × 128 × 2
+    assert rep.alpha_bytes_per_token == 40 * 2 * 8 * 128 * 2 == 163840
+
+
+def test_wrapper_maps_its_language_model_by_text_architectures():
+    text = {"model_type": "brand_new_text", "architectures": ["Qwen2ForCausalLM"], "num_hidden_layers": 24,
+            "num_attention_heads": 14, "num_key_value_heads": 2, "hidden_size": 896, "use_sliding_window": False,
+            "sliding_window": 32768, "max_position_embeddings": 32768, "torch_dtype": "bfloat16"}
+    data = {"model_type": "brand_new_chat", "architectures": ["InternVLChatModel"], "llm_config": text}
+    rep = inspect(data)
+    assert rep.mapper == "multimodal.language_model"
+    assert any("mapped by qwen.qwen2" in note for note in rep.notes)  # through llm_config.architectures
+    assert rep.alpha_bytes_per_token == 24 * 2 * 2 * 64 * 2 == 12288  # head_dim 896 / 14 = 64
+
+
+def test_wrapper_with_an_unknown_flat_language_model_is_an_estimate():
+    data = {"model_type": "brand_new_vl", "architectures": ["PaddleOCRVLForConditionalGeneration"],
+            "num_hidden_layers": 18, "num_attention_heads": 16, "num_key_value_heads": 2, "hidden_size": 1024,
+            "head_dim": 128, "torch_dtype": "bfloat16"}
+    rep = inspect(data)
+    assert rep.mapper == "multimodal.language_model"
+    assert rep.alpha_bytes_per_token == 18 * 2 * 2 * 128 * 2 == 18432
+    assert rep.warnings[0].startswith("estimate, not exact")
+
+
+def test_reward_head_is_sized_with_a_note():
+    data = dict(load("Qwen__Qwen2.5-7B"), architectures=["Qwen2ForRewardModel"])
+    rep = inspect(data)
+    assert rep.mapper == "scoring_heads.scoring_head"
+    assert rep.alpha_bytes_per_token == 28 * 2 * 4 * 128 * 2 == 57344  # Qwen2.5-7B's decoder
+    assert any("reward head" in note for note in rep.notes)
+
+
+@pytest.mark.parametrize("arch, match", [
+    ("LlamaForCausalLMEagle3", "draft model for speculative decoding"),
+    ("Qwen3NextForCausalLMMTP", "draft model for speculative decoding"),
+    ("LLaDA2MoeModelLM", "diffusion language model"),
+    ("CLIPModel", "vision/text encoder"),
+    ("HrmTextForCausalLM", "not modelled yet: hierarchical recurrent steps"),
+])
+def test_named_refusals_win_over_a_known_model_type(arch, match):
+    data = {"model_type": "llama", "architectures": [arch], "num_hidden_layers": 1, "num_attention_heads": 32,
+            "num_key_value_heads": 8, "hidden_size": 4096}
+    with pytest.raises(hfkv.UnsupportedModelError, match=match):
+        inspect(data)
+
+
+def test_engine_backend_class_needs_a_model_type():
+    data = {"model_type": "brand_new", "architectures": ["TransformersForCausalLM"], "num_hidden_layers": 2,
+            "num_attention_heads": 8, "hidden_size": 512}
+    with pytest.raises(hfkv.UnsupportedModelError, match="backend class"):
+        inspect(data)
+
+
+def test_kv_lora_rank_null_is_standard_attention():
+    data = load("deepseek-ai__DeepSeek-V2-Lite")
+    data.update(kv_lora_rank=None, num_key_value_heads=16)
+    rep = inspect(data)
+    # 27 layers × 2 × 16 KV heads × (2048 / 16 = 128) × 2 B, as vLLM's use_mla = kv_lora_rank is not None
+    assert rep.alpha_bytes_per_token == 27 * 2 * 16 * 128 * 2 == 221184
+    assert rep.layers[0].kind == "full"
