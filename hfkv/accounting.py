@@ -39,12 +39,20 @@ def group(layers: Layers) -> Grouped:
     """
     if isinstance(layers, Grouped):
         return layers
-    counts: Counter = Counter()
+    by_id: Counter = Counter()  # first by identity (cheap: most mappers reuse one part object) ...
     first: dict[tuple, LayerSpec] = {}
     for layer in layers:
-        counts[layer.parts] += 1
-        first.setdefault(layer.parts, layer)
-    return Grouped((first[key], n) for key, n in counts.items())
+        key = tuple(map(id, layer.parts))
+        by_id[key] += 1
+        if key not in first:
+            first[key] = layer
+    by_value: Counter = Counter()  # ... then the few distinct objects by value
+    shown: dict[tuple, LayerSpec] = {}
+    for key, n in by_id.items():
+        parts = first[key].parts
+        by_value[parts] += n
+        shown.setdefault(parts, first[key])
+    return Grouped((shown[parts], n) for parts, n in by_value.items())
 
 
 class Costs:
@@ -86,6 +94,28 @@ class Costs:
     def read(self, S: int) -> Fraction:
         """r(S) of one request."""
         return sum((c * count(rule, S) for rule, c in self.read_terms), self.read_fixed)
+
+    def memory_at(self, sizes: Sequence[int]) -> list:
+        """M(S) for every S of ``sizes`` (the same values as ``memory``, one pass per distinct rule)."""
+        return _evaluate(self.memory_terms, self.memory_fixed, sizes)
+
+    def read_at(self, sizes: Sequence[int]) -> list:
+        """r(S) for every S of ``sizes``."""
+        return _evaluate(self.read_terms, self.read_fixed, sizes)
+
+
+def _evaluate(terms: tuple, fixed: object, sizes: Sequence[int]) -> list:
+    """fixed + Σ c·n_rule(S) for each S: a list pass per rule instead of a call per rule and S."""
+    totals = [fixed] * len(sizes)
+    for (div, cap), c in terms:
+        if div == 0:
+            totals = [t + c * cap for t in totals]
+            continue
+        n = sizes if div == 1 else [S // div for S in sizes]
+        if cap is not None:
+            n = [x if x < cap else cap for x in n]
+        totals = [t + c * x for t, x in zip(totals, n)]
+    return totals
 
 
 def costs(layers: Layers, p: Precision, tp: int = 1) -> Costs:

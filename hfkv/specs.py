@@ -499,7 +499,8 @@ class LayerSpec:
     parts: tuple = ()
 
     def __post_init__(self) -> None:
-        validate_sizes(self)
+        if type(self.index) is not int or self.index < 0:  # checked inline: models may have 10⁵ layers
+            validate_sizes(self)
         if not isinstance(self.kind, str):
             raise ShapeError(f"LayerSpec.kind must be a label, not {self.kind!r}")
         if type(self.parts) is not tuple or not all(isinstance(part, _Part) for part in self.parts):

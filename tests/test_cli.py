@@ -38,6 +38,22 @@ def test_json_contract_for_one_model():
     assert "\x1b[" not in run.stdout  # no colour when piped
 
 
+def test_json_has_a_schema_version_and_stable_nulls():
+    data = json.loads(hfkv(LLAMA, "--format", "json", "--context", "1k").stdout)
+    assert data["schema_version"] == 2
+    assert data["num_layers"] == 32 and len(data["layers"]) == 32
+    for key in ("commit", "budget_bytes", "batch", "max_context_for_batch", "weights", "weights_bytes", "serving", "engine"):
+        assert key in data and data[key] is None, key  # always present, null when unknown or not asked
+    assert {"source_layer": None, "window": None, "compress_ratio": None}.items() <= data["layers"][0].items()
+
+
+def test_an_absurd_context_is_one_line_naming_the_option():
+    run = hfkv(LLAMA, "--context", "10000000000000")
+    assert run.returncode == 2
+    assert run.stderr.count("\n") == 1 and "--context" in run.stderr and "2^40" in run.stderr
+    assert "validation error" not in run.stderr and "Options" not in run.stderr
+
+
 def test_no_budget_max_concurrency_is_null():
     data = json.loads(hfkv(LLAMA, "--format", "json", "--context", "1k").stdout)
     assert data["contexts"][0]["max_concurrency"] is None  # stable nulls: the key is there, unknown

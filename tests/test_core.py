@@ -210,3 +210,124 @@ def test_memory_is_non_decreasing_and_linear_in_batch():
         m = acc.request_bytes(layers, s, BF16)
         assert m >= previous
         previous = m
+
+
+# -- equal parts by value, terms computed once --------------------------------------------------------
+
+
+def v4_like_stack():
+    """3 SWA, 20 CSA and 20 HCA layers, every layer with its own (equal) part objects, as V4's mapper builds."""
+    def window():
+        return MLALatent(kv_lora_rank=448, rope_dim=64, window=128)
+
+    swa = [layer(i, window(), kind="swa") for i in range(3)]
+    csa = [layer(3 + i, window(), CompressedKV(head_dim=512, rope_dim=64, ratio=4, topk=512, ring_slots=8, ring_factor=2),
+                 IndexerKeys(head_dim=128, ratio=4, ring_slots=8, ring_factor=4), kind="csa") for i in range(20)]
+    hca = [layer(23 + i, window(), CompressedKV(head_dim=512, rope_dim=64, ratio=128, ring_slots=128, ring_factor=2),
+                 kind="hca") for i in range(20)]
+    return swa + csa + hca
+
+
+def test_equal_parts_built_apart_are_one_group():
+    a, b = FullAttention(kv_heads=8, head_dim=128), FullAttention(kv_heads=8, head_dim=128)
+    assert a is not b and a == b and hash(a) == hash(b)
+    assert [n for _, n in acc.group([layer(0, a), layer(1, b)])] == [2]
+    assert len(acc.group(v4_like_stack())) == 3  # 43 layers, 3 distinct storages
+
+
+def test_v4_like_figures_by_hand():
+    stack = v4_like_stack()
+    # S = 10001, bf16 entries (448 + 64) × 2 = 1024 B, window n = 128; fp8 indexer key 128 + 4 = 132 B.
+    # SWA: 128 × 1024 = 131072
+    # CSA: 131072 + (10001 // 4 = 2500) × 1024 + ring 8 × 2 × 512 × 4 + 2500 × 132 + ring 8 × 4 × 128 × 4
+    #    = 131072 + 2560000 + 32768 + 330000 + 16384 = 3070224
+    # HCA: 131072 + (10001 // 128 = 78) × 1024 + ring 128 × 2 × 512 × 4 = 131072 + 79872 + 524288 = 735232
+    assert acc.request_bytes(stack, 10001, BF16) == 3 * 131072 + 20 * 3070224 + 20 * 735232 == 76502336
+    # reads: CSA top-512 compressed entries and every indexer key, no rings; HCA every compressed entry
+    # CSA: 131072 + 512 × 1024 + 2500 × 132 = 985360; HCA: 131072 + 79872 = 210944
+    assert acc.read_bytes(stack, 10001, BF16) == 3 * 131072 + 20 * 985360 + 20 * 210944 == 24319296
+    # α = 20 × (1024/4 + 132/4) + 20 × 1024/128 = 20 × 289 + 20 × 8 = 5940
+    assert acc.alpha(stack, BF16) == 5940
+    # γ = 3 × 131072 + 20 × (131072 + 32768 + 16384) + 20 × (131072 + 524288) = 17104896
+    assert acc.gamma(stack, BF16) == 17104896
+
+
+def test_many_contexts_equal_the_per_layer_sums_on_every_fixture():
+    """The grouped terms give exactly M(S) = Σ_l M_l(S) and r(S) = Σ_l r_l(S), summed layer by layer."""
+    import json
+    from pathlib import Path
+
+    from hfkv import HfkvError, inspect_config
+
+    sizes = [1, 2, 3, 127, 128, 129, 511, 512, 513, 4095, 4096, 4097, 10001, 131072, 131073, 1 << 20]
+    fixtures = sorted((Path(__file__).resolve().parents[1] / "fixtures").glob("*/config.json"))
+    checked = 0
+    for path in fixtures:
+        try:
+            report = inspect_config(json.loads(path.read_text()), model=path.parent.name)
+        except HfkvError:
+            continue
+        layers = report.layer_specs
+        for p, tp in ((BF16, 1), (Precision(kv="fp4", indexer="fp4"), 8), (FP8, 3)):
+            costs = acc.costs(layers, p, tp)
+            assert costs.memory_at(sizes) == [sum(lay.memory(S, p, tp) for lay in layers) for S in sizes], path
+            assert costs.read_at(sizes) == [sum(lay.read_bytes(S, p, tp) for lay in layers) for S in sizes], path
+            assert costs.alpha == sum(lay.slope(p, tp) for lay in layers)
+            assert costs.gamma == sum(lay.intercept(p, tp) for lay in layers)
+        checked += 1
+    assert checked >= 80, checked
+
+
+# -- part shapes are checked when built -----------------------------------------------------------------
+
+
+def test_part_sizes_are_checked_with_a_one_line_message():
+    from hfkv.specs import ShapeError
+
+    with pytest.raises(ShapeError, match=r"FullAttention.kv_heads must be ≥ 1, not 0"):
+        FullAttention(kv_heads=0, head_dim=128)
+    with pytest.raises(ValueError, match="must be an integer"):
+        FullAttention(kv_heads=8, head_dim=12.5)
+    assert FullAttention(kv_heads=8.0, head_dim="128").head_dim == 128  # whole numbers as JSON may spell them
+    with pytest.raises(ShapeError):
+        MambaState(version=3, num_heads=1, head_dim=1, state_size=1, conv_kernel=4)
+
+
+# -- reports on implausible or enormous configs ---------------------------------------------------------
+
+LLAMA_LIKE = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "num_hidden_layers": 32,
+              "hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 8,
+              "max_position_embeddings": 8192, "torch_dtype": "bfloat16"}
+
+
+def test_implausible_head_dim_is_warned_not_printed_as_exact():
+    from hfkv import inspect_config
+
+    report = inspect_config(dict(LLAMA_LIKE, head_dim=2**40))
+    assert report.alpha_bytes_per_token == 32 * 8 * 2 * 2**40 * 2  # what the config says, as written ...
+    assert any("implausible head_dim = 1,099,511,627,776" in w for w in report.warnings)  # ... but flagged
+    assert any("implausible α" in w for w in report.warnings)
+    assert not [w for w in inspect_config(LLAMA_LIKE).warnings if "implausible" in w]
+
+
+def test_kv_heads_that_cannot_serve_the_query_heads_are_warned():
+    from hfkv import inspect_config
+
+    report = inspect_config(dict(LLAMA_LIKE, num_key_value_heads=7))
+    assert any("7 KV heads do not divide num_attention_heads = 32" in w for w in report.warnings)
+    assert not [w for w in inspect_config(LLAMA_LIKE).warnings if "num_attention_heads" in w]
+
+
+def test_a_claimed_depth_of_100000_layers_gives_a_bounded_report():
+    import json
+
+    from hfkv import inspect_config
+    from hfkv.report import MAX_LISTED_LAYERS
+
+    report = inspect_config(dict(LLAMA_LIKE, num_hidden_layers=100_000))
+    data = report.to_dict()
+    assert data["num_layers"] == 100_000 and len(data["layers"]) == MAX_LISTED_LAYERS == 1024
+    assert data["groups"][0]["layers"] == 100_000 and len(data["groups"][0]["indices"]) == 1024
+    assert data["alpha_bytes_per_token"] == 100_000 * 8 * 2 * 128 * 2  # every layer counted: 409,600,000
+    assert len(json.dumps(data, indent=2)) < 1_000_000  # was 26-44 MB: the listing is bounded
+    assert any("layers[] lists the first 1,024" in note for note in data["notes"])
