@@ -140,13 +140,29 @@ def test_vllm_shared_layers_get_no_spec():
     assert sum(g["layers"] for g in out["kv_cache_groups"]) == 35 - 20
 
 
-def test_vllm_dsv4_bf16_is_refused_like_vllm_and_fp8_is_not_modelled():
+def test_vllm_dsv4_bf16_is_refused_like_vllm():
     with pytest.raises(UnsupportedModelError, match="would refuse to start: DeepseekV4 fp8_ds_mla layout only "
                                                     "supports fp8 kv-cache, got bfloat16"):
         simulate(report("deepseek-ai__DeepSeek-V4-Flash"), engine="vllm", budget_bytes=GiB, max_model_len=4096)
-    with pytest.raises(UnsupportedModelError, match="DeepSeek V4 cache layout is not modelled"):
-        simulate(report("deepseek-ai__DeepSeek-V4-Flash", kv_cache_dtype="fp8"), engine="vllm", budget_bytes=GiB,
-                 max_model_len=4096)
+
+
+def test_vllm_dsv4_fp8_packed_pages_and_groups():
+    out = simulate(report("deepseek-ai__DeepSeek-V4-Flash", kv_cache_dtype="fp8"), engine="vllm",
+                   budget_bytes=40 * GiB, max_model_len=None)
+    # pages, each rounded up to 576 B: SWA latent 64 × 584 = 37376 -> 37440; CSA latent 256/4 = 64 states
+    # × 584 -> 37440; HCA latent 256/128 = 2 × 584 = 1168 -> 1728; indexer 64 × 132 = 8448 -> 8640;
+    # rings (fp32): CSA 4 × (4 × 512) × 4 = 32768 -> 32832, indexer 4 × (4 × 128) × 4 = 8192 -> 8640,
+    # HCA 8 × (2 × 512) × 4 = 32768 -> 32832
+    compressed = 21 * 37440 + 21 * 8640 + 20 * 1728  # one group of 62 layers: 1,002,240 B, the widest
+    assert out["bytes_per_block"] == compressed == 1_002_240
+    # buckets: 43 SWA latents, 62 compressed, 42 C4 rings (21 + 21, balanced), 20 C128 rings; repeats =
+    # the d >= 21 padding [43, 21, 20] least: d = 22 (pad 1 + 1 + 2) -> the SWA bucket splits in 2 (22 + 21)
+    assert sorted(g["layers"] for g in out["kv_cache_groups"]) == [20, 21, 22, 42, 62]
+    assert out["block_size"] == 4  # the smallest group block (C4 rings)
+    # per request at 1,048,576 tokens: SWA 2 × (ceil((128 − 1 + 16384) / 64) + 1 = 259), compressed
+    # 1048576 / 256 = 4096, C4 rings ceil((8 − 1 + 16384) / 4) + 1 = 4099, C128 ceil((128 − 1 + 16384) / 8) + 1 = 2065
+    assert out["blocks_per_request"] == 2 * 259 + 4096 + 4099 + 2065 == 10778
+    assert out["num_blocks"] == 40 * GiB // 1_002_240 == 42853
 
 
 # -- vLLM 0.33.0 start-up rules (issue 10), each against hand arithmetic ---------------------------

@@ -13,7 +13,7 @@ the backend, and so the block size, follows the GPU generation (``vllm_backends`
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import Any
+from typing import Any, Callable
 
 from hfkv import dtypes
 from hfkv.dtypes import block_scaled_bytes, ceil_div
@@ -32,6 +32,7 @@ from hfkv.specs import (
 
 from . import VERSIONS, capability_major, number, printed
 from . import vllm_backends as backends
+from . import vllm_dsv4
 from .vllm_groups import Group, Spec, block_size, make_groups
 from .vllm_models import default_max_model_len, refusal
 
@@ -163,8 +164,6 @@ def kv_dtype(report: Any, assumptions: list[str]) -> str:
 
 def collect_specs(report: Any, kv: str, knobs: dict, assumptions: list[str]) -> list[Spec]:
     layers: list[LayerSpec] = list(report.layer_specs)
-    if any(isinstance(p, CompressedKV) for layer in layers for p in layer.parts):
-        raise UnsupportedModelError("vLLM's packed DeepSeek V4 cache layout is not modelled (use --engine sglang)")
     dsa = is_dsa(report)
     packed = dsa and backends.packs_sparse_latent(capability_major(knobs), kv)
     specs, shared = [], 0
@@ -237,6 +236,10 @@ def choose_backend(report: Any, specs: list[Spec], kv: str, knobs: dict) -> back
         return None
     major = capability_major(knobs)
     mla = any(s.mla for s in attention)
+    if is_dsa(report) and major not in backends.SPARSE_MLA_MAJORS:
+        raise VllmRefusal(f"No valid attention backend found for cuda (sparse MLA backends run on SM "
+                          f"{'/'.join(f'{m}x' for m in backends.SPARSE_MLA_MAJORS)}, not "
+                          f"{knobs['compute_capability']})")
     backend = backends.choose(major=major, mla=mla, dsa=is_dsa(report), kv=kv, max_head=max(s.head_dim for s in attention),
                               query_heads=query_heads(report), mm_prefix=mm_prefix(report))
     if backend.name == "FLASH_ATTN" and alibi(report) and kv in ("fp8", "fp4"):
@@ -281,14 +284,14 @@ def blocks_per_request(groups: list[Group], length: int, plan: tuple[int, int, b
     return sum(g.blocks_per_request(length, *plan) for g in groups)
 
 
-def fit_length(groups: list[Group], usable_blocks: int, plan: tuple[int, int, bool], limit: int) -> int:
-    """The longest length up to ``limit`` whose request fits ``usable_blocks`` (0 when one token does not)."""
-    if blocks_per_request(groups, 1, plan) > usable_blocks:
+def fit_length(blocks: Callable[[int], int], usable_blocks: int, limit: int) -> int:
+    """The longest length up to ``limit`` whose request (``blocks(length)``) fits ``usable_blocks`` (0: none)."""
+    if blocks(1) > usable_blocks:
         return 0
     low, high = 1, limit + 1
     while high - low > 1:
         mid = (low + high) // 2
-        if blocks_per_request(groups, mid, plan) <= usable_blocks:
+        if blocks(mid) <= usable_blocks:
             low = mid
         else:
             high = mid
@@ -300,7 +303,7 @@ def gib(value: int | Fraction) -> str:
     return f"{round(float(value) / (1 << 30), 2)}"
 
 
-def capacity(result: dict, groups: list[Group], budget: int, length: int, plan: tuple[int, int, bool],
+def capacity(result: dict, blocks: Callable[[int], int], grows: bool, budget: int, length: int,
              assumptions: list[str]) -> None:
     """With a budget: blocks and the two logged numbers, or vLLM's refusal when one request does not fit.
 
@@ -313,15 +316,14 @@ def capacity(result: dict, groups: list[Group], budget: int, length: int, plan: 
     needed = result["blocks_per_request"] * per_block
     usable = budget - per_block
     if needed > usable:
-        estimate = fit_length(groups, num_blocks - 1, plan, length)
+        estimate = fit_length(blocks, num_blocks - 1, length)
         result["max_model_len_fit"] = estimate
         result["assumptions"] = assumptions
         hint = f"Based on the available memory, the estimated maximum model length is {estimate}." if estimate else ""
         raise VllmRefusal(f"To serve at least one request with the model's max seq len ({length}), ({gib(needed)} "
                           f"GiB KV cache is needed, which is larger than the available KV cache memory "
                           f"({gib(usable)} GiB). {hint}".rstrip(), details=result)
-    result["max_model_len_fit"] = fit_length(groups, num_blocks - 1, plan, 1 << 40) if any(
-        g.spec.kind == "full" for g in groups) else None
+    result["max_model_len_fit"] = fit_length(blocks, num_blocks - 1, 1 << 40) if grows else None
     concurrency = num_blocks / result["blocks_per_request"]  # float, as vLLM computes it
     result["max_concurrency"] = printed(concurrency)
     result["kv_cache_tokens"] = int(concurrency * length)
@@ -342,6 +344,8 @@ def simulate(report: Any, *, budget_bytes: int | None, max_model_len: int | None
     length = max_model_len if max_model_len is not None else default_max_model_len(report, assumptions)
     kv = kv_dtype(report, assumptions)
     assumptions.append(f"KV dtype {kv} (vLLM 'auto' = model dtype or the checkpoint's declared fp8)")
+    if any(isinstance(p, CompressedKV) for layer in report.layer_specs for p in layer.parts):
+        return deepseek_v4(report, budget_bytes, length, knobs, assumptions)
     specs = collect_specs(report, kv, knobs, assumptions)
     if not specs:
         raise UnsupportedModelError("no layer keeps a KV cache or state that vLLM would allocate")
@@ -365,9 +369,29 @@ def simulate(report: Any, *, budget_bytes: int | None, max_model_len: int | None
         "max_model_len": length,
         "attention_backend": backend.name if backend else None,
     }
-    needed = blocks_per_request(groups, length, plan)
-    result.update(blocks_per_request=needed, request_bytes=number(needed * bytes_per_block))
+    return finish(result, lambda n: blocks_per_request(groups, n, plan), any(g.spec.kind == "full" for g in groups),
+                  budget_bytes, length, assumptions)
+
+
+def finish(result: dict, blocks: Callable[[int], int], grows: bool, budget_bytes: int | None, length: int,
+           assumptions: list[str]) -> dict:
+    """The per-request figures, then (with a budget) the pool's, or vLLM's refusal."""
+    needed = blocks(length)
+    result.update(blocks_per_request=needed, request_bytes=number(needed * Fraction(result["bytes_per_block"])))
     if budget_bytes is not None:
-        capacity(result, groups, budget_bytes, length, plan, assumptions)
+        capacity(result, blocks, grows, budget_bytes, length, assumptions)
     result["assumptions"] = assumptions
     return result
+
+
+def deepseek_v4(report: Any, budget_bytes: int | None, length: int, knobs: dict, assumptions: list[str]) -> dict:
+    """DeepSeek V4 (fp8 KV; bf16 is refused earlier): vLLM's packed per-layer pages (``vllm_dsv4``)."""
+    figures, groups = vllm_dsv4.plan(report)
+    in_flight, _, _ = block_settings([Spec("sliding", window=1)], knobs, assumptions)
+    assumptions.append("DeepSeek V4: FLASHMLA_SPARSE_DSV4 fp8_ds_mla pages (584 B states, 576 B alignment), "
+                       f"{len(groups)} packed groups (_get_packed_kv_cache_groups)")
+    result = {**figures, "bytes_per_token": number(figures["bytes_per_token"]),
+              "full_attention_bytes_per_token": number(figures["full_attention_bytes_per_token"]),
+              "max_model_len": length, "attention_backend": "FLASHMLA_SPARSE_DSV4"}
+    return finish(result, lambda n: vllm_dsv4.blocks_per_request(groups, n, in_flight), True, budget_bytes, length,
+                  assumptions)

@@ -23,6 +23,7 @@ SPARSE_MLA_BLOCK = 64  # DeepseekV32IndexerBackend / FlashMLA-sparse kernels
 FA4_FP8_HEAD = 512  # head size that sends SM90 fp8 KV to FA4's 64-token pages
 FA4_FP8_BLOCK = 64
 FEW_HEADS = 16
+SPARSE_MLA_MAJORS = (9, 10, 12)  # FlashMLA-sparse / FA-MLA-sparse (9, 10), FlashInfer-MLA-sparse-SM120 (12)
 MM_PREFIX_SM100_BLOCK = 64  # triton_flashinfer.py kernel_block_sizes
 GDN_FLASHINFER_HEAD = 128  # Blackwell FlashInfer GDN prefill needs head_k_dim 128 (and CUDA 13, as the wheels ship)  # SM100 bf16 sparse MLA: FA4 sparse at <= 16 query heads per rank
 
