@@ -58,6 +58,10 @@ from .registry import register
         "chatglm": "THUDM__chatglm2-6b", "mpt": "replit__replit-code-v1_5-3b",
         "glm4_moe": "zai-org__GLM-4.5", "mixtral": "mistralai__Mixtral-8x22B-v0.1",
         "gpt_neo": "EleutherAI__gpt-neo-125m", "openelm": "apple__OpenELM-270M",
+        "glm4v": "zai-org__GLM-4.1V-transformers-defaults",
+        "minicpm": "openbmb__MiniCPM4-8B",
+        "molmo": "allenai__Molmo-7B-D-0924",
+        "molmo2": "allenai__Molmo2-transformers-defaults",
     },
 )
 def dense(cfg: ConfigView) -> Layout:

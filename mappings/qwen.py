@@ -52,7 +52,16 @@ from .state_shapes import GDN_READS, QWEN_LINEAR_READS, gdn_state
         "qwen3_omni_moe_text", "qwen3_asr", "qwen3_asr_thinker", "minicpmv", "minicpmo", "mimo",
     ),
     reads=GQA_READS + ("use_sliding_window", "max_window_layers"),
-    fixtures={"qwen2": "Qwen__Qwen2-7B-Instruct", "qwen3": "Qwen__Qwen3-8B", "qwen3_moe": "Qwen__Qwen3-30B-A3B"},
+    fixtures={
+        "qwen2": "Qwen__Qwen2-7B-Instruct", "qwen3": "Qwen__Qwen3-8B", "qwen3_moe": "Qwen__Qwen3-30B-A3B",
+        "qwen2_vl": "Qwen__Qwen2-VL-transformers-defaults",
+        "qwen2_5_vl": "Qwen__Qwen2.5-VL-transformers-defaults",
+        "qwen3_vl": "Qwen__Qwen3-VL-transformers-defaults",
+        "qwen3_vl_moe": "Qwen__Qwen3-VL-MoE-transformers-defaults",
+        "qwen2_5_omni": "Qwen__Qwen2.5-Omni-transformers-defaults",
+        "qwen3_asr": "Qwen__Qwen3-ASR-transformers-defaults",
+        "minicpmv": "openbmb__MiniCPM-V-2_6",
+    },
 )
 def qwen2(cfg: ConfigView) -> Layout:
     """Qwen2/Qwen3: a window only with ``use_sliding_window``; then layers i ≥ ``max_window_layers`` slide."""

@@ -118,6 +118,7 @@ def _row(cfg: ConfigView) -> str:
     ),
     fixtures={
         "gpt_oss": "openai__gpt-oss-120b", "gemma2": "google__gemma-2-2b-it", "gemma3": "google__gemma-3-4b-it",
+        "exaone4_5": "LGAI-EXAONE__EXAONE-4.5-transformers-defaults",
     },
 )
 def sliding_hybrid(cfg: ConfigView) -> Layout:
