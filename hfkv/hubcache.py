@@ -28,18 +28,26 @@ _REF_PART = re.compile(r"^[\w.\-]+$")
 
 
 def repo_folder(cache_dir: str | os.PathLike, repo_id: str) -> Path:
-    """``<cache>/models--org--name`` (huggingface_hub's ``repo_folder_name`` for a model repo)."""
-    from huggingface_hub.file_download import repo_folder_name
-
-    return Path(cache_dir) / repo_folder_name(repo_id=repo_id, repo_type="model")
+    """``<cache>/models--org--name`` (what huggingface_hub's ``repo_folder_name`` gives a model repo)."""
+    return Path(cache_dir) / ("models--" + repo_id.replace("/", "--"))
 
 
 def cached_file(cache_dir: str | os.PathLike, repo_id: str, filename: str, revision: str | None) -> Path | None:
-    """The cached ``filename`` of ``repo_id`` at ``revision`` (branch, tag or commit), or None."""
-    from huggingface_hub import try_to_load_from_cache
+    """The cached ``filename`` of ``repo_id`` at ``revision`` (branch, tag or commit), or None.
 
-    found = try_to_load_from_cache(repo_id, filename, cache_dir=str(cache_dir), revision=revision)
-    return Path(found) if isinstance(found, str) else None
+    Read the way ``huggingface_hub.try_to_load_from_cache`` reads the layout (a commit names its
+    snapshot; a branch or tag is looked up in ``refs/``), with plain os calls: a scan looks up
+    every repo, and the library's version costs ~0.6 ms a call here against ~0.05 ms.
+    """
+    folder = str(repo_folder(cache_dir, repo_id))
+    name = revision or "main"
+    commit = name if COMMIT.match(name) else None
+    if commit is None and safe_ref(name):
+        commit = _read_text(os.path.join(folder, "refs", *name.split("/")))
+    if not commit or not COMMIT.match(commit):
+        return None
+    path = os.path.join(folder, "snapshots", commit, filename)
+    return Path(path) if os.path.isfile(path) else None
 
 
 def safe_ref(revision: str) -> bool:

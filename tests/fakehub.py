@@ -19,7 +19,8 @@ What it serves, and why (each point was measured against huggingface_hub 2.4):
   Missing/private repo: 401 without a valid token, 404 with one. Gated: 401 without a token, 403 with a
   token that is not granted (``hub.ungranted_tokens``), served with ``hub.token``. A wrong token: 401
   "Invalid credentials in Authorization header" (no error code), like the real Hub.
-* ``GET /api/models/{repo}[/revision/{rev}]`` (``?expand=`` keeps only the named fields), ``GET
+* ``GET /api/models/{repo}[/revision/{rev}]`` (``?expand=`` keeps only the named fields),
+  ``GET /api/models/{repo}/tree/{rev}`` (the commit's files, as hf-mem lists them), ``GET
   /api/models?author=&sort=createdAt&limit=&expand=`` newest first (pages of ``hub.page_size`` linked by
   ``Link: <...>; rel="next"``), ``GET /api/whoami-v2``. Anything else: 404.
 * HTTP/1.1 with ``Content-Length`` (connection reuse), Nagle off (a 44 ms stall per body otherwise),
@@ -365,6 +366,8 @@ class _Handler(BaseHTTPRequestHandler):
                 self._cdn(f"{parts[1]}/{parts[2]}", parts[3], "/".join(parts[4:]))
             elif parts[:2] == ["api", "models"] and len(parts) == 2:
                 self._list_models()
+            elif parts[:2] == ["api", "models"] and len(parts) >= 6 and parts[4] == "tree":
+                self._tree(f"{parts[2]}/{parts[3]}", parts[5])
             elif parts[:2] == ["api", "models"] and len(parts) >= 4:
                 revision = parts[5] if len(parts) >= 6 and parts[4] == "revision" else None
                 self._model_info(f"{parts[2]}/{parts[3]}", revision)
@@ -568,6 +571,23 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(404, "RevisionNotFound", f"Invalid rev id: {revision}")
             return
         self._send(200, json.dumps(self._model_json(repo, sha, self._query.get("expand"))).encode())
+
+    def _tree(self, repo_id: str, revision: str) -> None:
+        """``GET /api/models/{repo}/tree/{revision}``: the files of a commit (what hf-mem lists first)."""
+        self._entry.update(repo=repo_id)
+        if self._apply_fault(repo_id, "api", None) is _HANDLED:
+            return
+        repo = self._find(repo_id, "api")
+        if repo is None:
+            return
+        sha = repo.refs.get(revision) or (revision if revision in repo.commits else None)
+        if sha is None:
+            self._error(404, "RevisionNotFound", f"Invalid rev id: {revision}")
+            return
+        files = repo.commits[sha]
+        body = [{"type": "file", "path": name, "size": len(data), "oid": hashlib.sha1(data).hexdigest()}
+                for name, data in sorted(files.items())]
+        self._send(200, json.dumps(body).encode())
 
     def _list_models(self) -> None:
         token = self._entry["auth"]
