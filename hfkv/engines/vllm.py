@@ -337,7 +337,7 @@ def simulate(report: Any, *, budget_bytes: int | None, max_model_len: int | None
     reason = refusal(report, knobs)
     if reason:
         raise VllmRefusal(reason)
-    assumptions = [f"GPU compute capability {knobs['compute_capability']} (--compute-capability; default H200 SM90)"]
+    assumptions = [f"GPU compute capability {knobs['compute_capability']} (--compute-capability or the --gpu preset; default 9.0, an H200)"]
     if knobs["speculative_draft_layers"]:
         assumptions.append("--speculative-draft-layers is not modelled in vLLM mode (its draft layers join the KV "
                            "cache groups): figures are for the target model alone")
