@@ -10,14 +10,7 @@ from hfkv.specs import Layout
 
 from .attention_keys import num_layers
 from .latent_keys import mla_parts
-from .layer_patterns import (
-    ATTENTION,
-    ATTENTION_OR_LINEAR,
-    LINEAR,
-    hybrid_layout,
-    roles_from_indices,
-    roles_from_list,
-)
+from .layer_patterns import ATTENTION, LINEAR, hybrid_layout, layer_types_or_default, roles_from_indices
 from .registry import register
 from .state_shapes import kda_from_linear_config
 
@@ -63,9 +56,9 @@ def kimi_linear(cfg: ConfigView) -> Layout:
         notes.append("linear_attn_config.kda_layers is 1-based: layer i is KDA iff i + 1 is listed")
         warnings += full_list_warnings(cfg, roles, base=1)
     else:
-        if not cfg.present("layer_types"):
-            notes.append("no kda_layers or layer_types: the transformers default pattern applies")
-        roles = roles_from_list(cfg, "layer_types", n, ATTENTION_OR_LINEAR, defaults=True)
+        roles = layer_types_or_default(
+            cfg, n, notes, "no kda_layers or layer_types: the transformers default pattern applies"
+        )
         if roles is None:
             raise ConfigError(cfg.path("linear_attn_config.kda_layers"), "missing (needed to find the KDA layers)")
     cfg.mark("linear_attn_config")

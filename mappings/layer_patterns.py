@@ -383,3 +383,36 @@ def ssm_layout(
         notes=[count_note(layers)] + list(notes or []) + state_dtype_note(cfg) + mtp_notes(cfg),
         warnings=list(warnings or []),
     )
+
+
+def cross_attention_layers(cfg: ConfigView, n: int, cross: Sequence[int]) -> list[LayerSpec]:
+    """n standard attention layers; the 0-based indices in ``cross`` (``cross_attention_layers``) are
+    labelled cross-attention and counted as full layers (n = S), the convention of SGLang's token pool."""
+    bad = [i for i in cross if i >= n]
+    if bad:
+        raise ConfigError(cfg.path("cross_attention_layers"), f"index {bad[0]} is past the {n} layers")
+    chosen = set(cross)
+    part = attention_part(cfg)
+    return [
+        LayerSpec(index=i, kind="cross-attention" if i in chosen else part.kind, parts=(part,)) for i in range(n)
+    ]
+
+
+def cross_attention_note(cross: Sequence[int]) -> str:
+    return f"{len(set(cross))} cross-attention layer(s) counted as full layers (n = S), as SGLang's pool does"
+
+
+def required_named_roles(cfg: ConfigView, key: str, n: int, table: Mapping[str, str], purpose: str) -> list[str]:
+    """Roles from the per-layer name list ``key`` through ``table``; a missing list is an error naming ``purpose``."""
+    names = cfg.str_list(key, length=n)
+    if names is None:
+        raise ConfigError(cfg.path(key), f"missing (needed to {purpose})")
+    return named_roles(cfg, key, names, table)
+
+
+def layer_types_or_default(cfg: ConfigView, n: int, notes: list[str], absent_note: str) -> list[str] | None:
+    """Attention/linear roles from ``layer_types``, else from the transformers class default (noted)."""
+    if not cfg.present("layer_types"):
+        notes.append(absent_note)
+    return roles_from_list(cfg, "layer_types", n, ATTENTION_OR_LINEAR, defaults=True)
+

@@ -10,12 +10,12 @@ Dense Llama models use ``dense.dense``.
 
 from __future__ import annotations
 
-from hfkv.config import ConfigView, MAX_SIZE
+from hfkv.config import MAX_SIZE, ConfigView
 from hfkv.errors import ConfigError
-from hfkv.specs import LayerSpec, Layout
+from hfkv.specs import Layout
 
-from .attention_keys import attention_part, attention_shape, heads_part, num_layers
-from .layer_patterns import layers_from_flags
+from .attention_keys import attention_shape, heads_part, num_layers
+from .layer_patterns import cross_attention_layers, cross_attention_note, layers_from_flags
 from .registry import register
 
 
@@ -102,19 +102,9 @@ def mllama(cfg: ConfigView) -> Layout:
     holds the image tokens, max_num_tiles·((image_size/patch_size)² + 1) per image, whatever S is;
     the note gives that count so a reader can redo the figure for text-only or many-image requests.
     """
-    n = num_layers(cfg)
     cross = cfg.int_list("cross_attention_layers", defaults=True) or []
-    bad = [i for i in cross if i >= n]
-    if bad:
-        raise ConfigError(cfg.path("cross_attention_layers"), f"index {bad[0]} is past the {n} layers")
-    cross_set = set(cross)
-    part = attention_part(cfg)
-    layers = [
-        LayerSpec(index=i, kind="cross-attention" if i in cross_set else part.kind, parts=(part,)) for i in range(n)
-    ]
-    notes = [
-        f"{len(cross_set)} cross-attention layer(s) counted as full layers (n = S), as SGLang's pool does"
-    ]
+    layers = cross_attention_layers(cfg, num_layers(cfg), cross)
+    notes = [cross_attention_note(cross)]
     tokens = _mllama_image_tokens(cfg)
     if tokens:
         notes.append(

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from hfkv.config import ConfigView, MAX_LAYERS
+from hfkv.config import MAX_LAYERS, ConfigView
 from hfkv.errors import ConfigError
 from hfkv.specs import LayerSpec, Layout
 

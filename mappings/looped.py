@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from hfkv.config import ConfigView, MAX_LAYERS
+from hfkv.config import MAX_LAYERS, ConfigView
 from hfkv.errors import ConfigError
 from hfkv.specs import CachePart, FullAttention, LayerSpec, Layout, SlidingWindow
 

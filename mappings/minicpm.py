@@ -6,11 +6,10 @@ attention, counted as full GQA KV; ``lightning``/``lightning-attn`` layers keep 
 from __future__ import annotations
 
 from hfkv.config import ConfigView
-from hfkv.errors import ConfigError
 from hfkv.specs import Layout, LinearAttentionState
 
 from .attention_keys import head_dim, num_heads, num_layers
-from .layer_patterns import ATTENTION, LINEAR, gqa_parts, hybrid_layout, named_roles
+from .layer_patterns import ATTENTION, LINEAR, gqa_parts, hybrid_layout, required_named_roles
 from .registry import register
 from .state_shapes import lightning_state
 
@@ -40,10 +39,7 @@ def sala_lightning(cfg: ConfigView) -> LinearAttentionState:
 def minicpm_sala(cfg: ConfigView) -> Layout:
     """InfLLM-v2 sparse layers (full GQA KV) and lightning layers (state only) per ``mixer_types``."""
     n = num_layers(cfg)
-    names = cfg.str_list("mixer_types", length=n)
-    if names is None:
-        raise ConfigError(cfg.path("mixer_types"), "missing (needed to tell sparse from lightning layers)")
-    roles = named_roles(cfg, "mixer_types", names, _SALA_ROLES)
+    roles = required_named_roles(cfg, "mixer_types", n, _SALA_ROLES, "tell sparse from lightning layers")
     cfg.mark("sparse_config", "lightning_scale", "lightning_use_rope")
     parts = {ATTENTION: gqa_parts(cfg), LINEAR: ("lightning", lambda: (sala_lightning(cfg),))}
     warnings = [

@@ -14,13 +14,12 @@ from hfkv.specs import FullAttention, LayerSpec, Layout, LinearAttentionState
 from .attention_keys import attention_part, head_dim, num_heads, num_layers
 from .layer_patterns import (
     ATTENTION,
-    ATTENTION_OR_LINEAR,
     LINEAR,
     flag_list,
     gqa_parts,
     hybrid_layout,
+    layer_types_or_default,
     mtp_note,
-    roles_from_list,
 )
 from .registry import register
 from .state_shapes import lightning_state
@@ -61,9 +60,9 @@ def minimax(cfg: ConfigView) -> Layout:
     notes = []
     roles = attn_type_roles(cfg, n)
     if roles is None:
-        if not cfg.present("layer_types"):
-            notes.append("no attn_type_list or layer_types: the transformers default pattern applies")
-        roles = roles_from_list(cfg, "layer_types", n, ATTENTION_OR_LINEAR, defaults=True)
+        roles = layer_types_or_default(
+            cfg, n, notes, "no attn_type_list or layer_types: the transformers default pattern applies"
+        )
     if roles is None:
         raise ConfigError(cfg.path("attn_type_list"), "missing (needed to tell lightning layers from softmax ones)")
     cfg.mark("block_size")

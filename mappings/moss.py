@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from hfkv.config import ConfigView
 from hfkv.errors import ConfigError
-from hfkv.specs import LayerSpec, Layout
+from hfkv.specs import Layout
 
-from .attention_keys import attention_part, num_layers
+from .attention_keys import num_layers
+from .layer_patterns import cross_attention_layers, cross_attention_note
 from .registry import register
 
 
@@ -20,18 +21,10 @@ from .registry import register
 )
 def moss_vl(cfg: ConfigView) -> Layout:
     """Self-attention layers plus the 0-based ``cross_attention_layers``, each counted as a full layer."""
-    n = num_layers(cfg)
     cross = cfg.int_list("cross_attention_layers")
     if cross is None:
         raise ConfigError(cfg.path("cross_attention_layers"), "missing (needed to find the cross-attention layers)")
-    bad = [i for i in cross if i >= n]
-    if bad:
-        raise ConfigError(cfg.path("cross_attention_layers"), f"index {bad[0]} is past the {n} layers")
-    part = attention_part(cfg)
-    chosen = set(cross)
-    layers = [
-        LayerSpec(index=i, kind="cross-attention" if i in chosen else part.kind, parts=(part,)) for i in range(n)
-    ]
-    notes = [f"{len(chosen)} cross-attention layer(s) counted as full layers (n = S), as SGLang's pool does"]
+    layers = cross_attention_layers(cfg, num_layers(cfg), cross)
+    notes = [cross_attention_note(cross)]
     warnings = ["a cross-attention layer really caches the vision tokens of the request, not S text tokens"]
     return Layout(layers=layers, notes=notes, warnings=warnings)

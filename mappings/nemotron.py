@@ -34,7 +34,7 @@ from .layer_patterns import (
     SLIDING,
     check_length,
     hybrid_layout,
-    named_roles,
+    required_named_roles,
     roles_from_list,
     roles_from_pattern,
     ssm_layout,
@@ -203,10 +203,7 @@ def jetblock_state(cfg: ConfigView) -> LinearAttentionState:
 def jet_nemotron(cfg: ConfigView) -> Layout:
     """Full attention, sliding attention and JetBlock layers per ``layer_types``."""
     n = num_layers(cfg)
-    names = cfg.str_list("layer_types", length=n)
-    if names is None:
-        raise ConfigError(cfg.path("layer_types"), "missing (needed to tell attn, swa and jet layers apart)")
-    roles = named_roles(cfg, "layer_types", names, _JET_ROLES)
+    roles = required_named_roles(cfg, "layer_types", n, _JET_ROLES, "tell attn, swa and jet layers apart")
     notes: list[str] = []
     parts: dict[str, tuple[str, PartsFactory]] = {
         ATTENTION: ("full", lambda: (attention_part(cfg),)),
