@@ -57,10 +57,8 @@ WRAPPERS = (
 @register(family="multimodal", architectures=WRAPPERS, reads=("text sub-config: model_type, architectures",))
 def language_model(cfg: ConfigView) -> Layout:
     """The language model's layout (its own mapper), with a note naming the wrapper."""
-    from .registry import known_architectures  # the registry is complete once every module is imported
-
     wrapper = next((a for a in cfg.architectures if a in WRAPPERS), cfg.model_type or "wrapper")
-    inner = resolve_language_model(cfg, skip=known_architectures()[WRAPPERS[0]])
+    inner = resolve_language_model(cfg, skip="multimodal.language_model")
     where = cfg.text_key or "the root config"
     if inner is None:
         layout = pattern_layout(cfg, default_window=None, default_rule=None)

@@ -16,7 +16,10 @@ A mapper registered with ``refuses`` always raises ``UnsupportedModelError``; th
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable
 
 from hfkv.config import ConfigView
@@ -54,6 +57,36 @@ class Mapper:
 
 _MAPPERS: list[Mapper] = []
 _GENERIC: list[Mapper] = []
+_PACKAGE = __name__.rsplit(".", 1)[0]
+# Modules that hold readers or the index, not mappers.
+_NOT_FAMILIES = frozenset({"registry", "common", "family_index", "attention_keys", "layer_patterns", "latent_keys",
+                           "state_shapes"})
+
+
+def family_modules() -> list[str]:
+    """Every family module of the package (the ones that register mappers)."""
+    folder = Path(__file__).resolve().parent
+    return sorted(m.name for m in pkgutil.iter_modules([str(folder)]) if m.name not in _NOT_FAMILIES)
+
+
+def _load(modules) -> None:
+    for module in modules:
+        importlib.import_module(f"{_PACKAGE}.{module}")
+
+
+def load_all() -> None:
+    """Import every family module (the registry is then complete)."""
+    _load(family_modules())
+
+
+def _load_for(view: ConfigView) -> None:
+    """Import the family modules the index names for this config's model types and architectures."""
+    from .family_index import ARCHITECTURES, MODEL_TYPES
+
+    names = [view.model_type, view.text_model_type]
+    modules = {MODEL_TYPES[n] for n in names if n in MODEL_TYPES}
+    modules |= {ARCHITECTURES[a] for a in view.architectures + text_architectures(view) if a in ARCHITECTURES}
+    _load(sorted(modules) + ["generic"])
 
 
 def register(
@@ -104,12 +137,23 @@ def _check_unique(new: Mapper) -> None:
 
 
 def all_mappers() -> list[Mapper]:
+    """Every mapper (all family modules imported)."""
+    load_all()
     return list(_MAPPERS) + list(_GENERIC)
 
 
 def known_architectures() -> dict[str, Mapper]:
-    """Every registered architecture name and its mapper."""
+    """Every registered architecture name and its mapper (all family modules imported)."""
+    load_all()
     return {arch: mapper for mapper in _MAPPERS for arch in mapper.architectures}
+
+
+def index_of_registry() -> tuple[dict[str, str], dict[str, str]]:
+    """(model type -> module, architecture -> module) as the decorators register them."""
+    mappers = [m for m in all_mappers() if m not in _GENERIC]
+    module = lambda m: m.name.split(".", 1)[0]  # noqa: E731
+    return ({t: module(m) for m in mappers for t in m.model_types},
+            {a: module(m) for m in mappers for a in m.architectures})
 
 
 def text_architectures(view: ConfigView) -> list[str]:
@@ -135,7 +179,8 @@ def _by_model_type(*model_types: str | None) -> Mapper | None:
 
 
 def resolve(view: ConfigView) -> Mapper:
-    """The mapper for ``view`` (the order is in the module docstring)."""
+    """The mapper for ``view`` (the order is in the module docstring); imports only the modules it needs."""
+    _load_for(view)
     return (
         _by_architecture(view.architectures, first=True)
         or _by_model_type(view.model_type, view.text_model_type)
@@ -145,10 +190,11 @@ def resolve(view: ConfigView) -> Mapper:
     )
 
 
-def resolve_language_model(view: ConfigView, *, skip: Mapper) -> Mapper | None:
+def resolve_language_model(view: ConfigView, *, skip: str) -> Mapper | None:
     """The mapper of a wrapper's language model: its text sub-config's model type or architectures
-    (never ``skip``, the wrapper's own mapper, nor the generic one); None when none is known."""
+    (never the mapper named ``skip``, the wrapper's own, nor the generic one); None when none is known."""
+    _load_for(view)
     for found in (_by_model_type(view.text_model_type), _by_architecture(text_architectures(view))):
-        if found is not None and found is not skip:
+        if found is not None and found.name != skip:
             return found
     return None

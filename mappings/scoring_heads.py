@@ -37,10 +37,8 @@ HEADS = {
 @register(family="scoring-head", architectures=tuple(HEADS), first=True, reads=("architectures",))
 def scoring_head(cfg: ConfigView) -> Layout:
     """The base decoder's layout (its own mapper, by model type) plus a note on what the head does."""
-    from .registry import known_architectures
-
     arch = next(a for a in cfg.architectures if a in HEADS)
-    base = resolve_language_model(cfg, skip=known_architectures()[arch])
+    base = resolve_language_model(cfg, skip="scoring_heads.scoring_head")
     layout = base(cfg) if base is not None else pattern_layout(cfg, default_window=None, default_rule=None)
     if base is None:
         layout.warnings.insert(0, f"estimate, not exact: the base model type {cfg.text_model_type!r} of {arch} "

@@ -73,3 +73,24 @@ def test_every_refusal_mapper_refuses_what_it_names():
             data["model_type"] = "brand_new"  # a known model type decides before a backend class
         with pytest.raises(hfkv.UnsupportedModelError):
             hfkv.inspect_config(data, model=arch)
+
+
+def test_family_index_matches_the_decorators():
+    from hfkv.coverage import INDEX, index_source
+
+    assert INDEX.read_text() == index_source(), "run: python -m hfkv.coverage --write"
+
+
+def test_a_report_imports_only_the_family_module_it_needs():
+    code = (
+        "import json, sys, hfkv\n"
+        "from pathlib import Path\n"
+        "data = json.loads(Path(sys.argv[1]).read_text())\n"
+        "hfkv.inspect_config(data)\n"
+        "print(' '.join(sorted(m.rsplit('.', 1)[1] for m in sys.modules if m.startswith('hfkv.mappings.'))))\n"
+    )
+    fixture = Path(__file__).resolve().parents[1] / "fixtures" / "openbmb__MiniCPM-V-2_6" / "config.json"
+    out = subprocess.run([sys.executable, "-c", code, str(fixture)], capture_output=True, text=True, check=True)
+    loaded = set(out.stdout.split())
+    assert "qwen" in loaded and "generic" in loaded  # the config's family (minicpmv) and the fallback
+    assert not loaded & {"gemma", "nemotron", "deepseek_v4", "minimax", "multimodal", "refusals"}, loaded
