@@ -29,6 +29,7 @@ import logging
 import math
 import os
 import re
+import sys
 import threading
 import time
 from concurrent.futures import Future
@@ -635,11 +636,30 @@ def install_deadlines() -> None:
     with _INSTALLED:
         if _installed:
             return
+        _import_sync_http()
         from huggingface_hub.utils import _http, set_client_factory
 
         previous = getattr(_http, "_GLOBAL_CLIENT_FACTORY", _http.default_client_factory)
         set_client_factory(lambda: _with_deadlines(previous()))
         _installed = True
+
+
+def _import_sync_http() -> None:
+    """Import httpcore2 (under huggingface_hub) without trio, unless the process already uses trio.
+
+    hfkv's HTTP is synchronous, but httpcore2 imports trio, when it is installed, for its async
+    locks: ~40% of the Hub stack's import time, for nothing hfkv runs. trio itself stays
+    importable afterwards; only httpcore2's async primitives under trio are off in this process
+    (an application running httpx2 under trio imports trio, or httpcore2, before hfkv).
+    """
+    if "httpcore2" in sys.modules or "trio" in sys.modules:
+        return
+    sys.modules["trio"] = None  # type: ignore[assignment]  # "import trio" raises ImportError meanwhile
+    try:
+        import httpcore2  # noqa: F401
+    finally:
+        if sys.modules.get("trio", 0) is None:
+            del sys.modules["trio"]
 
 
 def _with_deadlines(client: Any) -> Any:
@@ -668,14 +688,9 @@ def _clamp(timeout: float | None, expired: type[Exception]) -> float | None:
     return left if timeout is None else min(timeout, left)
 
 
-def _network_classes() -> tuple[type, type]:
-    import httpcore2
-
-    return httpcore2.NetworkBackend, httpcore2.NetworkStream
-
-
-class _DeadlineBackend(_network_classes()[0]):  # type: ignore[misc]
-    """httpcore's network backend, with connects bounded by the request deadline (see ``_clamp``)."""
+class _DeadlineBackend:
+    """httpcore's network backend (the same methods, delegated), with connects bounded by the
+    request deadline (see ``_clamp``)."""
 
     def __init__(self, inner: Any) -> None:
         self._inner = inner
@@ -698,8 +713,9 @@ class _DeadlineBackend(_network_classes()[0]):  # type: ignore[misc]
         self._inner.sleep(seconds)
 
 
-class _DeadlineStream(_network_classes()[1]):  # type: ignore[misc]
-    """A connection whose every read and write waits at most until the request deadline."""
+class _DeadlineStream:
+    """httpcore's connection (the same methods, delegated), every read and write waiting at most
+    until the request deadline."""
 
     def __init__(self, inner: Any) -> None:
         self._inner = inner
