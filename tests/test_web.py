@@ -273,6 +273,26 @@ def json_report(fake_hub: Any, cache: str, repo: str, **options: Any) -> dict:
     return hfkv.inspect(repo, hub=HubClient(endpoint=fake_hub.url, cache_dir=cache), **options).to_dict()
 
 
+def call_api(server: str, name: str, data: list) -> str:
+    """One call of the page's API (what the buttons call): the event stream's text."""
+    base = f"{server}gradio_api/call/{name}"
+    request = urllib.request.Request(base, data=json.dumps({"data": data}).encode(),
+                                     headers={"Content-Type": "application/json"})
+    event = json.loads(urllib.request.urlopen(request, timeout=30).read())["event_id"]
+    return urllib.request.urlopen(f"{base}/{event}", timeout=60).read().decode()
+
+
+@browser
+def test_api_reads_no_server_path(server):
+    knobs = ["auto", 1, 1, "(none)", "60GiB", ""]
+    ok = call_api(server, "report", [LLAMA, None] + knobs)
+    assert ok.startswith("event: complete") and "131,072 B (128.00 KiB)" in ok
+    # A file "upload" naming a path on the server is refused by Gradio before hfkv sees it.
+    fixture = str(Path(__file__).resolve().parents[1] / "fixtures" / "openai__gpt-oss-120b" / "config.json")
+    refused = call_api(server, "report", ["", {"path": fixture, "meta": {"_type": "gradio.FileData"}}] + knobs)
+    assert refused.startswith("event: error") and "36,864" not in refused and "gpt_oss" not in refused
+
+
 @browser
 def test_browser_report_from_typed_id(server, driver, fake_hub, hub_cache):
     driver.get(server)
