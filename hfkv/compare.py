@@ -23,6 +23,7 @@ from typing import Any
 
 import click
 
+from . import accounting as acc
 from .cli import accounting_options, build_hub, build_options, hub_options
 from .errors import HfkvError
 from .report import Options, Report
@@ -127,17 +128,18 @@ def extra_state(report: Report) -> Fraction:
 class RequestCost:
     """Exact bytes one request of a model holds at context S (KV + state + extra copies), per GPU.
 
-    Identical parts (most layers of a model repeat) are evaluated once and counted: the pair
-    searches call this a few hundred times.
+    The accounting core's terms are computed once (``accounting.costs``): the pair searches call this
+    a few hundred times. ``counts`` (each distinct part and how many layers hold it) is for plots.
     """
 
     def __init__(self, report: Report) -> None:
         self.counts = Counter(part for layer in report.layer_specs for part in layer.parts)
         self.precision, self.tp = report.precision, report.tensor_parallel_size
         self.extra = extra_state(report)
+        self._memory = acc.costs(report.layer_specs, self.precision, self.tp).memory
 
     def __call__(self, S: int) -> Fraction:
-        return sum((n * part.memory(S, self.precision, self.tp) for part, n in self.counts.items()), self.extra)
+        return self._memory(S) + self.extra
 
 
 def request_cost(report: Report, S: int) -> Fraction:
