@@ -205,6 +205,24 @@ def layout_notes(layers: list[LayerSpec], kv: str, plan: sglang_backend.Plan, as
         assumptions.append("MLA fp8: raw 576 B latent (no scales)")
 
 
+def token_cell(report: Any, layers: list[LayerSpec], plan: sglang_backend.Plan, knobs: dict,
+               assumptions: list[str]) -> tuple[Fraction, Fraction, Fraction | None, Fraction]:
+    """(full bytes per token incl. the draft pool, windowed bytes, SWA ratio or None, the cell)."""
+    kv, tp = plan.kv, report.tensor_parallel_size
+    full, swa = split_cell(layers, kv, tp, plan.dsa_packed_fp8)
+    full += draft_bytes(layers, kv, tp, plan.dsa_packed_fp8, knobs, assumptions)
+    if any(part.copies == 0 for layer in layers for part in layer.parts):
+        assumptions.append("layers that share another layer's KV are still sized in the pool (no saving in SGLang)")
+    if not (swa and is_hybrid_swa(report)):
+        if swa:
+            assumptions.append("not a hybrid-SWA architecture in SGLang: windowed layers get full KV")
+        return full, swa, None, full + swa
+    ratio = swa_ratio(report, knobs, assumptions)
+    assumptions.append(f"SGLang's allocator also keeps an int64 full→SWA index map: {INDEX_MAP_BYTES} B per "
+                       "full token more than this sizing figure")
+    return full, swa, ratio, (full + ratio * swa if full else swa)
+
+
 def simulate(report: Any, *, budget_bytes: int | None, max_model_len: int | None, knobs: dict) -> dict:
     """SGLang's cell and, with a budget, its pool sizes (see the module docstring)."""
     warnings = sglang_support.check(report)
@@ -220,20 +238,7 @@ def simulate(report: Any, *, budget_bytes: int | None, max_model_len: int | None
     assumptions = [*warnings, f"KV dtype {kv} (SGLang 'auto' = model dtype or the checkpoint's declared fp8)", *notes]
     context = context_length(report, max_model_len, assumptions)
     radix = knobs["enable_prefix_caching"] is not False
-    full, swa = split_cell(layers, kv, tp, plan.dsa_packed_fp8)
-    full += draft_bytes(layers, kv, tp, plan.dsa_packed_fp8, knobs, assumptions)
-    if any(part.copies == 0 for layer in layers for part in layer.parts):
-        assumptions.append("layers that share another layer's KV are still sized in the pool (no saving in SGLang)")
-    hybrid = bool(swa) and is_hybrid_swa(report)
-    ratio = swa_ratio(report, knobs, assumptions) if hybrid else None
-    if ratio is not None:
-        cell = full + ratio * swa if full else swa
-        assumptions.append(f"SGLang's allocator also keeps an int64 full→SWA index map: {INDEX_MAP_BYTES} B per "
-                           "full token more than this sizing figure")
-    else:
-        if swa:
-            assumptions.append("not a hybrid-SWA architecture in SGLang: windowed layers get full KV")
-        cell = full + swa
+    full, swa, ratio, cell = token_cell(report, layers, plan, knobs, assumptions)
     layout_notes(layers, kv, plan, assumptions)
     page = knobs["page_size"] or plan.page
     if not knobs["page_size"]:
