@@ -10,8 +10,13 @@ with no client or server CPU at all. The floor is what this machine needs for th
 a fresh Python process that imports huggingface_hub and GETs the same N configs through its shared
 session with J threads, nothing else (no cache, no report). A scan cannot beat the floor; the
 floor's own ratio to the limit says how much of the goal the machine leaves. Requests per repo are
-counted from the server's log (the config's GET, cold or warm).
-Run: ``python benchmarks/bench_scan.py [--repos 300] [--jobs 32]``.
+counted from the server's log (the config's GET, cold or warm). Each process's CPU (user + system)
+and peak RSS come from ``wait4``; CPU per repo is the scan's CPU less the floor's, over N.
+
+``--memory M`` also runs a cold scan of M repos and one of N at 0 ms (the latency changes nothing
+in what is kept) and prints both peak RSS: rows are streamed and reports not kept, so the peak
+should not grow with the list (the goal: M = 10,000 within 1.5 × N = 300).
+Run: ``python benchmarks/bench_scan.py [--repos 300] [--jobs 32] [--memory 10000]``.
 """
 
 from __future__ import annotations
@@ -20,7 +25,6 @@ import argparse
 import json
 import multiprocessing as mp
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -65,25 +69,29 @@ def serve(conn, configs: list[bytes], repos: int, latency: float) -> None:
 
 
 def repo_id(i: int) -> str:
-    return f"bench/model-{i:04d}"
+    return f"bench/model-{i:05d}"
 
 
-def children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
+def measured(command: list[str], env: dict[str, str]) -> tuple[float, float, float, int]:
+    """(wall s, CPU s, peak RSS MiB, exit code) of one process."""
+    start = time.perf_counter()
+    with tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=err)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        err.seek(0)
+        if proc.returncode not in (0, 1):
+            raise SystemExit(f"{command[2]} failed ({proc.returncode}): {err.read().decode()[-400:]}")
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, proc.returncode
 
 
-def run_scan(listing: Path, out: Path, url: str, jobs: int, env: dict[str, str]) -> tuple[float, float, list[dict]]:
-    """Wall and CPU seconds of one ``hfkv scan`` process, and its rows."""
+def run_scan(listing: Path, out: Path, url: str, jobs: int, env: dict[str, str]) -> tuple[float, float, float, list[dict]]:
+    """Wall and CPU seconds and peak RSS (MiB) of one ``hfkv scan`` process, and its rows."""
     command = [sys.executable, "-m", "hfkv", "scan", str(listing), "--jobs", str(jobs), "--endpoint", url,
                "--output", str(out), "--format", "jsonl"]
-    cpu = children_cpu()
-    start = time.perf_counter()
-    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
-    wall = time.perf_counter() - start
-    if done.returncode not in (0, 1):
-        raise SystemExit(f"hfkv scan failed ({done.returncode}): {done.stderr.strip()}")
-    return wall, children_cpu() - cpu, [json.loads(line) for line in out.read_text().splitlines()]
+    wall, cpu, rss, _ = measured(command, env)
+    return wall, cpu, rss, [json.loads(line) for line in out.read_text().splitlines()]
 
 
 FLOOR = """
@@ -92,18 +100,104 @@ from concurrent.futures import ThreadPoolExecutor
 from huggingface_hub.utils import get_session
 url, repos, jobs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 def get(i):
-    return get_session().get(f"{url}/bench/model-{i:04d}/resolve/main/config.json").content
+    return get_session().get(f"{url}/bench/model-{i:05d}/resolve/main/config.json").content
 with ThreadPoolExecutor(jobs) as pool:
     list(pool.map(get, range(repos)))
 """
 
 
-def run_floor(url: str, repos: int, jobs: int, env: dict[str, str]) -> tuple[float, float]:
-    """Wall and CPU seconds of the floor process (see the module docstring)."""
-    cpu = children_cpu()
-    start = time.perf_counter()
-    subprocess.run([sys.executable, "-c", FLOOR, url, str(repos), str(jobs)], env=env, check=True, timeout=600)
-    return time.perf_counter() - start, children_cpu() - cpu
+def run_floor(url: str, repos: int, jobs: int, env: dict[str, str]) -> tuple[float, float, float]:
+    """Wall and CPU seconds and peak RSS (MiB) of the floor process (see the module docstring)."""
+    wall, cpu, rss, _ = measured([sys.executable, "-c", FLOOR, url, str(repos), str(jobs)], env)
+    return wall, cpu, rss
+
+
+class Server:
+    """The fake Hub process serving ``repos`` repos at ``latency``; ``requests()`` since last asked."""
+
+    def __init__(self, configs: list[bytes], repos: int, latency: float) -> None:
+        ctx = mp.get_context("spawn")
+        self.conn, child = ctx.Pipe()
+        self.process = ctx.Process(target=serve, args=(child, configs, repos, latency), daemon=True)
+        self.process.start()
+        self.url = self.conn.recv()
+
+    def requests(self) -> int:
+        self.conn.send("log")
+        return len(self.conn.recv())
+
+    def stop(self) -> None:
+        self.conn.send("stop")
+        self.process.join(timeout=10)
+
+
+def environment(home: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "HUGGING"))}
+    env.update(HF_HOME=str(home / "hf"), HF_HUB_CACHE=str(home / "hf" / "hub"),
+               HF_HUB_DISABLE_TELEMETRY="1", HF_HUB_DISABLE_IMPLICIT_TOKEN="1")
+    return env
+
+
+def write_listing(path: Path, repos: int) -> Path:
+    path.write_text("".join(repo_id(i) + "\n" for i in range(repos)))
+    return path
+
+
+def latency_runs(args: argparse.Namespace, configs: list[bytes]) -> None:
+    """Cold and warm scans and the floor, at ``--latency``: the table of the module docstring."""
+    server = Server(configs, args.repos, args.latency)
+    try:
+        with tempfile.TemporaryDirectory(prefix="hfkv-bench-") as tmp:
+            home = Path(tmp)
+            listing = write_listing(home / "models.txt", args.repos)
+            env = environment(home)
+            print(f"{args.repos} repos ({len(configs)} distinct fixture configs), --jobs {args.jobs}, "
+                  f"{args.latency * 1000:.0f} ms per request, fake Hub in its own process")
+            print(f"load average before: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs (timings are shared-machine noisy)")
+            print(f"{'run':<6} {'requests':>8} {'per repo':>8} {'wall s':>7} {'limit s':>7} {'ratio':>6} "
+                  f"{'cpu s':>6} {'RSS MiB':>7}  rows ok/failed")
+            results = {}
+            for label in ("cold", "warm"):
+                wall, cpu, rss, rows = run_scan(listing, home / f"{label}.jsonl", server.url, args.jobs, env)
+                requests = server.requests()
+                limit = args.repos * (requests / args.repos) * args.latency / args.jobs
+                failed = [r for r in rows if "error" in r]
+                results[label] = (wall, cpu)
+                ratio = f"{wall / limit:>6.2f}" if limit else f"{'-':>6}"  # --latency 0: the CPU floor alone
+                print(f"{label:<6} {requests:>8} {requests / args.repos:>8.2f} {wall:>7.2f} {limit:>7.2f} {ratio} "
+                      f"{cpu:>6.2f} {rss:>7.1f}  {len(rows) - len(failed)}/{len(failed)}")
+                for row in failed[:3]:
+                    print(f"       failed: {row['model']}: {row['error'][:120]}")
+            wall, cpu, rss = run_floor(server.url, args.repos, args.jobs, env)
+            requests = server.requests()
+            limit = requests * args.latency / args.jobs
+            ratio = f"{wall / limit:>6.2f}" if limit else f"{'-':>6}"
+            print(f"{'floor':<6} {requests:>8} {requests / args.repos:>8.2f} {wall:>7.2f} {limit:>7.2f} {ratio} "
+                  f"{cpu:>6.2f} {rss:>7.1f}  (bare GETs: python + huggingface_hub's session, no hfkv)")
+            for label, (scan_wall, scan_cpu) in results.items():
+                print(f"{label}: {scan_wall / wall:.2f} × the floor's wall time; "
+                      f"{(scan_cpu - cpu) / args.repos * 1000:.1f} ms CPU per repo beyond the floor's "
+                      f"({scan_cpu / args.repos * 1000:.1f} ms in all)")
+    finally:
+        server.stop()
+
+
+def memory_runs(args: argparse.Namespace, configs: list[bytes]) -> None:
+    """Peak RSS of a cold scan of ``--repos`` and of ``--memory`` repos (0 ms per request)."""
+    peaks = {}
+    for repos in (args.repos, args.memory):
+        server = Server(configs, repos, 0.0)
+        try:
+            with tempfile.TemporaryDirectory(prefix="hfkv-bench-mem-") as tmp:
+                home = Path(tmp)
+                listing = write_listing(home / "models.txt", repos)
+                wall, cpu, rss, rows = run_scan(listing, home / "rows.jsonl", server.url, args.jobs, environment(home))
+                peaks[repos] = rss
+                print(f"memory: {repos:>6} repos, peak RSS {rss:7.1f} MiB, {wall:6.1f} s wall, {cpu:6.1f} s CPU, "
+                      f"{sum('error' not in r for r in rows)} rows ok")
+        finally:
+            server.stop()
+    print(f"memory: peak RSS ratio {args.memory} / {args.repos} repos = {peaks[args.memory] / peaks[args.repos]:.2f}")
 
 
 def main() -> None:
@@ -111,6 +205,8 @@ def main() -> None:
     parser.add_argument("--repos", type=int, default=300)
     parser.add_argument("--jobs", type=int, default=32)
     parser.add_argument("--latency", type=float, default=0.05, help="seconds the fake Hub sleeps per request")
+    parser.add_argument("--memory", type=int, default=0, metavar="M",
+                        help="also compare the peak RSS of a scan of M repos with one of --repos (0 ms)")
     args = parser.parse_args()
 
     # An installed hfkv has bytecode (pip compiles it); an editable checkout under
@@ -118,45 +214,9 @@ def main() -> None:
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "hfkv"), str(ROOT / "mappings")],
                    check=True, capture_output=True)
     configs = usable_configs()
-    ctx = mp.get_context("spawn")
-    parent, child = ctx.Pipe()
-    server = ctx.Process(target=serve, args=(child, configs, args.repos, args.latency), daemon=True)
-    server.start()
-    url = parent.recv()
-    try:
-        with tempfile.TemporaryDirectory(prefix="hfkv-bench-") as tmp:
-            home = Path(tmp)
-            listing = home / "models.txt"
-            listing.write_text("".join(repo_id(i) + "\n" for i in range(args.repos)))
-            env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "HUGGING"))}
-            env.update(HF_HOME=str(home / "hf"), HF_HUB_CACHE=str(home / "hf" / "hub"),
-                       HF_HUB_DISABLE_TELEMETRY="1", HF_HUB_DISABLE_IMPLICIT_TOKEN="1")
-            print(f"{args.repos} repos ({len(configs)} distinct fixture configs), --jobs {args.jobs}, "
-                  f"{args.latency * 1000:.0f} ms per request, fake Hub in its own process")
-            print(f"load average before: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs (timings are shared-machine noisy)")
-            print(f"{'cache':<6} {'requests':>8} {'per repo':>8} {'wall s':>7} {'limit s':>7} {'ratio':>6} {'cpu s':>6}  rows ok/failed")
-            for label in ("cold", "warm"):
-                wall, cpu, rows = run_scan(listing, home / f"{label}.jsonl", url, args.jobs, env)
-                parent.send("log")
-                requests = len(parent.recv())
-                per_repo = requests / args.repos
-                limit = args.repos * per_repo * args.latency / args.jobs
-                failed = [r for r in rows if "error" in r]
-                ratio = f"{wall / limit:>6.2f}" if limit else f"{'-':>6}"  # --latency 0: the CPU floor alone
-                print(f"{label:<6} {requests:>8} {per_repo:>8.2f} {wall:>7.2f} {limit:>7.2f} {ratio} "
-                      f"{cpu:>6.2f}  {len(rows) - len(failed)}/{len(failed)}")
-                for row in failed[:3]:
-                    print(f"       failed: {row['model']}: {row['error'][:120]}")
-            wall, cpu = run_floor(url, args.repos, args.jobs, env)
-            parent.send("log")
-            requests = len(parent.recv())
-            limit = requests * args.latency / args.jobs
-            ratio = f"{wall / limit:>6.2f}" if limit else f"{'-':>6}"
-            print(f"{'floor':<6} {requests:>8} {requests / args.repos:>8.2f} {wall:>7.2f} {limit:>7.2f} {ratio} {cpu:>6.2f}"
-                  "  (bare GETs: python + huggingface_hub's session, no hfkv)")
-    finally:
-        parent.send("stop")
-        server.join(timeout=10)
+    latency_runs(args, configs)
+    if args.memory:
+        memory_runs(args, configs)
 
 
 if __name__ == "__main__":

@@ -89,3 +89,37 @@ def test_resume_with_other_report_options_is_refused(fake_hub, tmp_path):
         assert out.read_text() == before
     same = scan(write_list(tmp_path, QWEN3, LLAMA2), "--endpoint", fake_hub.url, "-o", str(out), "--resume")
     assert same.exit_code == 0 and set(rows(out)) == {QWEN3, LLAMA2}
+
+
+def test_a_scan_keeps_no_report_once_its_row_is_written(tmp_path, monkeypatch):
+    """Memory flat in the list: each report is dropped once its row is written (a pool's futures,
+    or a list of rows, kept every report until the scan ended: 0.1-0.35 MiB a repo)."""
+    import gc
+    import io
+    import weakref
+
+    from hfkv import scan as scan_module
+
+    fixture = Path(__file__).resolve().parents[1] / "fixtures" / "Qwen__Qwen3-8B"
+    entries = []
+    for n in range(20):
+        folder = tmp_path / f"m{n}"
+        folder.mkdir()
+        (folder / "config.json").write_bytes((fixture / "config.json").read_bytes())
+        entries.append(str(folder))
+    refs: list = []
+    real_finish = scan_module.Job.finish
+
+    def finish(self, fetched, *, defer=False):
+        row = real_finish(self, fetched, defer=defer)
+        if row is not None and row.report is not None:
+            refs.append(weakref.ref(row.report))
+        return row
+
+    monkeypatch.setattr(scan_module.Job, "finish", finish)
+    columns = scan_module.Columns.for_options(Options())
+    out = scan_module.Output(writer=scan_module.JsonlWriter(columns), stream=io.StringIO(), columns=columns)
+    scan_module.run(entries, scan_module.Job(options=Options()), out, jobs=4)
+    gc.collect()
+    assert len(refs) == 20 and out.written == 20
+    assert [r for r in refs if r() is not None] == []
