@@ -153,3 +153,41 @@ def test_kv_lora_rank_null_is_standard_attention():
     # 27 layers × 2 × 16 KV heads × (2048 / 16 = 128) × 2 B, as vLLM's use_mla = kv_lora_rank is not None
     assert rep.alpha_bytes_per_token == 27 * 2 * 16 * 128 * 2 == 221184
     assert rep.layers[0].kind == "full"
+
+
+# Bytes per token each engine's own code computed for these fixtures (bf16, H200): vLLM 0.33.0's oracle
+# (bytes_per_block ÷ block size 16 of its single full-attention group) and SGLang 0.5.23's oracle
+# (bytes_per_token), run on the fixture files as they are. Where an oracle failed offline (remote code,
+# a vision tower that TP 8 does not divide), the other engine's row stands.
+ENGINE_BYTES_PER_TOKEN = {
+    ("Qwen__Qwen2-VL-transformers-defaults", 1): 5242880 // 16,  # vLLM: 327680
+    ("Qwen__Qwen2-VL-transformers-defaults", 8): 655360 // 16,  # vLLM: 40960
+    ("Qwen__Qwen2.5-VL-transformers-defaults", 1): 327680,  # vLLM 5242880 / 16; SGLang 327680
+    ("Qwen__Qwen2.5-VL-transformers-defaults", 8): 40960,  # SGLang
+    ("Qwen__Qwen3-VL-transformers-defaults", 1): 8388608 // 16,  # vLLM: 524288
+    ("Qwen__Qwen3-VL-transformers-defaults", 8): 1048576 // 16,  # vLLM: 65536
+    ("Qwen__Qwen3-VL-MoE-transformers-defaults", 1): 196608,  # SGLang; vLLM 3145728 / 16 (norm_topk_prob added)
+    ("Qwen__Qwen3-VL-MoE-transformers-defaults", 8): 24576,  # SGLang; vLLM 393216 / 16
+    ("Qwen__Qwen2.5-Omni-transformers-defaults", 1): 917504 // 16,  # vLLM: 57344 (TP 8: 28 heads, vLLM refuses)
+    ("Qwen__Qwen3-ASR-transformers-defaults", 1): 1835008 // 16,  # vLLM: 114688
+    ("Qwen__Qwen3-ASR-transformers-defaults", 8): 229376 // 16,  # vLLM: 14336
+    ("zai-org__GLM-4.1V-transformers-defaults", 1): 655360 // 16,  # vLLM: 40960; SGLang 40960
+    ("zai-org__GLM-4.1V-transformers-defaults", 8): 20480,  # SGLang
+    ("openbmb__MiniCPM4-8B", 1): 32768,  # SGLang
+    ("openbmb__MiniCPM4-8B", 8): 16384,  # SGLang: 2 KV heads replicated to 1 per rank
+    ("openbmb__MiniCPM-V-2_6", 1): 57344,  # SGLang
+    ("openbmb__MiniCPM-V-2_6", 8): 14336,  # SGLang
+    ("LiquidAI__LFM2.5-Embedding-350M", 1): 12288,  # SGLang (state 40960 per request)
+    ("LiquidAI__LFM2.5-Embedding-350M", 8): 1536,  # SGLang (state 5120 per request)
+}
+
+
+@pytest.mark.parametrize("folder, tp", sorted(ENGINE_BYTES_PER_TOKEN))
+def test_bytes_per_token_match_the_engines_own_code(folder, tp):
+    rep = inspect(load(folder), tensor_parallel_size=tp)
+    assert rep.alpha_bytes_per_token == ENGINE_BYTES_PER_TOKEN[folder, tp]
+
+
+def test_lfm2_embedding_state_matches_sglang():
+    assert inspect(load("LiquidAI__LFM2.5-Embedding-350M")).gamma_bytes_per_request == 40960
+    assert inspect(load("LiquidAI__LFM2.5-Embedding-350M"), tensor_parallel_size=8).gamma_bytes_per_request == 5120
