@@ -10,7 +10,8 @@ from hfkv.config import ConfigView
 from hfkv.specs import Layout
 
 from .attention_keys import num_layers
-from .layer_patterns import ATTENTION, LINEAR, gqa_parts, hybrid_layout
+from .layer_builders import gqa_parts, hybrid_layout
+from .layer_patterns import ATTENTION, LINEAR
 from .qwen import interval_roles
 from .registry import register
 from .state_shapes import QWEN_LINEAR_READS, gdn_state

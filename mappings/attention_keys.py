@@ -15,8 +15,6 @@ from hfkv.errors import ConfigError
 from hfkv.specs import ChunkedLocal, FullAttention, SlidingWindow
 
 Part = FullAttention | SlidingWindow | ChunkedLocal
-
-
 LAYER_KEYS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers", "num_transformer_layers")
 HEAD_KEYS = ("num_attention_heads", "n_head", "n_heads", "num_heads", "num_query_heads")
 HIDDEN_KEYS = ("hidden_size", "n_embd", "n_embed", "d_model", "dim")

@@ -10,12 +10,11 @@ from hfkv.specs import Layout
 
 from .attention_keys import num_heads, num_layers
 from .latent_keys import mla_parts
+from .layer_builders import PartsFactory, hybrid_layout
 from .layer_patterns import (
     ATTENTION,
     ATTENTION_OR_LINEAR,
     LINEAR,
-    PartsFactory,
-    hybrid_layout,
     last_of_every,
     roles_from_list,
     roles_from_rule,

@@ -10,7 +10,7 @@ from hfkv.specs import LayerSpec, Layout
 
 from .attention_keys import effective_window, num_layers, sliding_window
 from .latent_keys import dsa_indexer, dsa_skips_indexer, mla_latent
-from .layer_patterns import mtp_note, pattern_layout
+from .layer_builders import mtp_note, pattern_layout
 from .registry import register
 
 

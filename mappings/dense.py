@@ -9,7 +9,7 @@ from hfkv.config import ConfigView
 from hfkv.specs import Layout
 
 from .attention_keys import GQA_READS
-from .layer_patterns import pattern_layout
+from .layer_builders import pattern_layout
 from .registry import register
 
 

@@ -11,7 +11,8 @@ from hfkv.specs import LayerSpec, Layout, MLALatent
 
 from .attention_keys import effective_window, num_layers, per_layer_override
 from .latent_keys import dsa_indexer, mla_latent
-from .layer_patterns import layer_types, mtp_note
+from .layer_builders import mtp_note
+from .layer_patterns import layer_types
 from .registry import register
 
 

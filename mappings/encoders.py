@@ -62,8 +62,6 @@ ENCODER_ONLY = (
 
 # Encoder halves of encoder-decoder families, saved as stand-alone models.
 _ENCODER_ARCHITECTURES = ("T5EncoderModel", "MT5EncoderModel", "UMT5EncoderModel", "T5GemmaEncoderModel")
-
-
 _ENCDEC_REASON = (
     "its decoder's cross-attention caches the encoder output, which grows with the input length, "
     "not with the context S"

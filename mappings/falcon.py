@@ -8,7 +8,8 @@ from hfkv.config import ConfigView
 from hfkv.specs import Layout
 
 from .attention_keys import attention_part, num_layers
-from .layer_patterns import HYBRID, ssm_layout
+from .layer_builders import ssm_layout
+from .layer_patterns import HYBRID
 from .registry import register
 from .state_shapes import FALCON_H1, mamba2_state
 

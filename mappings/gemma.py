@@ -46,7 +46,8 @@ from .attention_keys import (
     sliding_window,
     window_of,
 )
-from .layer_patterns import LINEAR, SLIDING, hybrid_layout, is_sliding_type, layer_types, named_roles
+from .layer_builders import hybrid_layout
+from .layer_patterns import LINEAR, SLIDING, is_sliding_type, layer_types, named_roles
 from .registry import register
 
 

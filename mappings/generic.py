@@ -18,7 +18,7 @@ from hfkv.specs import LayerSpec, Layout
 from .attention_keys import num_layers
 from .encoders import declared_encoder_decoder
 from .latent_keys import mla_latent
-from .layer_patterns import pattern_layout
+from .layer_builders import pattern_layout
 from .registry import register
 
 # Key names that count or size heads: if one is left unread, the head count may be wrong.

@@ -10,7 +10,8 @@ from hfkv.specs import Layout
 
 from .attention_keys import num_layers
 from .latent_keys import mla_parts
-from .layer_patterns import ATTENTION, LINEAR, hybrid_layout, roles_from_indices, roles_from_list
+from .layer_builders import hybrid_layout
+from .layer_patterns import ATTENTION, LINEAR, roles_from_indices, roles_from_list
 from .registry import register
 from .state_shapes import QWEN_LINEAR_READS, gdn_state
 

@@ -11,15 +11,8 @@ from hfkv.specs import IndexerKeys, Layout
 from .attention_keys import num_layers
 from .kimi import kda_list_roles
 from .latent_keys import mla_latent, mla_parts
-from .layer_patterns import (
-    ATTENTION,
-    ATTENTION_OR_LINEAR,
-    LINEAR,
-    PartsFactory,
-    hybrid_layout,
-    roles_from_list,
-    roles_from_rule,
-)
+from .layer_builders import PartsFactory, hybrid_layout
+from .layer_patterns import ATTENTION, ATTENTION_OR_LINEAR, LINEAR, roles_from_list, roles_from_rule
 from .registry import register
 from .state_shapes import kda_from_linear_config
 

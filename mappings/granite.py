@@ -11,14 +11,8 @@ from hfkv.config import ConfigView
 from hfkv.specs import Layout
 
 from .attention_keys import num_layers, windowed_attention
-from .layer_patterns import (
-    ATTENTION,
-    LINEAR,
-    roles_from_indices,
-    roles_from_list,
-    roles_from_rule,
-    ssm_layout,
-)
+from .layer_builders import ssm_layout
+from .layer_patterns import ATTENTION, LINEAR, roles_from_indices, roles_from_list, roles_from_rule
 from .registry import register
 from .state_shapes import GRANITE, mamba2_state
 

@@ -18,7 +18,8 @@ from .attention_keys import (
     num_layers,
     window_of,
 )
-from .layer_patterns import ATTENTION, PartsFactory, SLIDING, hybrid_layout, named_roles, roles_from_indices
+from .layer_builders import PartsFactory, hybrid_layout
+from .layer_patterns import ATTENTION, SLIDING, named_roles, roles_from_indices
 from .registry import register
 
 

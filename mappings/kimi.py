@@ -10,7 +10,8 @@ from hfkv.specs import Layout
 
 from .attention_keys import num_layers
 from .latent_keys import mla_parts
-from .layer_patterns import ATTENTION, LINEAR, hybrid_layout, layer_types_or_default, roles_from_indices
+from .layer_builders import hybrid_layout
+from .layer_patterns import ATTENTION, LINEAR, layer_types_or_default, roles_from_indices
 from .registry import register
 from .state_shapes import kda_from_linear_config
 

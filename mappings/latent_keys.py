@@ -10,7 +10,7 @@ from __future__ import annotations
 from hfkv.config import ConfigView
 from hfkv.specs import IndexerKeys, MLALatent
 
-from .layer_patterns import PartsFactory
+from .layer_builders import PartsFactory
 
 
 def mla_latent(cfg: ConfigView, *, topk: int | None = None, window: int | None = None) -> MLALatent:

@@ -1,8 +1,8 @@
-"""Readers of per-layer patterns and the layer builders that turn them into specs.
+"""Readers of per-layer patterns: which role (kind) each decoder layer has.
 
-A family's mapper decides a *kind* (role) for every decoder layer — from a per-layer name list
-(``layer_types``), an index list, a pattern string, a flag list or a periodic rule — and builds the
-cache parts of each kind once (``build_layers``). Roles used across the families:
+A family's mapper decides a role for every decoder layer — from a per-layer name list
+(``layer_types``, GPT-Neo's ``attention_types``), an index list, a pattern string, a flag list or a
+periodic rule — and ``layer_builders`` turns the roles into specs. Roles used across the families:
 
 - ``attention`` (full, or sliding when windowed), ``sliding``, ``linear`` (a recurrent/linear/conv
   mixer), ``hybrid`` (attention *and* Mamba in one layer), ``mlp`` (no sequence mixer, no cache).
@@ -13,15 +13,10 @@ when a value makes no sense.
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import Callable, Mapping, Sequence
 
 from hfkv.config import MAX_LAYERS, ConfigView
 from hfkv.errors import ConfigError
-from hfkv.specs import LayerSpec, Layout, MambaState
-
-from .attention_keys import Part, attention_part, effective_window, num_layers, per_layer_heads, sliding_window
-from .state_shapes import state_dtype_note
 
 
 # Per-layer names the families use, mapped to abstract roles (the mapper turns roles into kinds).
@@ -29,21 +24,10 @@ ATTENTION = "attention"
 
 
 LINEAR = "linear"
-
-
 MLP = "mlp"
-
-
 HYBRID = "hybrid"
-
-
 ATTENTION_OR_LINEAR = (ATTENTION, LINEAR)
-
-
 SLIDING = "sliding"
-
-
-PartsFactory = Callable[[], tuple]
 
 
 def layer_types(cfg: ConfigView, n: int, key: str = "layer_types") -> list[str] | None:
@@ -81,8 +65,6 @@ def _attention_types(cfg: ConfigView, n: int) -> list[str] | None:
 
 
 SLIDING_NAMES = frozenset({"sliding_attention", "sliding", "swa", "local", "local_attention", "chunked_attention"})
-
-
 FULL_NAMES = frozenset({"full_attention", "full", "global", "attention", "global_attention"})
 
 
@@ -93,61 +75,6 @@ def is_sliding_type(name: str, cfg: ConfigView, key: str = "layer_types") -> boo
     if name in FULL_NAMES:
         return False
     raise ConfigError(cfg.path(key), f"unknown layer type {name!r}")
-
-
-def attention_layers(
-    cfg: ConfigView, n: int, window: int | None, is_sliding: Callable[[int], bool], *, head_dim_defaults: bool = False
-) -> list[LayerSpec]:
-    """n standard attention layers; layer i is sliding (window W) when ``is_sliding(i)`` and W is set.
-
-    Heads written per layer (``per_layer_heads``) give each layer its own query and KV head count.
-    """
-    counts = per_layer_heads(cfg, n)
-    if counts is not None:
-        return _per_layer_attention(cfg, counts, window, is_sliding, head_dim_defaults)
-    full = attention_part(cfg, head_dim_defaults=head_dim_defaults)
-    sliding = attention_part(cfg, window=window, head_dim_defaults=head_dim_defaults) if window is not None else full
-    layers = []
-    for i in range(n):
-        part = sliding if window is not None and is_sliding(i) else full
-        layers.append(LayerSpec(index=i, kind=part.kind, parts=(part,)))
-    return layers
-
-
-def _per_layer_attention(
-    cfg: ConfigView, counts: tuple[list[int], list[int]], window: int | None, is_sliding: Callable[[int], bool],
-    head_dim_defaults: bool,
-) -> list[LayerSpec]:
-    layers = []
-    for i, (heads, kv) in enumerate(zip(*counts)):
-        layer_window = window if window is not None and is_sliding(i) else None
-        part = attention_part(cfg, heads=heads, kv=kv, window=layer_window, head_dim_defaults=head_dim_defaults)
-        layers.append(LayerSpec(index=i, kind=part.kind, parts=(part,)))
-    return layers
-
-
-def pattern_layout(
-    cfg: ConfigView,
-    *,
-    default_window: int | None,
-    default_rule: Callable[[int, int], bool] | None,
-    head_dim_defaults: bool = False,
-) -> Layout:
-    """Full/sliding hybrids: ``layer_types`` when given, else ``default_rule(i, n)``; all full without a window."""
-    notes: list[str] = []
-    n = num_layers(cfg)
-    window = effective_window(cfg, sliding_window(cfg, default=default_window), notes)
-    types = layer_types(cfg, n)
-    if types is not None:
-        rule = lambda i: is_sliding_type(types[i], cfg)  # noqa: E731
-    elif default_rule is not None:
-        rule = lambda i: default_rule(i, n)  # noqa: E731
-        if window is not None:
-            notes.append("no layer_types in config: the model type's default sliding pattern applies")
-    else:
-        rule = lambda i: True  # noqa: E731
-    layers = attention_layers(cfg, n, window, rule, head_dim_defaults=head_dim_defaults)
-    return Layout(layers=layers, notes=notes + mtp_note(cfg))
 
 
 ROLE_NAMES: Mapping[str, str] = {
@@ -237,41 +164,12 @@ def last_of_every(period: int) -> Callable[[int], bool]:
     return lambda i: (i + 1) % period == 0
 
 
-def build_layers(roles: Sequence[str], parts: Mapping[str, tuple[str, Callable[[], tuple]]]) -> list[LayerSpec]:
-    """One ``LayerSpec`` per role; ``parts[role]`` = (kind label, factory of the parts), each called once."""
-    made: dict[str, tuple[str, tuple]] = {}
-    layers = []
-    for i, role in enumerate(roles):
-        if role not in made:
-            if role not in parts:
-                raise ConfigError(None, f"layer {i} is of type {role!r}, which this model type does not have")
-            kind, factory = parts[role]
-            made[role] = (kind, tuple(factory()))
-        kind, built = made[role]
-        layers.append(LayerSpec(index=i, kind=kind, parts=built))
-    return layers
-
-
-def count_note(layers: Sequence[LayerSpec]) -> str:
-    """'48 layers: 36 gdn, 12 full' — the pattern in one line, kinds in order of first appearance."""
-    counts = Counter(layer.kind for layer in layers)
-    return f"{len(layers)} layers: " + ", ".join(f"{count} {kind}" for kind, count in counts.items())
-
-
 def check_length(cfg: ConfigView, key: str, roles: Sequence[str], count_key: str = "num_hidden_layers") -> list[str]:
     """Warn when ``num_hidden_layers`` disagrees with a pattern that gives the layer count itself."""
     written = cfg.optional_int(count_key)
     if written is not None and written != len(roles):
         return [f"{count_key} = {written} but {key} has {len(roles)} entries: the pattern's length is used"]
     return []
-
-
-def layers_from_flags(flags: list[bool], local: Part, full: Part) -> list[LayerSpec]:
-    """Layer i gets ``local`` when ``flags[i]``, else ``full``."""
-    return [
-        LayerSpec(index=i, kind=(local if is_local else full).kind, parts=(local if is_local else full,))
-        for i, is_local in enumerate(flags)
-    ]
 
 
 def cut_note(cfg: ConfigView, key: str, n: int) -> list[str]:
@@ -309,99 +207,6 @@ def flag_list(cfg: ConfigView, key: str, n: int, default: bool) -> list[bool]:
     return flags
 
 
-def mtp_note(cfg: ConfigView) -> list[str]:
-    """A note on MTP/draft layers, which are not part of the target model."""
-    count = cfg.optional_int("num_nextn_predict_layers", "mtp_num_hidden_layers")
-    if count:
-        return [f"{count} MTP draft layer(s) left out: they are not part of the target model "
-                f"(--engine sglang --speculative-draft-layers {count} adds SGLang's draft pool)"]
-    return []
-
-
-def mtp_notes(cfg: ConfigView) -> list[str]:
-    """MTP/draft layers left out, under any of the spellings these families use."""
-    notes = mtp_note(cfg)
-    if notes:
-        return notes
-    count = cfg.optional_int("num_mtp_layers")
-    if count:
-        return [f"{count} MTP draft layer(s) left out: they are not part of the target model"]
-    for key in ("mtp_hybrid_override_pattern", "mtp_layers_block_type"):
-        if cfg.present(key) and cfg.optional_int("num_nextn_predict_layers") is None:
-            return [f"{key} describes MTP draft layers: left out, they are not part of the target model"]
-    return []
-
-
-def hybrid_layout(
-    cfg: ConfigView,
-    roles: list[str],
-    parts: dict[str, tuple[str, PartsFactory]],
-    notes: list[str] | None = None,
-    warnings: list[str] | None = None,
-) -> Layout:
-    """Build the layers from per-layer roles and say what was found (counts, state dtype, MTP)."""
-    layers = build_layers(roles, parts)
-    return Layout(
-        layers=layers,
-        notes=[count_note(layers)] + list(notes or []) + state_dtype_note(cfg) + mtp_notes(cfg),
-        warnings=list(warnings or []),
-    )
-
-
-def gqa_parts(cfg: ConfigView, *, head_dim_defaults: bool = False, windowed: bool = False) -> tuple[str, PartsFactory]:
-    """Standard attention for the full layers; ``windowed`` honours ``sliding_window`` (vLLM applies it)."""
-
-    def make() -> tuple:
-        window = None
-        if windowed:
-            window = effective_window(cfg, sliding_window(cfg), [])
-        return (attention_part(cfg, window=window, head_dim_defaults=head_dim_defaults),)
-
-    cfg.mark("use_sliding_window", "sliding_window")
-    return ("full", make)
-
-
-def ssm_layout(
-    cfg: ConfigView,
-    roles: list[str],
-    mamba: MambaState,
-    attention: tuple | None = None,
-    notes: list[str] | None = None,
-    warnings: list[str] | None = None,
-) -> Layout:
-    """Layers from roles: LINEAR → Mamba, ATTENTION → ``attention``, HYBRID → both, MLP → no parts."""
-    parts = {
-        LINEAR: ("mamba", lambda: (mamba,)),
-        MLP: ("mlp", lambda: ()),
-    }
-    if attention is not None:
-        parts[ATTENTION] = (attention[0].kind, lambda: attention)
-        parts[HYBRID] = ("hybrid", lambda: attention + (mamba,))
-    layers = build_layers(roles, parts)
-    return Layout(
-        layers=layers,
-        notes=[count_note(layers)] + list(notes or []) + state_dtype_note(cfg) + mtp_notes(cfg),
-        warnings=list(warnings or []),
-    )
-
-
-def cross_attention_layers(cfg: ConfigView, n: int, cross: Sequence[int]) -> list[LayerSpec]:
-    """n standard attention layers; the 0-based indices in ``cross`` (``cross_attention_layers``) are
-    labelled cross-attention and counted as full layers (n = S), the convention of SGLang's token pool."""
-    bad = [i for i in cross if i >= n]
-    if bad:
-        raise ConfigError(cfg.path("cross_attention_layers"), f"index {bad[0]} is past the {n} layers")
-    chosen = set(cross)
-    part = attention_part(cfg)
-    return [
-        LayerSpec(index=i, kind="cross-attention" if i in chosen else part.kind, parts=(part,)) for i in range(n)
-    ]
-
-
-def cross_attention_note(cross: Sequence[int]) -> str:
-    return f"{len(set(cross))} cross-attention layer(s) counted as full layers (n = S), as SGLang's pool does"
-
-
 def required_named_roles(cfg: ConfigView, key: str, n: int, table: Mapping[str, str], purpose: str) -> list[str]:
     """Roles from the per-layer name list ``key`` through ``table``; a missing list is an error naming ``purpose``."""
     names = cfg.str_list(key, length=n)
@@ -415,4 +220,3 @@ def layer_types_or_default(cfg: ConfigView, n: int, notes: list[str], absent_not
     if not cfg.present("layer_types"):
         notes.append(absent_note)
     return roles_from_list(cfg, "layer_types", n, ATTENTION_OR_LINEAR, defaults=True)
-

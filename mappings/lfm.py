@@ -19,7 +19,8 @@ from hfkv.errors import UnsupportedModelError
 from hfkv.specs import Layout
 
 from .attention_keys import num_layers
-from .layer_patterns import ATTENTION, LINEAR, gqa_parts, hybrid_layout, roles_from_indices, roles_from_list
+from .layer_builders import gqa_parts, hybrid_layout
+from .layer_patterns import ATTENTION, LINEAR, roles_from_indices, roles_from_list
 from .registry import register
 from .state_shapes import short_conv_state
 

@@ -15,7 +15,7 @@ from hfkv.errors import ConfigError
 from hfkv.specs import Layout
 
 from .attention_keys import attention_shape, heads_part, num_layers
-from .layer_patterns import cross_attention_layers, cross_attention_note, layers_from_flags
+from .layer_builders import cross_attention_layers, cross_attention_note, layers_from_flags
 from .registry import register
 
 

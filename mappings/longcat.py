@@ -8,7 +8,7 @@ from hfkv.errors import ConfigError
 from hfkv.specs import LayerSpec, Layout
 
 from .latent_keys import dsa_indexer, dsa_skips_indexer, mla_latent
-from .layer_patterns import mtp_note
+from .layer_builders import mtp_note
 from .registry import register
 
 

@@ -10,7 +10,7 @@ from hfkv.config import MAX_LAYERS, ConfigView
 from hfkv.errors import ConfigError
 from hfkv.specs import CachePart, FullAttention, LayerSpec, Layout, SlidingWindow
 
-from .layer_patterns import pattern_layout
+from .layer_builders import pattern_layout
 from .registry import register
 
 

@@ -11,7 +11,8 @@ from hfkv.errors import ConfigError
 from hfkv.specs import Layout
 
 from .attention_keys import hidden_size, num_layers, windowed_attention
-from .layer_patterns import ATTENTION, LINEAR, roles_from_rule, ssm_layout
+from .layer_builders import ssm_layout
+from .layer_patterns import ATTENTION, LINEAR, roles_from_rule
 from .registry import register
 from .state_shapes import MAMBA2, mamba1_inner, mamba1_state, mamba2_state
 

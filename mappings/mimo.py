@@ -15,7 +15,8 @@ from hfkv.errors import ConfigError
 from hfkv.specs import Layout
 
 from .attention_keys import attention_shape, effective_window, heads_part, num_layers
-from .layer_patterns import cut_note, is_sliding_type, layer_types, layers_from_flags, mtp_note
+from .layer_builders import layers_from_flags, mtp_note
+from .layer_patterns import cut_note, is_sliding_type, layer_types
 from .registry import register
 
 

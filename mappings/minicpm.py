@@ -9,7 +9,8 @@ from hfkv.config import ConfigView
 from hfkv.specs import Layout, LinearAttentionState
 
 from .attention_keys import head_dim, num_heads, num_layers
-from .layer_patterns import ATTENTION, LINEAR, gqa_parts, hybrid_layout, required_named_roles
+from .layer_builders import gqa_parts, hybrid_layout
+from .layer_patterns import ATTENTION, LINEAR, required_named_roles
 from .registry import register
 from .state_shapes import lightning_state
 

@@ -12,15 +12,8 @@ from hfkv.errors import ConfigError
 from hfkv.specs import FullAttention, LayerSpec, Layout, LinearAttentionState
 
 from .attention_keys import attention_part, head_dim, num_heads, num_layers
-from .layer_patterns import (
-    ATTENTION,
-    LINEAR,
-    flag_list,
-    gqa_parts,
-    hybrid_layout,
-    layer_types_or_default,
-    mtp_note,
-)
+from .layer_builders import gqa_parts, hybrid_layout, mtp_note
+from .layer_patterns import ATTENTION, LINEAR, flag_list, layer_types_or_default
 from .registry import register
 from .state_shapes import lightning_state
 

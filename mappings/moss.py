@@ -9,7 +9,7 @@ from hfkv.errors import ConfigError
 from hfkv.specs import Layout
 
 from .attention_keys import num_layers
-from .layer_patterns import cross_attention_layers, cross_attention_note
+from .layer_builders import cross_attention_layers, cross_attention_note
 from .registry import register
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 from hfkv.config import ConfigView
 from hfkv.specs import Layout
 
-from .layer_patterns import pattern_layout
+from .layer_builders import pattern_layout
 from .registry import register, resolve_language_model
 
 WRAPPERS = (

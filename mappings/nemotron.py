@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from hfkv.config import ConfigView, MAX_SIZE
+from hfkv.config import MAX_SIZE, ConfigView
 from hfkv.errors import ConfigError
 from hfkv.specs import LayerSpec, Layout, LinearAttentionState
 
@@ -26,18 +26,16 @@ from .attention_keys import (
     window_of,
     windowed_attention,
 )
+from .layer_builders import PartsFactory, hybrid_layout, ssm_layout
 from .layer_patterns import (
     ATTENTION,
     LINEAR,
     MLP,
-    PartsFactory,
     SLIDING,
     check_length,
-    hybrid_layout,
     required_named_roles,
     roles_from_list,
     roles_from_pattern,
-    ssm_layout,
 )
 from .registry import register
 from .state_shapes import NEMOTRON_H, mamba2_state
@@ -169,8 +167,6 @@ def nemotron_nas(cfg: ConfigView) -> Layout:
 
 
 _JET_ROLES = {"attn": ATTENTION, "swa": SLIDING, "jet": LINEAR}
-
-
 _JET = "efficient_attention_config.jet"
 
 

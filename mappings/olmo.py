@@ -8,7 +8,8 @@ from hfkv.errors import ConfigError
 from hfkv.specs import Layout
 
 from .attention_keys import num_layers
-from .layer_patterns import ATTENTION, ATTENTION_OR_LINEAR, LINEAR, gqa_parts, hybrid_layout, roles_from_list
+from .layer_builders import gqa_parts, hybrid_layout
+from .layer_patterns import ATTENTION, ATTENTION_OR_LINEAR, LINEAR, roles_from_list
 from .registry import register
 from .state_shapes import GDN_READS, gdn_state
 

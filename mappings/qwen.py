@@ -18,15 +18,13 @@ from hfkv.errors import ConfigError
 from hfkv.specs import IndexerKeys, Layout, ShortConvState
 
 from .attention_keys import GQA_READS, attention_part, hidden_size, num_layers
+from .layer_builders import gqa_parts, hybrid_layout, pattern_layout
 from .layer_patterns import (
     ATTENTION,
     ATTENTION_OR_LINEAR,
     LINEAR,
-    gqa_parts,
-    hybrid_layout,
     last_of_every,
     named_roles,
-    pattern_layout,
     roles_from_list,
     roles_from_rule,
 )

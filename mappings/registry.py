@@ -59,8 +59,8 @@ _MAPPERS: list[Mapper] = []
 _GENERIC: list[Mapper] = []
 _PACKAGE = __name__.rsplit(".", 1)[0]
 # Modules that hold readers or the index, not mappers.
-_NOT_FAMILIES = frozenset({"registry", "common", "family_index", "attention_keys", "layer_patterns", "latent_keys",
-                           "state_shapes"})
+_NOT_FAMILIES = frozenset({"registry", "common", "family_index", "attention_keys", "layer_patterns", "layer_builders",
+                           "latent_keys", "state_shapes"})
 
 
 def family_modules() -> list[str]:

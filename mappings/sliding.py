@@ -10,7 +10,7 @@ from hfkv.config import ConfigView
 from hfkv.errors import UnsupportedModelError
 from hfkv.specs import Layout
 
-from .layer_patterns import pattern_layout
+from .layer_builders import pattern_layout
 from .registry import register
 
 Rule = Callable[[int, int], bool]

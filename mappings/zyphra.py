@@ -25,18 +25,8 @@ from .attention_keys import (
     num_layers,
     sliding_window,
 )
-from .layer_patterns import (
-    ATTENTION,
-    HYBRID,
-    LINEAR,
-    MLP,
-    PartsFactory,
-    SLIDING,
-    hybrid_layout,
-    named_roles,
-    roles_from_list,
-    ssm_layout,
-)
+from .layer_builders import PartsFactory, hybrid_layout, ssm_layout
+from .layer_patterns import ATTENTION, HYBRID, LINEAR, MLP, SLIDING, named_roles, roles_from_list
 from .registry import register
 from .state_shapes import ZAMBA2, mamba2_state
 
