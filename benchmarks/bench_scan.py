@@ -10,8 +10,9 @@ with no client or server CPU at all. The floor is what this machine needs for th
 a fresh Python process that imports huggingface_hub and GETs the same N configs through its shared
 session with J threads, nothing else (no cache, no report). A scan cannot beat the floor; the
 floor's own ratio to the limit says how much of the goal the machine leaves. Requests per repo are
-counted from the server's log (the config's GET, cold or warm). Each process's CPU (user + system)
-and peak RSS come from ``wait4``; CPU per repo is the scan's CPU less the floor's, over N.
+counted from the server's log (the config's GET, cold or warm). Each process's CPU (user + system,
+with its children: the transformers helper included) comes from ``wait4``, its own peak RSS from
+``VmHWM`` at exit; CPU per repo is the scan's CPU less the floor's, over N.
 
 ``--memory M`` also runs a cold scan of M repos and one of N at 0 ms (the latency changes nothing
 in what is kept) and prints both peak RSS: rows are streamed and reports not kept, so the peak
@@ -72,25 +73,39 @@ def repo_id(i: int) -> str:
     return f"bench/model-{i:05d}"
 
 
-def measured(command: list[str], env: dict[str, str]) -> tuple[float, float, float, int]:
-    """(wall s, CPU s, peak RSS MiB, exit code) of one process."""
+# The process's own peak RSS (VmHWM, Linux), said on stderr at exit. Not ru_maxrss: wait4's is the
+# largest of the process and its children (the transformers helper's), and Linux carries a peak
+# across fork and exec, so a child would report this benchmark's own peak.
+OWN_PEAK = ("import atexit, sys\n"
+            "def _peak():\n"
+            "    for line in open('/proc/self/status'):\n"
+            "        if line.startswith('VmHWM:'):\n"
+            "            print('peak-rss-kib', line.split()[1], file=sys.stderr)\n"
+            "atexit.register(_peak)\n")
+SCAN = OWN_PEAK + "from hfkv.cli import entry\nsys.argv = ['hfkv', *sys.argv[1:]]\nentry()\n"
+
+
+def measured(command: list[str], env: dict[str, str]) -> tuple[float, float, float]:
+    """(wall s, CPU s with its children, own peak RSS MiB) of one process run with ``OWN_PEAK``."""
     start = time.perf_counter()
     with tempfile.TemporaryFile() as err:
         proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=err)
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - start
-        proc.returncode = os.waitstatus_to_exitcode(status)
+        code = os.waitstatus_to_exitcode(status)
         err.seek(0)
-        if proc.returncode not in (0, 1):
-            raise SystemExit(f"{command[2]} failed ({proc.returncode}): {err.read().decode()[-400:]}")
-    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, proc.returncode
+        text = err.read().decode(errors="replace")
+    if code not in (0, 1):
+        raise SystemExit(f"{command[:3]} failed ({code}): {text[-400:]}")
+    peak = [line.split()[1] for line in text.splitlines() if line.startswith("peak-rss-kib ")]
+    return wall, usage.ru_utime + usage.ru_stime, int(peak[-1]) / 1024 if peak else float("nan")
 
 
 def run_scan(listing: Path, out: Path, url: str, jobs: int, env: dict[str, str]) -> tuple[float, float, float, list[dict]]:
     """Wall and CPU seconds and peak RSS (MiB) of one ``hfkv scan`` process, and its rows."""
-    command = [sys.executable, "-m", "hfkv", "scan", str(listing), "--jobs", str(jobs), "--endpoint", url,
+    command = [sys.executable, "-c", SCAN, "scan", str(listing), "--jobs", str(jobs), "--endpoint", url,
                "--output", str(out), "--format", "jsonl"]
-    wall, cpu, rss, _ = measured(command, env)
+    wall, cpu, rss = measured(command, env)
     return wall, cpu, rss, [json.loads(line) for line in out.read_text().splitlines()]
 
 
@@ -108,8 +123,7 @@ with ThreadPoolExecutor(jobs) as pool:
 
 def run_floor(url: str, repos: int, jobs: int, env: dict[str, str]) -> tuple[float, float, float]:
     """Wall and CPU seconds and peak RSS (MiB) of the floor process (see the module docstring)."""
-    wall, cpu, rss, _ = measured([sys.executable, "-c", FLOOR, url, str(repos), str(jobs)], env)
-    return wall, cpu, rss
+    return measured([sys.executable, "-c", OWN_PEAK + FLOOR, url, str(repos), str(jobs)], env)
 
 
 class Server:
