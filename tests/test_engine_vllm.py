@@ -222,6 +222,16 @@ def test_vllm_gemma4_fp8_on_hopper_uses_fa4_pages():
     assert bf16["block_size"] == 16
 
 
+def test_vllm_gemma4_below_hopper_runs_triton_and_refuses_fp8():
+    # Gemma4Config: mixed head sizes (256 sliding, 512 full) want FA4; SM80 has none -> TRITON_ATTN (16)
+    out = simulate(report("google__gemma-4-E2B-it"), engine="vllm", budget_bytes=None, max_model_len=4096,
+                   compute_capability="8.0")
+    assert (out["attention_backend"], out["block_size"]) == ("TRITON_ATTN", 16)
+    with pytest.raises(VllmRefusal, match="Triton attention backend .* requires SM89"):
+        simulate(report("google__gemma-4-E2B-it", kv_cache_dtype="fp8"), engine="vllm", budget_bytes=None,
+                 max_model_len=4096, compute_capability="8.0")
+
+
 def test_vllm_minimax_m3_pages_by_128_and_keeps_index_keys_bf16():
     out = simulate(report("nvidia__MiniMax-M3-NVFP4", kv_cache_dtype="fp8"), engine="vllm",
                    budget_bytes=40 * GiB, max_model_len=4096)

@@ -240,13 +240,16 @@ def choose_backend(report: Any, specs: list[Spec], kv: str, knobs: dict) -> back
         raise VllmRefusal(f"No valid attention backend found for cuda (sparse MLA backends run on SM "
                           f"{'/'.join(f'{m}x' for m in backends.SPARSE_MLA_MAJORS)}, not "
                           f"{knobs['compute_capability']})")
-    backend = backends.choose(major=major, mla=mla, dsa=is_dsa(report), kv=kv, max_head=max(s.head_dim for s in attention),
-                              query_heads=query_heads(report), mm_prefix=mm_prefix(report))
+    mixed = str(report.model_type or "").startswith("gemma4") and len({s.head_dim for s in attention}) > 1
+    backend = backends.choose(major=major, mla=mla, dsa=is_dsa(report), kv=kv,
+                              max_head=max(s.head_dim for s in attention), query_heads=query_heads(report),
+                              mm_prefix=mm_prefix(report), mixed_heads=mixed)
     if backend.name == "FLASH_ATTN" and alibi(report) and kv in ("fp8", "fp4"):
         raise VllmRefusal("FlashAttention does not support fp8 kv-cache on this device. (ALiBi runs FA2, which "
                           "takes no fp8 KV cache)")
-    if backend.name == "TRITON_MLA" and kv == "fp8" and capability_tuple(knobs) < (8, 9):
-        raise VllmRefusal(f"FP8 KV cache is not supported by the Triton MLA backend (compute capability "
+    triton = {"TRITON_MLA": "Triton MLA", "TRITON_ATTN": "Triton attention"}.get(backend.name)
+    if triton and kv == "fp8" and capability_tuple(knobs) < (8, 9):
+        raise VllmRefusal(f"FP8 KV cache is not supported by the {triton} backend (compute capability "
                           f"{knobs['compute_capability']}); native FP8 (fp8e4nv) requires SM89+")
     if sparse_128(report):
         return backends.Backend("MINIMAX_M3_SPARSE", SPARSE_128_BLOCK, SPARSE_128_BLOCK,

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 SPARSE_MLA_BLOCK = 64  # DeepseekV32IndexerBackend / FlashMLA-sparse kernels
 FA4_FP8_HEAD = 512  # head size that sends SM90 fp8 KV to FA4's 64-token pages
 FA4_FP8_BLOCK = 64
+FA4_MAJORS = (9, 10)  # FlashAttention 4 runs on Hopper and Blackwell
 FEW_HEADS = 16
 SPARSE_MLA_MAJORS = (9, 10, 12)  # FlashMLA-sparse / FA-MLA-sparse (9, 10), FlashInfer-MLA-sparse-SM120 (12)
 MM_PREFIX_SM100_BLOCK = 64  # triton_flashinfer.py kernel_block_sizes
@@ -39,11 +40,13 @@ class Backend:
 
 
 def choose(*, major: int, mla: bool, dsa: bool, kv: str, max_head: int, query_heads: int | None,
-           mm_prefix: bool = False) -> Backend:
+           mm_prefix: bool = False, mixed_heads: bool = False) -> Backend:
     """The backend for the model's attention layers on an SM ``major`` GPU with KV dtype ``kv``.
 
     ``mm_prefix``: the model attends bidirectionally over image positions (``is_mm_prefix_lm``); vLLM
     then routes through a Triton composite, whose SM100 form (TRITON_FLASHINFER) has 64-token kernels.
+    ``mixed_heads``: Gemma 4's layers differ in head size; ``Gemma4Config`` wants FA4 for them, and
+    forces TRITON_ATTN where FA4 does not run (below SM90).
     """
     quantized = kv in ("fp8", "fp4")
     if dsa:
@@ -51,6 +54,8 @@ def choose(*, major: int, mla: bool, dsa: bool, kv: str, max_head: int, query_he
                        "the DSA indexer backend takes 64-token blocks")
     if mla:
         return _mla_backend(major, quantized)
+    if mixed_heads and major not in FA4_MAJORS:
+        return Backend("TRITON_ATTN", 16, 16, f"mixed head sizes need FA4, which SM{major}x lacks: Triton attention")
     if major == 10 and mm_prefix:
         return Backend("TRITON_FLASHINFER", MM_PREFIX_SM100_BLOCK, MM_PREFIX_SM100_BLOCK,
                        "SM100 multimodal-prefix models: the Triton/FlashInfer composite's kernels are 64 tokens")
