@@ -63,13 +63,13 @@ def capability(row: dict) -> str:
     return next((cc for gpu, cc in CAPABILITY.items() if gpu in (row.get("gpu_assumed") or "")), "9.0")
 
 
-def run(row: dict, budget: int | None = None, max_model_len: int | None = None) -> dict:
-    """hfkv's SGLang mode on the row's config, KV dtype, TP and GPU (HfkvError propagates)."""
+def run(row: dict, budget: int | None = None, max_model_len: int | None = None, **knobs) -> dict:
+    """hfkv's SGLang mode on the row's config, KV dtype, TP and GPU, with ``knobs`` (HfkvError propagates)."""
     data = json.loads((HUB_CONFIGS / row["config"]).read_text())
     report = inspect_config(data, model=row["config"], options=Options(
         kv_cache_dtype=row["kv_cache_dtype_requested"], tensor_parallel_size=row["tp"]))
     return simulate(report, engine="sglang", budget_bytes=budget, max_model_len=max_model_len,
-                    compute_capability=capability(row))
+                    compute_capability=capability(row), **knobs)
 
 
 def startup_failure(row: dict) -> str | None:
@@ -166,3 +166,18 @@ def test_pool_sizes_for_a_budget_match_sglang(row):
     if row["configurator"] == "DSV4PoolConfigurator":
         assert out["c4_tokens"] == row["c4_max_total_num_tokens"]
         assert out["c128_tokens"] == row["c128_max_total_num_tokens"]
+
+
+def draft_rows() -> list:
+    found = [r for r in rows("h200") if (r.get("draft") or {}).get("bytes_per_token_with_mtp_draft") is not None]
+    if not found:
+        return [pytest.param(None, marks=pytest.mark.skip(reason=f"{SOURCES['h200']} or {HUB_CONFIGS} is absent"))]
+    return [pytest.param(row, id=row_id(row)) for row in found]
+
+
+@pytest.mark.parametrize("row", draft_rows())
+def test_mtp_draft_pool_matches_sglang(row):
+    """With the config's MTP layers as the draft (``--speculative-draft-layers``), the EAGLE cell matches."""
+    out = run(row, speculative_draft_layers=row["draft"]["num_nextn_predict_layers"])
+    assert out["bytes_per_token"] == pytest.approx(row["draft"]["bytes_per_token_with_mtp_draft"], rel=1e-12)
+
