@@ -18,6 +18,7 @@ Part = FullAttention | SlidingWindow | ChunkedLocal
 LAYER_KEYS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers", "num_transformer_layers")
 HEAD_KEYS = ("num_attention_heads", "n_head", "n_heads", "num_heads", "num_query_heads")
 HIDDEN_KEYS = ("hidden_size", "n_embd", "n_embed", "d_model", "dim")
+HEAD_DIM_KEYS = ("head_dim", "kv_channels", "hidden_size_per_head")
 # vLLM's alias order for the KV-head count (first present wins), then the spellings other families
 # use (OLMo/Llama-1 n_kv_heads, num_multi_query_heads) and MPT/DBRX's nested key.
 KV_HEAD_KEYS = (
@@ -38,9 +39,15 @@ GQA_READS = (
 
 def aliased(cfg: ConfigView, keys: Sequence[str]) -> tuple[str, object] | None:
     """(key, raw value) of the first present of ``keys``, the alias order; every alias is read, and one
-    whose value differs from the chosen one is a warning (the engines read the first, as here)."""
-    present = [(key, cfg.value(key)) for key in keys]
-    present = [(key, raw) for key, raw in present if raw is not None]
+    whose value differs from the chosen one is a warning (the engines read the first, as here).
+
+    Aliases written in the text sub-config come first: a root key of a wrapper (a vision or audio
+    tower's ``num_kv_heads`` beside a ``text_config``) never stands for the decoder's.
+    """
+    present = [(key, cfg.value(key)) for key in keys if cfg.present(key)]
+    if not present and cfg.text is not cfg.root:
+        present = [(key, cfg.value(key, root=True)) for key in keys]
+        present = [(key, raw) for key, raw in present if raw is not None]
     if not present:
         return None
     key, raw = present[0]
@@ -117,6 +124,20 @@ def _count_list(cfg: ConfigView, found: tuple[str, object], n: int) -> list[int]
     return values
 
 
+def _first_positive(cfg: ConfigView, keys: Sequence[str]) -> int | None:
+    """The first of ``keys`` written with a value > 0 in the text sub-config; the root's only when the
+    text sub-config has no hidden size of its own to divide (a root head_dim may be a tower's)."""
+    scopes = [[k for k in keys if cfg.present(k)]]
+    if cfg.text is not cfg.root and not any(cfg.present(k) for k in HIDDEN_KEYS):
+        scopes.append([k for k in keys if cfg.value(k, root=True) is not None])
+    for scope in scopes:
+        for key in scope:
+            value = cfg.optional_int(key)
+            if value:
+                return value
+    return None
+
+
 def head_dim(cfg: ConfigView, heads: int, *, defaults: bool = False) -> int:
     """``head_dim`` when present and > 0, else ``kv_channels`` / ``hidden_size_per_head``, else hidden/heads.
 
@@ -124,11 +145,10 @@ def head_dim(cfg: ConfigView, heads: int, *, defaults: bool = False) -> int:
     transformers config class before falling back to hidden/heads; so does a config whose hidden
     size is missing too.
     """
-    for key in ("head_dim", "kv_channels", "hidden_size_per_head"):
-        value = cfg.optional_int(key)
-        if value:
-            return value
-    hidden = cfg.optional_int(*HIDDEN_KEYS, minimum=1)
+    value = _first_positive(cfg, HEAD_DIM_KEYS)
+    if value:
+        return value
+    hidden = aliased_int(cfg, HIDDEN_KEYS, minimum=1)
     if hidden is None or defaults or cfg.defaults_loaded:
         value = cfg.optional_int("head_dim", minimum=1, defaults=True)
         if value:

@@ -65,5 +65,14 @@ from .registry import register
     },
 )
 def dense(cfg: ConfigView) -> Layout:
-    """Every layer full; a ``sliding_window`` (or ``layer_types``) windows the layers it names."""
-    return pattern_layout(cfg, default_window=None, default_rule=None)
+    """Every layer full; a ``sliding_window`` (or ``layer_types``) windows the layers it names.
+
+    HunYuan's cross-layer attention (``use_cla``, ``cla_share_factor`` F): layers with i % F != 0 reuse
+    the previous layer's KV, but SGLang's pool still sizes every layer, so they are counted (noted).
+    """
+    layout = pattern_layout(cfg, default_window=None, default_rule=None)
+    if cfg.boolean("use_cla"):
+        factor = cfg.integer("cla_share_factor", default=1, minimum=1)
+        layout.notes.append(f"use_cla: layers with i % {factor} != 0 reuse the previous layer's KV; counted as "
+                            "full layers, as SGLang's pool sizes every layer")
+    return layout

@@ -169,3 +169,27 @@ def test_longer_layer_types_without_mtp_layers_is_a_warning():
     # the first 4 entries: 2 full layers × 2 × 8 × 64 × 2
     assert rep.alpha_bytes_per_token == 2 * 2 * 8 * 64 * 2 == 4096
     assert any("layer_types has 6 entries but the model has 4 layers" in w for w in rep.warnings)
+
+
+# -- the text sub-config before the root -----------------------------------------------------------
+
+
+def test_a_root_kv_alias_beside_text_config_is_not_the_decoders():
+    # the tower's num_kv_heads (earlier in vLLM's alias order) sits at the root; the decoder's in text_config
+    data = {"model_type": "brand_new_vl", "num_kv_heads": 16, "head_dim": 80,
+            "text_config": dict(LLAMA_1B, model_type="llama")}
+    rep = inspect(data)
+    assert rep.alpha_bytes_per_token == LLAMA_1B_ALPHA  # 16 × 2 × 8 × 64 × 2, not 16 heads of 80
+
+
+def test_text_config_without_head_dim_does_not_take_the_roots():
+    text = {k: v for k, v in LLAMA_1B.items() if k != "head_dim"}  # 2048 / 32 = 64 either way
+    data = {"model_type": "brand_new_vl", "head_dim": 128, "text_config": dict(text, model_type="llama")}
+    assert inspect(data).alpha_bytes_per_token == LLAMA_1B_ALPHA
+
+
+def test_hunyuan_cla_is_noted():
+    data = dict(LLAMA_1B, model_type="hunyuan_v1_dense", use_cla=True, cla_share_factor=2)
+    rep = inspect(data)
+    assert rep.alpha_bytes_per_token == LLAMA_1B_ALPHA  # every layer, as SGLang's pool sizes them
+    assert any(note.startswith("use_cla: layers with i % 2 != 0") for note in rep.notes)
