@@ -7,8 +7,8 @@ repository, ``tests/oracles/sglang-0.5.23-b200.jsonl`` (the same tool with ``--g
 ``../shared/hub-configs``, inspected with the row's KV dtype and TP, then ``simulate(engine="sglang")``
 on the row's GPU generation. A row SGLang serves must match to the byte (per-token cell, full/SWA
 split, state per request slot, page size, configurator, Mamba running-request ratio; with a budget the
-token, request and state-slot counts); a row SGLang cannot serve must be refused, or carry a one-line
-warning naming the reason.
+token, request and state-slot counts; with the config's MTP layers as the draft, the EAGLE cell); a row
+SGLang cannot serve must be refused, or carry a one-line warning naming the reason.
 """
 
 from __future__ import annotations
