@@ -17,8 +17,9 @@ name):
 
 - ``page_size`` (None): SGLang page in tokens; default 1, ``64·index_kpool`` for DSA, 256 for
   DeepSeek V4 (engines.md §3.1.7).
-- ``block_size`` (None): vLLM block in tokens; default 16, 64 for MLA backends, raised for Mamba
-  hybrids so one attention page holds a Mamba state (§3.2.3).
+- ``block_size`` (None): vLLM block in tokens; default the attention backend's for the GPU generation
+  (16; MLA 16 / 32 / 64, Gemma 4 fp8 on SM90 64, DSA 64; ``vllm_backends``), raised for Mamba hybrids
+  so one attention page holds a Mamba state (§3.2.3).
 - ``swa_full_tokens_ratio`` (None): SGLang hybrid-SWA pool ratio; default 0.8, 0.1 for DeepSeek V4
   and Inkling (§2.4c).
 - ``max_running_requests`` (None): SGLang running-request cap; default
@@ -27,9 +28,10 @@ name):
   budget first (§3.1.2).
 - ``enable_prefix_caching`` (None): SGLang radix cache (on; off makes the Mamba running-request ratio
   1) / vLLM prefix caching (on, off for attention-free models; on = Mamba "align" mode, 2 blocks per
-  request).
+  request plus a prefill-checkpoint block for layers that export one).
 - ``max_num_batched_tokens`` (None): vLLM scheduler tokens per step; default 8192 (API server on a
-  ≥70 GiB non-A100 GPU; 16384 on ≥160 GiB; 2048 on smaller GPUs, §3.2.7).
+  ≥70 GiB non-A100 GPU; 16384 on ≥160 GiB; 2048 on smaller GPUs and A100s, §3.2.7: ``enrich`` sets
+  it from a ``--gpu`` preset).
 - ``async_scheduling`` (True): vLLM async scheduling, two batches in flight (the sliding-window
   admission bound adds 2·max_num_batched_tokens).
 - ``disable_hybrid_kv_cache_manager`` (False): vLLM; every sliding/chunked layer gets full KV.
@@ -59,9 +61,13 @@ Result keys (besides ``name``, ``version``, ``assumptions``):
   (padding slots included: gpt-oss-120b 2 × 18 × 2048), ``full_attention_bytes_per_token`` (the
   growth past every window), ``block_size``, ``bytes_per_block``, ``kv_cache_groups`` (kind, window,
   layers, padding, block_size, block_bytes), ``max_model_len``, ``blocks_per_request`` and
-  ``request_bytes`` (the "KV cache is needed" figure). With a budget: ``num_blocks``,
-  ``max_concurrency`` (two decimals, as logged), ``kv_cache_tokens`` ("GPU KV cache size") and
-  ``max_model_len_fit`` (the "estimated maximum model length"; None when nothing grows).
+  ``request_bytes`` (the "KV cache is needed" figure), ``attention_backend``. With a budget:
+  ``num_blocks``, ``max_concurrency`` (two decimals, as logged), ``kv_cache_tokens`` ("GPU KV cache
+  size") and ``max_model_len_fit`` (the longest length that fits, one null block kept out; None when
+  nothing grows). Where vLLM would not start (one request does not fit, a TP that does not divide
+  the heads, a dropped architecture, ...) vLLM mode raises ``vllm.VllmRefusal`` (an
+  UnsupportedModelError) with vLLM's reason; its ``details`` hold the figures computed first.
+  docs/vllm.md lists every replayed rule.
 """
 
 from __future__ import annotations
@@ -76,12 +82,14 @@ ENGINES = ("sglang", "vllm")
 
 ENGINE_KNOBS: dict[str, tuple[Any, str]] = {
     "page_size": (None, "SGLang page size in tokens (default 1; 64·index_kpool for DSA; 256 for DeepSeek V4)"),
-    "block_size": (None, "vLLM block size in tokens (default 16; 64 for MLA; raised for Mamba hybrids)"),
+    "block_size": (None, "vLLM block size in tokens (default: the attention backend's for the GPU; raised for "
+                         "Mamba hybrids)"),
     "swa_full_tokens_ratio": (None, "SGLang hybrid-SWA pool size relative to the full pool (default 0.8; 0.1 DSV4)"),
     "max_running_requests": (None, "SGLang running-request cap (default: estimated from the pool)"),
     "mamba_full_memory_ratio": (0.9, "SGLang: the Mamba state pool takes r/(1+r) of the budget first"),
     "enable_prefix_caching": (None, "radix/prefix cache (default on; vLLM off for attention-free models)"),
-    "max_num_batched_tokens": (None, "vLLM tokens per scheduler step (default 8192: API server, >=70 GiB non-A100)"),
+    "max_num_batched_tokens": (None, "vLLM tokens per scheduler step (default 8192: API server, >=70 GiB non-A100; "
+                                     "--gpu sets vLLM's default for it)"),
     "async_scheduling": (True, "vLLM async scheduling: two batches in flight"),
     "disable_hybrid_kv_cache_manager": (False, "vLLM: allocate full KV for sliding and chunked layers"),
     "chunked_local_hybrid": (False, "vLLM: let chunked-local layers (Llama 4) use the hybrid manager"),
