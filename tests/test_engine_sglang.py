@@ -325,3 +325,11 @@ def test_sglang_hybrid_swa_notes_the_index_map():
     out = simulate(report(GPT_OSS), engine="sglang", budget_bytes=None, max_model_len=None)
     assert out["configurator"] == "HybridSWAPoolConfigurator"
     assert any("8 B per full token" in a for a in out["assumptions"])
+
+
+def test_sglang_sm100_asymmetric_kv_takes_fa4_and_page_128():
+    data = json.loads((FIXTURES / "meta-llama__Meta-Llama-3.1-8B" / "config.json").read_text())
+    r = inspect_config({**data, "head_dim": 192, "v_head_dim": 128}, model="asymmetric")
+    out = simulate(r, engine="sglang", budget_bytes=None, max_model_len=None, compute_capability="10.0")
+    assert out["bytes_per_token"] == 32 * 8 * (192 + 128) * 2 == 163840  # K rows 192 wide, V rows 128
+    assert out["page_size"] == 128  # has_asymmetric_kv → fa4 → page 128

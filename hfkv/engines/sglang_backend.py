@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from hfkv.specs import FullAttention, IndexerKeys, LayerSpec, MLALatent
+from hfkv.specs import ChunkedLocal, FullAttention, IndexerKeys, LayerSpec, MLALatent, SlidingWindow
 
 from . import capability_major
 
@@ -107,8 +107,10 @@ def sm100_plan(archs: list[str], layers: list[LayerSpec], kv: str, mla: bool, wa
 
 
 def asymmetric(part: Any) -> bool:
-    """K and V rows of different widths (trtllm_mha needs them equal; SGLang picks fa4)."""
-    return isinstance(part, FullAttention) and part.v_head_dim is not None and part.v_head_dim != part.head_dim
+    """K and V rows of different widths, full or windowed (``ModelConfig.has_asymmetric_kv``: trtllm_mha
+    needs them equal, so SGLang picks fa4)."""
+    return (isinstance(part, (FullAttention, SlidingWindow, ChunkedLocal)) and part.v_head_dim is not None
+            and part.v_head_dim != part.head_dim)
 
 
 def dsa_kv_dtype(report: Any, sm: int, warnings: list[str]) -> str:
