@@ -35,6 +35,20 @@ DRAFTS = (
     "MistralLarge3ForCausalLMEagle", "MuseGlimmerAssistantModel", "NemotronHForCausalLMMTP",
     "Qwen2ForCausalLMEagle", "Qwen3DSparkModel", "Qwen3MoeForCausalLMMTP", "Qwen3NextForCausalLMMTP",
     "Qwen3_5ForCausalLMMTP", "Qwen4ExpForCausalLMMTP", "Step3p5MTP",
+    # vLLM 0.33.0's _SPECULATIVE_DECODING_MODELS
+    "BailingMoeV25MTPModel", "BailingMoeV3MTPModel", "DFlashMuseGlimmerAssistantModel",
+    "DFlashQwen3XPressModel", "DSparkV41DraftModel", "DeepSeekMTPModel", "DeepSeekV4MTPModel",
+    "DeepseekV32MTPModel", "Dots3NoteMTPModel", "Eagle3DeepseekV3ForCausalLM", "Eagle3LlamaForCausalLM",
+    "Eagle3MiniMaxM2ForCausalLM", "Eagle3Qwen2_5vlForCausalLM", "Eagle3Qwen3ForCausalLM",
+    "Eagle3Qwen3vlForCausalLM", "EagleCohereForCausalLM", "EagleDeepSeekMTPModel", "EagleLlama4ForCausalLM",
+    "EagleLlamaForCausalLM", "EagleMiniCPMForCausalLM", "EagleMistralForCausalLM",
+    "EagleMistralLarge3ForCausalLM", "ErnieMTPModel", "Exaone4_5_MTP", "ExaoneMoeMTP", "Gemma4DSparkModel",
+    "Gemma4MTPModel", "Glm4MoeLiteMTPModel", "Glm4MoeMTPModel", "Glm5NextMTPModel", "GlmOcrMTPModel",
+    "HYV3MTPModel", "HYV4MTPModel", "InklingMTPModel", "InternS2MobiusMTP", "K3DSparkModel",
+    "KimiK3MTPModel", "LongCatFlashMTPModel", "MiMoMTPModel", "MiMoV2MTPModel", "MiMoV2OmniMTPModel",
+    "MiniMaxM3MTP", "MuseSparkDSparkModel", "NemotronHMTPModel", "OpenPanguMTPModel", "PEagleDraftModel",
+    "ParseAuxMTPModel", "PeagleLlamaForCausalLM", "PeagleQwen3ForCausalLM", "Qwen3NextMTP",
+    "Qwen3OmniDSparkModel", "Qwen3XPressModel", "Qwen3_5MTP", "Qwen3_5MoeMTP", "Qwen4ExpMTP", "Step5MTP",
 )
 DIFFUSION = ("LLaDA2MoeModelLM", "SDARForCausalLM", "SDARMoeForCausalLM", "DiffusionGemmaForBlockDiffusion")
 ENCODERS = ("CLIPModel", "PixtralVisionModel")
@@ -44,7 +58,7 @@ BACKENDS = (
     "TransformersMultiModalEmbeddingModel", "TransformersMultiModalMoEEmbeddingModel",
     "TransformersForSequenceClassification", "TransformersMoEForSequenceClassification",
     "TransformersMultiModalForSequenceClassification", "TransformersMultiModalMoEForSequenceClassification",
-    "MindSporeForCausalLM",
+    "MindSporeForCausalLM", "ExtractHiddenStatesModel",
 )
 # Layouts read in the engines' model files but not modelled: architecture -> what is missing.
 UNMODELLED = {

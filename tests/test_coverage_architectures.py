@@ -94,3 +94,10 @@ def test_a_report_imports_only_the_family_module_it_needs():
     loaded = set(out.stdout.split())
     assert "qwen" in loaded and "generic" in loaded  # the config's family (minicpmv) and the fallback
     assert not loaded & {"gemma", "nemotron", "deepseek_v4", "minimax", "multimodal", "refusals"}, loaded
+
+
+def test_vllm_draft_architectures_are_refused_by_name():
+    drafts = {arch for arch, (registry, _) in vllm_architectures().items() if registry == "speculative_decoding"}
+    known = known_architectures()
+    assert drafts and not drafts - set(known), sorted(drafts - set(known))
+    assert all(known[arch].refusal(arch) for arch in drafts)
