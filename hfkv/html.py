@@ -28,16 +28,22 @@ from .units import format_bytes, format_tokens
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 REFERENCE_GPU = "H200-141GB"  # the index's B_max column, when a report carries GPU budgets for it
+# Colours are also set through Gradio's own variables (its ``.prose *`` rule colours every element
+# with ``--body-text-color``): the report stays a light card, readable in the page's dark theme too.
 STYLE = """
-.hfkv { font-family: system-ui, sans-serif; color: #1b1b1b; max-width: 1100px; line-height: 1.4; }
+.hfkv { font-family: system-ui, sans-serif; color: #1b1b1b; background: #fff; max-width: 1100px; line-height: 1.4;
+  padding: 0.4em 0.8em; border-radius: 6px; --body-text-color: #1b1b1b; --link-text-color: #0b57d0;
+  --link-text-color-visited: #6a3d9a; --link-text-color-hover: #0b57d0; --link-text-color-active: #0b57d0; }
+.hfkv .hfkv { padding: 0; }
 .hfkv h1, .hfkv h2 { margin: 0.2em 0; } .hfkv h1 { font-size: 1.5em; } .hfkv h2 { font-size: 1.15em; margin-top: 1em; }
-.hfkv .meta { color: #555; margin: 0.2em 0; }
+.hfkv .meta { color: #555; --body-text-color: #555; margin: 0.2em 0; }
 .hfkv .headline { font-size: 1.1em; font-weight: 600; padding: 0.5em 0.8em; background: #eef5ff;
   border-left: 4px solid #0072B2; margin: 0.6em 0; }
 .hfkv table { border-collapse: collapse; margin: 0.4em 0; }
 .hfkv th, .hfkv td { border: 1px solid #ccc; padding: 0.25em 0.6em; vertical-align: top; }
 .hfkv th { background: #f3f3f3; text-align: left; } .hfkv td.num { text-align: right; font-variant-numeric: tabular-nums; }
-.hfkv .warning { color: #7a4a00; } .hfkv .error { color: #a00000; font-weight: 600; padding: 0.5em 0.8em;
+.hfkv .warning { color: #7a4a00; --body-text-color: #7a4a00; }
+.hfkv .error { color: #a00000; --body-text-color: #a00000; font-weight: 600; padding: 0.5em 0.8em;
   background: #fff0f0; border-left: 4px solid #a00000; }
 .hfkv .charts { display: flex; flex-wrap: wrap; gap: 1em; } .hfkv svg.hfkv-chart { width: 540px; max-width: 100%; height: auto; }
 .hfkv code { background: #f3f3f3; padding: 0 0.3em; }

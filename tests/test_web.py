@@ -356,6 +356,16 @@ def test_browser_errors_token_and_hostile_upload(server, driver, fake_hub, tmp_p
 
 
 @browser
+def test_browser_dark_theme_keeps_the_report_readable(server, driver):
+    driver.get(server + Form(model=LLAMA).query_string() + "&__theme=dark")
+    wait_for(driver, "#hfkv-headline")
+    colours = driver.execute_script(
+        "const s = e => getComputedStyle(document.querySelector(e));"
+        "return [s('#hfkv-headline').color, s('#hfkv-report td.num').color, s('#hfkv-report div.hfkv').backgroundColor];")
+    assert colours == ["rgb(27, 27, 27)", "rgb(27, 27, 27)", "rgb(255, 255, 255)"]  # dark text on the white card
+
+
+@browser
 def test_browser_compare_view(server, driver):
     driver.get(server + Form(compare=f"{LLAMA},openai/gpt-oss-120b", budget="60GiB").query_string())
     table = wait_for(driver, "#hfkv-compared table.compare")
