@@ -104,9 +104,23 @@ def run_hfkv(row: dict):
     return out, None
 
 
-def refused_like_vllm(err) -> bool:
-    """A refusal that names vLLM's reason, or hfkv's own refusal of the model (nothing printed either way)."""
-    return isinstance(err, ModelRefused) or (err is not None and "vLLM" in str(err))
+REASON_CHARS = 36  # how much of vLLM's own message hfkv's refusal must repeat
+
+
+def vllm_reason(error: str) -> str:
+    """The start of vLLM's own message inside the oracle's error text (pydantic's wrapper dropped)."""
+    text = error.split("Value error, ", 1)[-1] if "Value error, " in error else error
+    text = text.split(": ", 1)[1] if text.split(": ", 1)[0].endswith("Error") else text
+    return text.strip().splitlines()[0][:REASON_CHARS]
+
+
+def refused_like_vllm(err, error: str | None = None) -> bool:
+    """A refusal that repeats vLLM's reason (``error``: the row's), or hfkv's own refusal of the model."""
+    if isinstance(err, ModelRefused):
+        return True
+    if err is None or "vLLM" not in str(err):
+        return False
+    return error is None or vllm_reason(error) in str(err)
 
 
 def fit_error(row: dict) -> bool:
@@ -119,13 +133,13 @@ def mismatches(row: dict, out: dict | None, err: HfkvError | None) -> list[str]:
     if error and not fit_error(row):
         if err is None:
             return [f"vLLM refuses ({error.splitlines()[0][:120]}) but hfkv answers"]
-        if not refused_like_vllm(err):
-            return [f"hfkv refuses without naming vLLM's reason: {err}"]
+        if not refused_like_vllm(err, error):
+            return [f"hfkv refuses without vLLM's reason ({vllm_reason(error)!r}): {err}"]
         return []
     if row.get("num_groups") == 0:  # vLLM serves no generation model: no KV cache at all
         return [] if refused_like_vllm(err) else [f"vLLM allocates no KV groups; hfkv: {out or err}"]
     if fit_error(row):
-        if err is None or getattr(err, "details", None) is None:
+        if err is None or getattr(err, "details", None) is None or "To serve at least one request" not in str(err):
             return [f"vLLM refuses (one request does not fit) but hfkv says {out or err}"]
         out = err.details
     elif err is not None:
