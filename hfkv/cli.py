@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import click
 
+from . import __version__
 from .errors import HfkvError, UsageError
 from .units import parse_size, parse_token_list, parse_tokens
 
@@ -226,7 +227,7 @@ class DefaultGroup(click.Group):
     cls=DefaultGroup,
     context_settings={"help_option_names": ["-h", "--help"], "ignore_unknown_options": True},
 )
-@click.version_option(package_name="hfkv")
+@click.version_option(__version__, package_name="hfkv")  # no importlib.metadata lookup at start
 def main() -> None:
     """KV-cache and state memory of Hugging Face models, from config.json alone.
 
