@@ -30,7 +30,7 @@ from hfkv.specs import (
     SlidingWindow,
 )
 
-from . import VERSIONS, capability_major, number, printed
+from . import VERSIONS, capability_major, context_length, number, printed
 from . import vllm_backends as backends
 from . import vllm_dsv4
 from .vllm_groups import Group, Spec, block_size, make_groups
@@ -344,7 +344,10 @@ def simulate(report: Any, *, budget_bytes: int | None, max_model_len: int | None
     if knobs["speculative_draft_layers"]:
         assumptions.append("--speculative-draft-layers is not modelled in vLLM mode (its draft layers join the KV "
                            "cache groups): figures are for the target model alone")
-    length = max_model_len if max_model_len is not None else default_max_model_len(report, assumptions)
+    if max_model_len is not None:
+        length = context_length(report, max_model_len, assumptions)  # checks it is positive
+    else:
+        length = default_max_model_len(report, assumptions)
     kv = kv_dtype(report, assumptions)
     assumptions.append(f"KV dtype {kv} (vLLM 'auto' = model dtype or the checkpoint's declared fp8)")
     if any(isinstance(p, CompressedKV) for layer in report.layer_specs for p in layer.parts):
