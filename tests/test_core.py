@@ -331,3 +331,19 @@ def test_a_claimed_depth_of_100000_layers_gives_a_bounded_report():
     assert data["alpha_bytes_per_token"] == 100_000 * 8 * 2 * 128 * 2  # every layer counted: 409,600,000
     assert len(json.dumps(data, indent=2)) < 1_000_000  # was 26-44 MB: the listing is bounded
     assert any("layers[] lists the first 1,024" in note for note in data["notes"])
+
+
+def test_bad_options_are_one_line_usage_errors_naming_the_option():
+    from hfkv import UsageError, inspect_config
+
+    for knobs, text in (
+        ({"contexts": (10**13,)}, "contexts (--context): 10,000,000,000,000 tokens is past 1,099,511,627,776 (2^40)"),
+        ({"tensor_parallel_size": 0}, "tensor_parallel_size (--tensor-parallel-size): 0 is below the minimum 1"),
+        ({"budget_bytes": "lots"}, "budget_bytes (--budget): a whole number, not 'lots'"),
+        ({"tensorparallel": 8}, "unknown option(s) tensorparallel"),
+    ):
+        with pytest.raises(UsageError) as err:
+            inspect_config(LLAMA_LIKE, **knobs)
+        assert text in str(err.value) and "\n" not in str(err.value), str(err.value)
+        assert "validation error" not in str(err.value)
+    assert inspect_config(LLAMA_LIKE, contexts=[4096.0], tensor_parallel_size=2.0).contexts[0].tokens == 4096
