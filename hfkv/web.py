@@ -318,7 +318,7 @@ def build_app(hub: Any = None) -> Any:
             tp = gr.Number(1, precision=0, minimum=1, label="TP (tensor parallel)", elem_id="hfkv-tp")
             dp = gr.Number(1, precision=0, minimum=1, label="DP (replicas)", elem_id="hfkv-dp")
             gpu = gr.Dropdown([NO_GPU, *gpus.names()], value=NO_GPU, label="GPU preset", elem_id="hfkv-gpu")
-            budget = gr.Textbox(label="KV budget per GPU", placeholder="e.g. 60GiB (else from the GPU)", elem_id="hfkv-budget")
+            budget = gr.Textbox(label="KV budget per GPU", placeholder="e.g. 60GiB", elem_id="hfkv-budget")
             contexts = gr.Textbox(label="contexts", placeholder="4k,32k,128k", elem_id="hfkv-contexts")
         with gr.Tabs() as tabs:
             with gr.Tab("Report", id="report"):

@@ -315,18 +315,26 @@ def test_browser_report_from_typed_id(server, driver, fake_hub, hub_cache):
 
 @browser
 def test_browser_link_reproduces_the_page_with_engines(server, driver, fake_hub, hub_cache):
-    query = Form(model=DEEPSEEK, kv_cache_dtype="fp8", tp=8, gpu="H200-141GB").query_string()
+    # DeepSeek-V3.2's config with 689e9 fp8 weights in the Hub's safetensors metadata.
+    repo = "demo/DeepSeek-V3.2"
+    fake_hub.add_fixture(repo, folder="deepseek-ai__DeepSeek-V3.2",
+                         safetensors={"model.safetensors": {"w": ("F8_E4M3", [689 * 10**9])}})
+    query = Form(model=repo, kv_cache_dtype="fp8", tp=8, gpu="H200-141GB").query_string()
     driver.get(server + query)
     wait_for(driver, "#hfkv-headline")
     driver.save_screenshot(str(SHOTS / "hfkv-web-link.png"))
     assert shown(driver, '[data-field="alpha_bytes_per_token"]') == ["48,068 B (46.94 KiB)"]  # 61 × (656 + 132)
+    # KV budget per GPU: ceil(141 GiB × 0.92) − 689e9 / 8 = 139,285,789,410 − 86,125,000,000 = 53,160,789,410 B
+    # (49.51 GiB); at 160K a request holds 163,840 × 48,068 = 7,875,461,120 B → 6 requests (6.75).
+    assert shown(driver, "#hfkv-headline") == ["On 8 × H200-141GB (TP 8, 1 replica): KV budget 49.51 GiB per GPU "
+                                               "→ 6 requests at 160K per replica"]
     assert wait_for(driver, "#hfkv-link").get_attribute("href") == server + query
-    assert shown(driver, "#hfkv-cli") == ["hfkv deepseek-ai/DeepSeek-V3.2 --kv-cache-dtype fp8 --tp 8 --gpu H200-141GB:8"]
+    assert shown(driver, "#hfkv-cli") == [f"hfkv {repo} --kv-cache-dtype fp8 --tp 8 --gpu H200-141GB:8"]
     engines = []
     for name in ("sglang", "vllm"):
-        report = hfkv.inspect(DEEPSEEK, hub=HubClient(endpoint=fake_hub.url, cache_dir=hub_cache, token=SENTINEL),
+        report = hfkv.inspect(repo, hub=HubClient(endpoint=fake_hub.url, cache_dir=hub_cache),
                               kv_cache_dtype="fp8", tensor_parallel_size=8)
-        engines.append(enrich(report, gpu="H200-141GB:8", engine=name).extra["engine"])
+        engines.append(enrich(report, gpu="H200-141GB:8", engine=name, weights_bytes=689 * 10**9).extra["engine"])
     assert shown(driver, '[data-field="engine.kv_cache_tokens"]') == [f"{e['kv_cache_tokens']:,}" for e in engines]
     assert shown(driver, '[data-field="engine.bytes_per_token"]') == ["48,068", "48,068"]
 
