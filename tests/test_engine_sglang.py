@@ -333,3 +333,13 @@ def test_sglang_sm100_asymmetric_kv_takes_fa4_and_page_128():
     out = simulate(r, engine="sglang", budget_bytes=None, max_model_len=None, compute_capability="10.0")
     assert out["bytes_per_token"] == 32 * 8 * (192 + 128) * 2 == 163840  # K rows 192 wide, V rows 128
     assert out["page_size"] == 128  # has_asymmetric_kv → fa4 → page 128
+
+
+def test_sglang_architectures_its_config_classes_rename_are_native():
+    # configs/olmo3.py: Olmo3ForCausalLM → Olmo2ForCausalLM; configs/deepseek_v41.py: DeepseekV41 → DeepseekV4
+    out = simulate(report("allenai__Olmo-3-7B-Instruct-transformers-defaults"), engine="sglang", budget_bytes=None,
+                   max_model_len=None)
+    assert out["warnings"] == []
+    out = simulate(report("deepseek-ai__DeepSeek-V4.1-synthetic"), engine="sglang", budget_bytes=None,
+                   max_model_len=None)
+    assert out["configurator"] == "DSV4PoolConfigurator"

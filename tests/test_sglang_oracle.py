@@ -151,7 +151,8 @@ def test_per_token_figures_match_sglang(row):
 @pytest.mark.parametrize("row", params("budget"))
 def test_pool_sizes_for_a_budget_match_sglang(row):
     if row["status"] != "ok" or "max_total_num_tokens" not in row:
-        pytest.fail(f"stored budget row without pool sizes: {row_id(row)} {row.get('budget_error') or row.get('error')}")
+        reason = row.get("budget_error") or row.get("error")
+        pytest.fail(f"stored budget row without pool sizes: {row_id(row)} {reason}")
     try:
         out = run(row, budget=row["budget_bytes"], max_model_len=row["context_len"])
     except HfkvError as err:

@@ -25,6 +25,11 @@ from .archs import sglang_architectures
 from .sglang_fallback import BACKEND_COMPATIBLE, BACKEND_INCOMPATIBLE, COVERED_SUFFIXES, TRANSFORMERS_VERSION
 
 PREFIX = "SGLang 0.5.23 cannot serve this model"
+# SGLang's own config classes rename these architectures to a native one before the registry lookup.
+ARCHITECTURE_ALIASES = {
+    "DeepseekV41ForCausalLM": "DeepseekV4ForCausalLM",  # configs/deepseek_v41.py
+    "Olmo3ForCausalLM": "Olmo2ForCausalLM",  # configs/olmo3.py
+}
 
 
 def check(report: Any) -> list[str]:
@@ -36,7 +41,7 @@ def check(report: Any) -> list[str]:
 
 def fallback_warnings(report: Any) -> list[str]:
     """The transformers-fallback verdict for a config whose architectures SGLang has no class for."""
-    archs = [a for a in (report.architectures or []) if not a.startswith("Transformers")]
+    archs = [ARCHITECTURE_ALIASES.get(a, a) for a in (report.architectures or []) if not a.startswith("Transformers")]
     native = sglang_architectures()
     if not archs or any(a in native for a in archs):
         return []
