@@ -24,7 +24,8 @@ from .registry import register
         "hunyuan_v1_moe", "bailing_moe", "exaone", "persimmon", "codegen", "gpt_neo", "xverse", "step3",
         "openelm", "granitemoeshared", "grok-1", "hyperclovax", "orion", "solar", "minicpm", "molmo",
         "glm4v", "glm4v_text", "glm4v_moe", "glm4v_moe_text", "phi3_v", "phi4mm", "internlm3", "molmo2",
-        "molmo2_text",
+        "molmo2_text", "aria_text", "cohere_compass_text", "cosmos3_edge_text", "ernie4_5_vl_moe_text",
+        "glm_ocr_text", "granite4_vision_text", "paddleocr_vl_text",
     ),
     architectures=(
         "LLaMAForCausalLM", "RWForCausalLM", "ChatGLMModel", "MPTForCausalLM", "ArceeForCausalLM",

@@ -92,8 +92,9 @@ _ARCHITECTURES = {
     "MuseGlimmerForConditionalGeneration": "muse_glimmer", "Olmo3ForCausalLM": "olmo3", "Plamo3ForCausalLM": "plamo3",
     "Rnj1ForCausalLM": "rnj1", "Spark2_5ForCausalLM": "spark2_5", "XllmForCausalLM": "xllm",
 }
-# Wrappers whose text model is one of the rows (EXAONE 4.5: an exaone4 text_config).
-_WRAPPER_TYPES = {"exaone4_5": "exaone4"}
+# Wrappers whose text model is one of the rows (EXAONE 4.5: an exaone4 text_config; EmbeddingGemma 2's
+# text model is Gemma 3's).
+_WRAPPER_TYPES = {"exaone4_5": "exaone4", "embedding_gemma2_text": "gemma3_text"}
 
 
 def _row(cfg: ConfigView) -> str:

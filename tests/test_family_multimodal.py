@@ -191,3 +191,20 @@ def test_bytes_per_token_match_the_engines_own_code(folder, tp):
 def test_lfm2_embedding_state_matches_sglang():
     assert inspect(load("LiquidAI__LFM2.5-Embedding-350M")).gamma_bytes_per_request == 40960
     assert inspect(load("LiquidAI__LFM2.5-Embedding-350M"), tensor_parallel_size=8).gamma_bytes_per_request == 5120
+
+
+@pytest.mark.parametrize("model_type", [
+    "aria", "cohere_compass", "cosmos3_edge", "ernie4_5_vl_moe", "glm_ocr", "granite4_vision", "paddleocr_vl",
+])
+def test_wrapper_text_models_are_named_dense_families(model_type):
+    """transformers' defaults of each wrapper: the text model is plain GQA on every layer, so
+    α = L × 2 × K × head_dim × 2 B from its text_config (head_dim = hidden / heads when absent)."""
+    transformers = pytest.importorskip("transformers")
+    data = transformers.CONFIG_MAPPING[model_type]().to_dict()
+    text = data["text_config"]
+    heads, kv = text["num_attention_heads"], text.get("num_key_value_heads") or text["num_attention_heads"]
+    dim = text.get("head_dim") or text["hidden_size"] // heads
+    rep = inspect(data)
+    assert rep.mapper == "dense.dense"
+    assert rep.alpha_bytes_per_token == text["num_hidden_layers"] * 2 * kv * dim * 2
+    assert not any(w.startswith("estimate") for w in rep.warnings)
