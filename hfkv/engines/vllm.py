@@ -30,11 +30,14 @@ from hfkv.specs import (
     SlidingWindow,
 )
 
-from . import VERSIONS, capability_major, context_length, number, printed
+from . import capability_major, context_length, number, printed
 from . import vllm_backends as backends
 from . import vllm_dsv4
+from .vllm_backends import choose_backend, is_dsa, sparse_128
 from .vllm_groups import Group, Spec, block_size, make_groups
-from .vllm_models import default_max_model_len, refusal
+from .vllm_models import VllmRefusal, default_max_model_len, refusal
+
+__all__ = ["VllmRefusal", "simulate"]
 
 DEFAULT_MAX_NUM_BATCHED_TOKENS = 8192  # get_batch_defaults: API server, >=70 GiB non-A100 GPU
 # Packed fp8 / fp4 latents of the FlashMLA-sparse backend (DSA), engines.md §2.2d.
@@ -48,19 +51,6 @@ SSM_FROM_CONFIG_MODEL_TYPE_PREFIXES = ("qwen3_5",)  # Qwen3_5ForConditionalGener
 FP32_STATE_VARIANTS = frozenset({"kda"})  # KDA recurrent state
 # falcon.py builds its rotary Attention without the cache config: KV stays in the model dtype.
 MODEL_DTYPE_KV_MODEL_TYPES = frozenset({"falcon"})
-# minimax_m3.py: MSA kernels page by 128 tokens and the index cache stays in the model dtype.
-SPARSE_128_ARCH_PREFIXES = ("MiniMaxM3",)
-SPARSE_128_BLOCK = 128
-# model_arch_config_convertor.py is_mm_prefix_lm: top-level model types (Gemma 4: the text config's flag).
-MM_PREFIX_MODEL_TYPES = frozenset({"bagel", "gemma3", "molmo2", "moondream3", "paligemma"})
-
-
-class VllmRefusal(UnsupportedModelError):
-    """vLLM would refuse to start; ``details`` holds the figures it computed first (or None)."""
-
-    def __init__(self, reason: str, details: dict | None = None) -> None:
-        super().__init__(f"vLLM {VERSIONS['vllm']} would refuse to start: {reason}")
-        self.details = details
 
 
 # -- specs --------------------------------------------------------------------------------------
@@ -110,16 +100,6 @@ def state_variant(part: Any) -> str:
     if isinstance(part, LinearAttentionState):
         return part.variant
     return "conv"
-
-
-def sparse_128(report: Any) -> bool:
-    return any(a.startswith(SPARSE_128_ARCH_PREFIXES) for a in report.architectures or [])
-
-
-def is_dsa(report: Any) -> bool:
-    """DeepSeek sparse attention: an indexer next to an MLA latent (MiniMax-M3's MSA is not one)."""
-    parts = [p for layer in report.layer_specs for p in layer.parts]
-    return any(isinstance(p, IndexerKeys) for p in parts) and any(isinstance(p, MLALatent) for p in parts)
 
 
 def part_spec(part: Any, report: Any, kv: str, knobs: dict, packed: bool) -> Spec | None:
@@ -200,61 +180,6 @@ def promote_local(specs: list[Spec], knobs: dict, assumptions: list[str]) -> lis
     if knobs["disable_hybrid_kv_cache_manager"] and any(s.kind in ("sliding", "chunked") for s in specs):
         assumptions.append("hybrid KV cache manager disabled: sliding layers get full KV")
     return out
-
-
-# -- backend ------------------------------------------------------------------------------------
-
-
-def query_heads(report: Any) -> int | None:
-    config = report.config or {}
-    heads = config.get("num_attention_heads")
-    return heads // report.tensor_parallel_size if isinstance(heads, int) else None
-
-
-def mm_prefix(report: Any) -> bool:
-    """is_mm_prefix_lm: bidirectional attention over image positions (model_arch_config_convertor.py)."""
-    if report.model_type in MM_PREFIX_MODEL_TYPES:
-        return True
-    return str(report.model_type or "").startswith("gemma4") and \
-        (report.config or {}).get("use_bidirectional_attention") == "vision"
-
-
-def alibi(report: Any) -> bool:
-    """ALiBi position bias (BLOOM; Falcon/MPT with ``alibi``): FlashAttention falls back to FA2 for it."""
-    config = report.config or {}
-    return report.model_type == "bloom" or config.get("alibi") is True
-
-
-def capability_tuple(knobs: dict) -> tuple[int, int]:
-    major, minor = knobs["compute_capability"].split(".")
-    return int(major), int(minor)
-
-
-def choose_backend(report: Any, specs: list[Spec], kv: str, knobs: dict) -> backends.Backend | None:
-    attention = [s for s in specs if s.kind != "mamba"]
-    if not attention:
-        return None
-    major = capability_major(knobs)
-    mla = any(s.mla for s in attention)
-    if is_dsa(report) and major not in backends.SPARSE_MLA_MAJORS:
-        raise VllmRefusal(f"No valid attention backend found for cuda (sparse MLA backends run on SM "
-                          f"{'/'.join(f'{m}x' for m in backends.SPARSE_MLA_MAJORS)}, not "
-                          f"{knobs['compute_capability']})")
-    mixed = str(report.model_type or "").startswith("gemma4") and len({s.head_dim for s in attention}) > 1
-    backend = backends.choose(major=major, mla=mla, dsa=is_dsa(report), kv=kv,
-                              max_head=max(s.head_dim for s in attention), query_heads=query_heads(report),
-                              mm_prefix=mm_prefix(report), mixed_heads=mixed)
-    if backend.name == "FLASH_ATTN" and alibi(report) and kv in ("fp8", "fp4"):
-        raise VllmRefusal("FlashAttention does not support fp8 kv-cache on this device. (ALiBi runs FA2, which "
-                          "takes no fp8 KV cache)")
-    triton = {"TRITON_MLA": "Triton MLA", "TRITON_ATTN": "Triton attention"}.get(backend.name)
-    if triton and kv == "fp8" and capability_tuple(knobs) < (8, 9):
-        raise VllmRefusal(f"FP8 KV cache is not supported by the {triton} backend (compute capability "
-                          f"{knobs['compute_capability']}); native FP8 (fp8e4nv) requires SM89+")
-    if sparse_128(report):
-        return backends.Backend("MINIMAX_M3_SPARSE", SPARSE_128_BLOCK, SPARSE_128_BLOCK,
-                                "MiniMax-M3's sparse attention kernels page by 128 tokens")
-    return backend
 
 
 # -- the logged numbers -------------------------------------------------------------------------

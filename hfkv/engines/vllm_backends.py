@@ -18,15 +18,29 @@ default block 16 unless the backend's kernels refuse it, then their smallest siz
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from hfkv.specs import IndexerKeys, MLALatent
+
+from . import capability_major
+from .vllm_models import VllmRefusal
+
+if TYPE_CHECKING:  # vllm_groups imports this module
+    from .vllm_groups import Spec
 
 SPARSE_MLA_BLOCK = 64  # DeepseekV32IndexerBackend / FlashMLA-sparse kernels
 FA4_FP8_HEAD = 512  # head size that sends SM90 fp8 KV to FA4's 64-token pages
 FA4_FP8_BLOCK = 64
 FA4_MAJORS = (9, 10)  # FlashAttention 4 runs on Hopper and Blackwell
-FEW_HEADS = 16
+FEW_HEADS = 16  # SM100 bf16 sparse MLA: FA4 sparse at <= 16 query heads per rank
 SPARSE_MLA_MAJORS = (9, 10, 12)  # FlashMLA-sparse / FA-MLA-sparse (9, 10), FlashInfer-MLA-sparse-SM120 (12)
 MM_PREFIX_SM100_BLOCK = 64  # triton_flashinfer.py kernel_block_sizes
-GDN_FLASHINFER_HEAD = 128  # Blackwell FlashInfer GDN prefill needs head_k_dim 128 (and CUDA 13, as the wheels ship)  # SM100 bf16 sparse MLA: FA4 sparse at <= 16 query heads per rank
+GDN_FLASHINFER_HEAD = 128  # Blackwell FlashInfer GDN prefill needs head_k_dim 128 (and CUDA 13, as the wheels ship)
+# minimax_m3.py: MSA kernels page by 128 tokens and the index cache stays in the model dtype.
+SPARSE_128_ARCH_PREFIXES = ("MiniMaxM3",)
+SPARSE_128_BLOCK = 128
+# model_arch_config_convertor.py is_mm_prefix_lm: top-level model types (Gemma 4: the text config's flag).
+MM_PREFIX_MODEL_TYPES = frozenset({"bagel", "gemma3", "molmo2", "moondream3", "paligemma"})
 
 
 @dataclass(frozen=True)
@@ -116,3 +130,75 @@ def checkpoint_blocks(variant: str, major: int, head_dim: int = 0) -> int:
     if variant == "mamba2":
         return 1  # MambaMixer2.get_kv_cache_spec
     return int(mamba_checkpoint_alignment(variant, major, head_dim) is not None)
+
+
+# -- the model's side: what the choice reads from a report ---------------------------------------
+
+
+def is_dsa(report: Any) -> bool:
+    """DeepSeek sparse attention: an indexer next to an MLA latent (MiniMax-M3's MSA is not one)."""
+    parts = [p for layer in report.layer_specs for p in layer.parts]
+    return any(isinstance(p, IndexerKeys) for p in parts) and any(isinstance(p, MLALatent) for p in parts)
+
+
+def sparse_128(report: Any) -> bool:
+    """MiniMax-M3's MSA: 128-token kernel pages, index keys kept in the model dtype."""
+    return any(a.startswith(SPARSE_128_ARCH_PREFIXES) for a in report.architectures or [])
+
+
+def query_heads(report: Any) -> int | None:
+    config = report.config or {}
+    heads = config.get("num_attention_heads")
+    return heads // report.tensor_parallel_size if isinstance(heads, int) else None
+
+
+def mm_prefix(report: Any) -> bool:
+    """is_mm_prefix_lm: bidirectional attention over image positions (model_arch_config_convertor.py)."""
+    if report.model_type in MM_PREFIX_MODEL_TYPES:
+        return True
+    return str(report.model_type or "").startswith("gemma4") and \
+        (report.config or {}).get("use_bidirectional_attention") == "vision"
+
+
+def alibi(report: Any) -> bool:
+    """ALiBi position bias (BLOOM; Falcon/MPT with ``alibi``): FlashAttention falls back to FA2 for it."""
+    config = report.config or {}
+    return report.model_type == "bloom" or config.get("alibi") is True
+
+
+def capability_tuple(knobs: dict) -> tuple[int, int]:
+    major, minor = knobs["compute_capability"].split(".")
+    return int(major), int(minor)
+
+
+def choose_backend(report: Any, specs: list[Spec], kv: str, knobs: dict) -> Backend | None:
+    """The attention backend vLLM picks on this GPU generation (None for attention-free models);
+    ``VllmRefusal`` where the picked backend cannot run the model."""
+    attention = [s for s in specs if s.kind != "mamba"]
+    if not attention:
+        return None
+    major, dsa = capability_major(knobs), is_dsa(report)
+    if dsa and major not in SPARSE_MLA_MAJORS:
+        raise VllmRefusal(f"No valid attention backend found for cuda (sparse MLA backends run on SM "
+                          f"{'/'.join(f'{m}x' for m in SPARSE_MLA_MAJORS)}, not "
+                          f"{knobs['compute_capability']})")
+    mixed = str(report.model_type or "").startswith("gemma4") and len({s.head_dim for s in attention}) > 1
+    backend = choose(major=major, mla=any(s.mla for s in attention), dsa=dsa, kv=kv,
+                     max_head=max(s.head_dim for s in attention), query_heads=query_heads(report),
+                     mm_prefix=mm_prefix(report), mixed_heads=mixed)
+    check_backend_dtype(report, backend, kv, knobs)
+    if sparse_128(report):
+        return Backend("MINIMAX_M3_SPARSE", SPARSE_128_BLOCK, SPARSE_128_BLOCK,
+                       "MiniMax-M3's sparse attention kernels page by 128 tokens")
+    return backend
+
+
+def check_backend_dtype(report: Any, backend: Backend, kv: str, knobs: dict) -> None:
+    """The KV dtypes the chosen backend refuses at layer build time (flash_attn.py, triton_*.py)."""
+    if backend.name == "FLASH_ATTN" and alibi(report) and kv in ("fp8", "fp4"):
+        raise VllmRefusal("FlashAttention does not support fp8 kv-cache on this device. (ALiBi runs FA2, which "
+                          "takes no fp8 KV cache)")
+    triton = {"TRITON_MLA": "Triton MLA", "TRITON_ATTN": "Triton attention"}.get(backend.name)
+    if triton and kv == "fp8" and capability_tuple(knobs) < (8, 9):
+        raise VllmRefusal(f"FP8 KV cache is not supported by the {triton} backend (compute capability "
+                          f"{knobs['compute_capability']}); native FP8 (fp8e4nv) requires SM89+")

@@ -13,9 +13,19 @@ from __future__ import annotations
 from typing import Any
 
 from hfkv import tfdefaults
+from hfkv.errors import UnsupportedModelError
 from hfkv.specs import CompressedKV
 
+from . import VERSIONS
 from .archs import vllm_architectures
+
+class VllmRefusal(UnsupportedModelError):
+    """vLLM would refuse to start; ``details`` holds the figures it computed first (or None)."""
+
+    def __init__(self, reason: str, details: dict | None = None) -> None:
+        super().__init__(f"vLLM {VERSIONS['vllm']} would refuse to start: {reason}")
+        self.details = details
+
 
 # vllm/model_executor/models/registry.py: _PREVIOUSLY_SUPPORTED_MODELS (architecture -> last version).
 PREVIOUSLY_SUPPORTED = {
