@@ -1,7 +1,7 @@
 """What vLLM 0.33.0 decides about a model before it sizes any cache: whether it serves it at all, and
 its default ``max_model_len``.
 
-``refusal(report, knobs)`` is vLLM's own reason for refusing to start (one line), or None;
+``refusal(report)`` is vLLM's own reason for refusing to start (one line), or None;
 ``default_max_model_len(report, assumptions)`` replays ``_get_and_verify_max_len``
 (``vllm/config/model.py``) and ``derive_max_model_len_and_key``
 (``vllm/transformers_utils/model_arch_config_convertor.py``) over the config with transformers' class
@@ -59,7 +59,7 @@ HEAD_COUNT_KEYS = ("num_attention_heads", "n_head", "n_heads", "num_heads")  # t
 CHATGLM_ARCHS = frozenset({"ChatGLMModel", "ChatGLMForConditionalGeneration"})
 
 
-def refusal(report: Any, knobs: dict) -> str | None:
+def refusal(report: Any) -> str | None:
     """vLLM 0.33.0's reason to refuse this model / TP / KV dtype, or None when it starts."""
     for check in (_architecture_refusal, _head_split_refusal, _chatglm_refusal, _deepseek_v4_refusal):
         reason = check(report)
