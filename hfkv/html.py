@@ -349,8 +349,9 @@ def published(data: dict[str, Any]) -> str:
     return str((data.get("watch") or {}).get("created_at") or "")
 
 
-def index_html(datas: Sequence[dict[str, Any]], pages: Sequence[str]) -> str:
-    """``index.html``: one row per release, newest first, linking to its page."""
+def index_html(datas: Sequence[dict[str, Any]], pages: Sequence[str], failed: Sequence[tuple[str, str]] = ()) -> str:
+    """``index.html``: one row per release, newest first, linking to its page; then the models that
+    have no report yet (``failed``: (repo id, error line) pairs)."""
     from .accounting import max_concurrency
 
     order = sorted(range(len(datas)), key=lambda k: (published(datas[k]), str(datas[k].get("model"))), reverse=True)
@@ -373,10 +374,13 @@ def index_html(datas: Sequence[dict[str, Any]], pages: Sequence[str]) -> str:
             f'<p class="meta">{len(datas)} report(s), newest first. B_max: requests per GPU at each context in the '
             "named KV budget (GPU memory × utilization − weights / TP; activations not subtracted).</p>"
             + table(headers, rows, attrs=' class="releases"'))
+    if failed:
+        body += ("<h2>Not reported yet (retried on the next run)</h2>"
+                 + table(["model", "error"], ([cell(repo), cell(error)] for repo, error in failed), attrs=' class="failed"'))
     return document("hfkv: KV cache of new releases", body)
 
 
-def write_site(folder: str | Path, entries: Iterable[Entry]) -> list[Path]:
+def write_site(folder: str | Path, entries: Iterable[Entry], *, failed: Sequence[tuple[str, str]] = ()) -> list[Path]:
     """Write ``folder/index.html`` and ``folder/<name>.html`` per entry; return the paths written.
 
     ``entries``: ``Report`` objects or report dicts (the JSON form, such as ``hfkv watch``'s
@@ -384,6 +388,7 @@ def write_site(folder: str | Path, entries: Iterable[Entry]) -> list[Path]:
     A page is written from a ``Report`` (exact curves from its layers); a dict entry's page is
     written only when missing, so a page drawn from layers is not replaced by a sampled one. File
     names come from ``watch.safe_name`` and never leave ``folder``; every write is atomic.
+    ``failed``: (repo id, error line) of models without a report, listed after the releases.
     """
     from .watch import atomic_write, inside, safe_name
 
@@ -400,7 +405,7 @@ def write_site(folder: str | Path, entries: Iterable[Entry]) -> list[Path]:
         datas.append(data)
         pages.append(page)
     index = inside(folder, "index.html")
-    atomic_write(index, index_html(datas, pages))
+    atomic_write(index, index_html(datas, pages, failed))
     return written + [index]
 
 
@@ -411,7 +416,8 @@ def write_watch_site(folder: str | Path, models: dict[str, dict[str, Any]],
     ``models``: the watch state's ``models`` map (repo id → entry; ``status == "done"`` entries name
     their report ``file``). ``fresh``: reports built in this poll, by repo id (their pages get exact
     curves); the others are read back from ``folder/<file>.json``. A report file that is missing or
-    unreadable is left out of the site (the Markdown index still lists it).
+    unreadable is left out of the site (the Markdown index still lists it). Models whose report
+    failed (``status == "error"``, retried on the next run) are listed after the releases.
     """
     import json
 
@@ -419,6 +425,7 @@ def write_watch_site(folder: str | Path, models: dict[str, dict[str, Any]],
 
     folder = Path(folder)
     entries: list[Entry] = []
+    failed = [(repo_id, str(entry.get("error", "?"))) for repo_id, entry in models.items() if entry.get("status") == "error"]
     for repo_id, entry in models.items():
         if entry.get("status") != "done":
             continue
@@ -429,4 +436,4 @@ def write_watch_site(folder: str | Path, models: dict[str, dict[str, Any]],
             entries.append(json.loads(inside(folder, f"{entry['file']}.json").read_text(encoding="utf-8")))
         except (OSError, ValueError, KeyError, TypeError):
             continue
-    return write_site(folder, entries)
+    return write_site(folder, entries, failed=failed)

@@ -194,6 +194,7 @@ def test_watch_site_reads_the_watch_folder(tmp_path):
         "meta-llama/Meta-Llama-3.1-8B": {"status": "done", "file": "meta-llama__Meta-Llama-3.1-8B"},
         "openai/gpt-oss-120b": {"status": "done", "file": "openai__gpt-oss-120b"},
         "org/failed": {"status": "error", "error": "network: down"},
+        "org/<b>skipped</b>": {"status": "skipped", "error": "too-large: not retried"},
         "org/lost": {"status": "done", "file": "org__lost"},  # its JSON is gone: left out
         "org/escape": {"status": "done", "file": "../../etc/passwd"},  # never read outside the folder
     }
@@ -202,7 +203,8 @@ def test_watch_site_reads_the_watch_folder(tmp_path):
                                                 "openai__gpt-oss-120b.html"]
     index = (tmp_path / "index.html").read_text()
     assert index.index("openai__gpt-oss-120b.html") < index.index("meta-llama__Meta-Llama-3.1-8B.html")
-    assert "org/failed" not in index and "org/lost" not in index
+    assert "org/lost" not in index and index.count("org/failed") == 1 and "network: down" in index
+    assert "skipped" not in index
     # The fresh report's page has exact curves (a stacked chart), the one read back says it is sampled.
     assert "<polygon" in (tmp_path / "openai__gpt-oss-120b.html").read_text()
     assert "contexts only" in (tmp_path / "meta-llama__Meta-Llama-3.1-8B.html").read_text()

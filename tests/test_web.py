@@ -10,9 +10,11 @@ each assertion, or taken from the engine modes' JSON (themselves checked against
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -51,8 +53,6 @@ def client(fake_hub: Any, hub_cache: str) -> HubClient:
 
 
 def cells(page: str, field: str) -> list[str]:
-    import re
-
     return re.findall(rf'data-field="{re.escape(field)}">([^<]*)<', page)
 
 
@@ -186,39 +186,52 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
+def server_env(hub_url: str, home: Path) -> dict[str, str]:
+    """The server's environment: the fake Hub as HF_ENDPOINT, a cache in ``home``, the token only here."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "HUGGING", "GRADIO_"))}
+    env.update(HF_ENDPOINT=hub_url, HF_HOME=str(home), HF_HUB_CACHE=str(home / "hub"), HF_TOKEN=SENTINEL,
+               HF_HUB_DISABLE_TELEMETRY="1", GRADIO_ANALYTICS_ENABLED="False", PYTHONUNBUFFERED="1")
+    return env
+
+
+@contextlib.contextmanager
+def running(command: list[str], env: dict[str, str], port: int, log_path: Path) -> Iterator[str]:
+    """Run a page server until the block ends; yields its URL once it answers (90 s at most)."""
+    url = f"http://127.0.0.1:{port}/"
+    with open(log_path, "w+") as log:
+        proc = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            deadline = time.monotonic() + 90
+            while True:
+                try:
+                    urllib.request.urlopen(url, timeout=2).close()
+                    break
+                except OSError:
+                    if proc.poll() is not None or time.monotonic() > deadline:
+                        log.seek(0)
+                        pytest.fail(f"{command[1:]} did not start: {log.read()[-2000:]}")
+                    time.sleep(0.3)
+            yield url
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
 @pytest.fixture(scope="module")
 def server(fake_hub_server: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """``hfkv serve`` in a subprocess: the fake Hub as HF_ENDPOINT, a token only in its environment."""
+    """``hfkv serve`` in a subprocess against the fake Hub, which accepts only the server's token."""
     home = tmp_path_factory.mktemp("serve-home")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "HUGGING"))}
-    env.update(HF_ENDPOINT=fake_hub_server.url, HF_HOME=str(home), HF_HUB_CACHE=str(home / "hub"), HF_TOKEN=SENTINEL,
-               HF_HUB_DISABLE_TELEMETRY="1", GRADIO_ANALYTICS_ENABLED="False", PYTHONUNBUFFERED="1")
     token = fake_hub_server.token
     fake_hub_server.token = SENTINEL
     port = _free_port()
-    log = open(home / "serve.log", "w+")
-    proc = subprocess.Popen([sys.executable, "-c", "from hfkv.web import serve_command; serve_command()",
-                             "--port", str(port)], env=env, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}/"
+    command = [sys.executable, "-c", "from hfkv.web import serve_command; serve_command()", "--port", str(port)]
     try:
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                urllib.request.urlopen(url, timeout=2).close()
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    log.seek(0)
-                    pytest.fail(f"hfkv serve did not start: {log.read()[-2000:]}")
-                time.sleep(0.3)
-        yield url
+        with running(command, server_env(fake_hub_server.url, home), port, home / "serve.log") as url:
+            yield url
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
         fake_hub_server.token = token
 
 
@@ -397,3 +410,36 @@ def test_browser_static_report_fetches_nothing(driver, tmp_path):
     driver.save_screenshot(str(SHOTS / "hfkv-web-static.png"))
     assert fetched(driver) == {path.as_uri()}
     assert shown(driver, '[data-field="max_concurrency"]')[0] == "413"  # 60 GiB / 155,713,536 B at 4K
+
+
+# -- the Space -----------------------------------------------------------------------------------
+
+SPACE = Path(__file__).resolve().parents[1] / "space"
+
+
+def front_matter(text: str) -> dict[str, str]:
+    head = text.split("---\n")[1]
+    pairs = (line.split(":", 1) for line in head.strip().splitlines())
+    return {key.strip(): value.strip().strip('"') for key, value in pairs}
+
+
+def test_space_front_matter():
+    meta = front_matter((SPACE / "README.md").read_text(encoding="utf-8"))
+    assert meta["sdk"] == "gradio" and (SPACE / meta["app_file"]).is_file()
+    assert re.fullmatch(r"[0-9]+\.[0-9]+\.[0-9]+", meta["sdk_version"])
+    assert "hfkv" in (SPACE / "requirements.txt").read_text().split()
+    if importlib.util.find_spec("gradio") is not None:  # the Space runs the Gradio major the tests ran
+        from importlib.metadata import version
+
+        assert meta["sdk_version"].split(".")[0] == version("gradio").split(".")[0]
+
+
+@browser
+def test_space_app_serves_the_page(fake_hub_server, tmp_path):
+    port = _free_port()
+    env = server_env(fake_hub_server.url, tmp_path) | {"GRADIO_SERVER_PORT": str(port)}
+    with running([sys.executable, str(SPACE / "app.py")], env, port, tmp_path / "space.log") as url:
+        page = urllib.request.urlopen(url, timeout=10).read().decode()
+        assert "hfkv: KV cache calculator" in page
+        ok = call_api(url, "report", [LLAMA, None, "auto", 1, 1, "(none)", "", ""])
+        assert "131,072 B (128.00 KiB)" in ok  # 32 × 2 × 8 × 128 × 2, as on hfkv serve
