@@ -209,13 +209,17 @@ def test_sglang_native_architecture_gets_no_warning():
 
 
 class Typed:
-    """A report that also says what --kv-cache-dtype was typed (the report itself keeps the resolved one)."""
+    """A report that says which --kv-cache-dtype was typed (``typed``), or, with None, that it does not know."""
 
-    def __init__(self, report, typed: str):
-        self._report, self.kv_cache_dtype_requested = report, typed
+    def __init__(self, report, typed: str | None):
+        self._report, self.kv_cache_dtype_requested, self.options = report, typed, None
 
     def __getattr__(self, name):
         return getattr(self._report, name)
+
+
+def untyped(report):
+    return Typed(report, None)
 
 
 def test_sglang_dsv4_with_typed_bf16_is_refused():
@@ -225,7 +229,7 @@ def test_sglang_dsv4_with_typed_bf16_is_refused():
 
 
 def test_sglang_dsv4_16_bit_kv_not_known_as_typed_is_sized_as_auto_with_a_warning():
-    out = simulate(report("deepseek-ai__DeepSeek-V4-Flash", kv_cache_dtype="bf16"), engine="sglang",
+    out = simulate(untyped(report("deepseek-ai__DeepSeek-V4-Flash", kv_cache_dtype="bf16")), engine="sglang",
                    budget_bytes=None, max_model_len=None)
     assert out["bytes_per_token"] == 7086.75  # the fp8 rows of test_sglang_dsv4_bytes_per_full_token
     assert any("create_buffer" in w for w in out["warnings"])
@@ -269,10 +273,15 @@ def test_sglang_sm100_page_sizes():
 
 
 def test_sglang_sm100_dsa_auto_is_fp8_with_the_raw_latent():
-    out = sm(V32, "10.0")
+    typed_auto = Typed(report(V32), "auto")
+    out = simulate(typed_auto, engine="sglang", budget_bytes=None, max_model_len=None, compute_capability="10.0")
     # auto → fp8_e4m3 on SM100 (no learnable sink); trtllm's raw layout: 61 × (512 + 64 + 132 indexer) = 43188
     assert out["bytes_per_token"] == 61 * (576 + 132) == 43188
     assert out["page_size"] == 64
+    assert out["warnings"] == []
+    unknown = untyped(report(V32, kv_cache_dtype="bf16"))  # bf16 resolved, but typed or auto? sized as auto
+    out = simulate(unknown, engine="sglang", budget_bytes=None, max_model_len=None, compute_capability="10.0")
+    assert out["bytes_per_token"] == 43188
     assert any("does not say which was given" in w for w in out["warnings"])
     typed = Typed(report(V32, kv_cache_dtype="bf16"), "bf16")
     out = simulate(typed, engine="sglang", budget_bytes=None, max_model_len=None, compute_capability="10.0")
@@ -343,3 +352,17 @@ def test_sglang_architectures_its_config_classes_rename_are_native():
     out = simulate(report("deepseek-ai__DeepSeek-V4.1-synthetic"), engine="sglang", budget_bytes=None,
                    max_model_len=None)
     assert out["configurator"] == "DSV4PoolConfigurator"
+
+
+def test_sglang_context_length_is_its_get_context_length():
+    data = json.loads((FIXTURES / "meta-llama__Meta-Llama-3.1-8B" / "config.json").read_text())
+    yarn = {**data, "max_position_embeddings": 32768, "rope_scaling": {"rope_type": "yarn", "factor": 4.0}}
+    out = simulate(inspect_config(yarn, model="yarn"), engine="sglang", budget_bytes=None, max_model_len=None)
+    assert out["context_length"] == 4 * 32768 == 131072  # the factor applies: no original_max_position_embeddings
+    out = simulate(report("meta-llama__Meta-Llama-3.1-8B"), engine="sglang", budget_bytes=None, max_model_len=None)
+    assert out["context_length"] == 131072  # llama3 rope scaling: factor ignored, max_position_embeddings as is
+    out = simulate(report("state-spaces__mamba-2.8b-hf"), engine="sglang", budget_bytes=None, max_model_len=None)
+    assert out["context_length"] == 2048  # no context key at all: get_context_length's default
+    assert any("names no context length" in w for w in out["warnings"])
+    out = simulate(report("meta-llama__Meta-Llama-3.1-8B"), engine="sglang", budget_bytes=None, max_model_len=262144)
+    assert any("SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN" in w for w in out["warnings"])

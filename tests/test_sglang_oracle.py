@@ -127,6 +127,19 @@ def check_index_map_note(row: dict, out: dict) -> None:
             assert any("index map" in a for a in out["assumptions"])
 
 
+NO_CONTEXT_KEY = "names no context length"
+
+
+def check_context_length(row: dict, out: dict) -> None:
+    """SGLang's derived context length, or hfkv's warning that the config names none."""
+    expected = (row.get("model_config") or {}).get("context_len")
+    if expected is None:
+        return
+    if any(NO_CONTEXT_KEY in w for w in out["warnings"]):
+        return  # the config class's default (Gemma 3: 131072) is not in config.json; hfkv says so
+    assert out["context_length"] == expected
+
+
 @pytest.mark.parametrize("row", params("h200") + params("b200"))
 def test_per_token_figures_match_sglang(row):
     if row["status"] != "ok":
@@ -146,6 +159,7 @@ def test_per_token_figures_match_sglang(row):
         pytest.xfail(f"pending: {PENDING_TYPED_DTYPE}")
     check_cell(row, out)
     check_index_map_note(row, out)
+    check_context_length(row, out)
 
 
 @pytest.mark.parametrize("row", params("budget"))
@@ -154,7 +168,11 @@ def test_pool_sizes_for_a_budget_match_sglang(row):
         reason = row.get("budget_error") or row.get("error")
         pytest.fail(f"stored budget row without pool sizes: {row_id(row)} {reason}")
     try:
-        out = run(row, budget=row["budget_bytes"], max_model_len=row["context_len"])
+        out = run(row, budget=row["budget_bytes"])
+        if any(NO_CONTEXT_KEY in w for w in out["warnings"]):  # as the warning says: give the context length
+            out = run(row, budget=row["budget_bytes"], max_model_len=row["context_len"])
+        else:
+            assert out["context_length"] == row["context_len"]
     except HfkvError as err:
         if "LFM2.5-Embedding" in row["config"] and "encoder-only" in str(err):
             pytest.xfail(f"pending: {PENDING_ENCODER_ONLY}")

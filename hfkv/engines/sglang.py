@@ -23,7 +23,7 @@ from hfkv.dtypes import block_scaled_bytes, ceil_div
 from hfkv.errors import UnsupportedModelError
 from hfkv.specs import ChunkedLocal, CompressedKV, FullAttention, IndexerKeys, LayerSpec, MLALatent, SlidingWindow
 
-from . import context_length, number
+from . import number
 from . import sglang_backend, sglang_config, sglang_dsv4, sglang_pools, sglang_support
 
 # configs/model_config.py:is_hybrid_swa_model (engines.md §2.4c): the architectures that get a
@@ -235,8 +235,10 @@ def simulate(report: Any, *, budget_bytes: int | None, max_model_len: int | None
     tp = report.tensor_parallel_size
     plan = sglang_backend.plan(report, layers, knobs, warnings)
     kv = plan.kv
-    assumptions = [*warnings, f"KV dtype {kv} (SGLang 'auto' = model dtype or the checkpoint's declared fp8)", *notes]
-    context = context_length(report, max_model_len, assumptions)
+    context_notes: list[str] = []
+    context = sglang_config.context_length(report, max_model_len, context_notes, warnings)
+    assumptions = [*warnings, f"KV dtype {kv} (SGLang 'auto' = model dtype or the checkpoint's declared fp8)",
+                   *notes, *context_notes]
     radix = knobs["enable_prefix_caching"] is not False
     full, swa, ratio, cell = token_cell(report, layers, plan, knobs, assumptions)
     layout_notes(layers, kv, plan, assumptions)

@@ -9,6 +9,11 @@ differ from the report's:
   config without the key (chatglm-6b, v1) is sized with one KV head per layer.
 - Nemotron-NAS / DeciLM: ``DefaultPoolConfigurator`` sizes ``layer_info.num_effective_layers``
   layers, the no-op (and linear-replaced) attention blocks included, each like an attention block.
+
+``context_length`` is SGLang's ``ModelConfig.context_len``: the given ``--context-length``, else
+``utils/hf_transformers/common.py:get_context_length`` (the first of ``CONTEXT_LENGTH_KEYS``, times a
+rope-scaling factor unless the scaling names ``original_max_position_embeddings`` or is llama3; 2048
+when the config has none of the keys).
 """
 
 from __future__ import annotations
@@ -16,10 +21,45 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from hfkv.errors import UsageError
 from hfkv.specs import FullAttention, LayerSpec
 
 CHATGLM_DEFAULT_GROUPS = 1  # configs/chatglm.py: ChatGLMConfig(multi_query_group_num=1)
 SIZES_EVERY_LAYER = frozenset({"nemotron-nas"})  # uniform cell over num_effective_layers
+CONTEXT_LENGTH_KEYS = ("max_sequence_length", "seq_length", "max_seq_len", "model_max_length",
+                       "max_position_embeddings")
+DEFAULT_CONTEXT_LENGTH = 2048
+
+
+def context_length(report: Any, max_model_len: int | None, assumptions: list[str], warnings: list[str]) -> int:
+    """SGLang's context length (module docstring); warnings where SGLang would object or hfkv guesses."""
+    derived = derived_context_length(report.config or {}, getattr(report, "max_position_embeddings", None))
+    if max_model_len is not None:
+        if max_model_len < 1:
+            raise UsageError(f"--max-model-len must be positive, got {max_model_len}")
+        if derived is not None and max_model_len > derived:
+            warnings.append(f"SGLang refuses a context length above the model's derived {derived} unless "
+                            "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1 is set")
+        return max_model_len
+    if derived is None:
+        warnings.append(f"the config names no context length: SGLang takes its config class's default, or "
+                        f"{DEFAULT_CONTEXT_LENGTH}; {DEFAULT_CONTEXT_LENGTH} is assumed (--max-model-len sets it)")
+        return DEFAULT_CONTEXT_LENGTH
+    assumptions.append(f"context length {derived} (SGLang's get_context_length of the config)")
+    return derived
+
+
+def derived_context_length(config: dict, max_positions: int | None) -> int | None:
+    """``get_context_length``: the first context key, times the rope factor; None when no key is set."""
+    scaling = config.get("rope_scaling")
+    factor = 1
+    if isinstance(scaling, dict) and scaling:
+        factor = scaling.get("factor", 1)
+        if "original_max_position_embeddings" in scaling or scaling.get("rope_type") == "llama3":
+            factor = 1
+    values = [config.get(key) for key in CONTEXT_LENGTH_KEYS] + [max_positions]
+    value = next((v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)), None)
+    return None if value is None else int(factor * value)
 
 
 def sglang_layers(report: Any) -> tuple[list[LayerSpec], list[str]]:

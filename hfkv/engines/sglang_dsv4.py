@@ -17,8 +17,9 @@ from hfkv.dtypes import block_scaled_bytes, ceil_div
 from hfkv.errors import UnsupportedModelError
 from hfkv.specs import CompressedKV, IndexerKeys, LayerSpec, MLALatent
 
-from . import context_length, number, printed
+from . import number, printed
 from .sglang_backend import SIXTEEN_BIT, requested_kv_dtype
+from .sglang_config import context_length
 from .sglang_pools import floor_to_page, running_requests
 
 DSV4_PAGE = 256
@@ -99,10 +100,12 @@ def simulate(report: Any, *, budget_bytes: int | None, max_model_len: int | None
              swa_ratio: Fraction, warnings: list[str], notes: list[str]) -> dict:
     """DSV4PoolConfigurator's figures (see the module docstring); ``notes`` say where the ratio came from."""
     check_kv_dtype(report, warnings)
-    assumptions = [*warnings, "DeepSeek V4 pool: fp8 rows in the v4 layout (584 B, pages padded to 576 B)", *notes]
+    context_notes: list[str] = []
+    context = context_length(report, max_model_len, context_notes, warnings)
+    assumptions = [*warnings, "DeepSeek V4 pool: fp8 rows in the v4 layout (584 B, pages padded to 576 B)", *notes,
+                   *context_notes]
     layers = list(report.layer_specs)
     draft = int(knobs["speculative_draft_layers"] or 0)
-    context = context_length(report, max_model_len, assumptions)
     page = knobs["page_size"] or DSV4_PAGE
     if not knobs["page_size"]:
         assumptions.append(f"page size {page} (SGLang default for DeepSeek V4)")
