@@ -99,8 +99,11 @@ def _tokens(value: Any) -> str:
     return "-" if value is None else f"{round(value):,} tokens"
 
 
-def headline(data: dict[str, Any]) -> str:
-    """The verdict line: how many requests fit at the longest context shown, where and in what budget."""
+def headline(data: dict[str, Any], budgets: dict[str, int] | None = None) -> str:
+    """The verdict line: how many requests fit at the longest context shown, where and in what budget
+    (the serving plan's, else ``--budget``, else the reference one of ``budgets``)."""
+    from .accounting import max_concurrency
+
     serving = data.get("serving") or {}
     last = (data.get("contexts") or [None])[-1]
     budget = serving.get("kv_budget_bytes")
@@ -120,6 +123,10 @@ def headline(data: dict[str, Any]) -> str:
     if data.get("budget_bytes") and last:
         return (f"In {format_bytes(data['budget_bytes'])} of KV memory per GPU: {_count(last.get('max_concurrency'))} "
                 f"requests at {format_tokens(last['tokens'])}")
+    picked = pick_budget(budgets or {})
+    if picked and last:
+        return (f"On {picked[0]}: KV budget {format_bytes(picked[1])} per GPU → "
+                f"{_count(max_concurrency(picked[1], per_request(last)))} requests at {format_tokens(last['tokens'])}")
     return (f"{exact_bytes(data.get('alpha_bytes_per_token'))} per token and "
             f"{exact_bytes(data.get('gamma_bytes_per_request'))} per request: give a GPU or a budget to see how many "
             "requests fit")
@@ -245,13 +252,17 @@ def report_section(report: Entry, *, engines: dict[str, dict[str, Any] | str] | 
                  f"indexer {data.get('indexer_dtype')} · TP {tp}" + (" (bytes per GPU)" if tp > 1 else ""))
     parts = [
         f'<h1 class="model">{esc(data.get("model"))}</h1>', f'<p class="meta">{esc(meta)}</p>',
-        f'<p class="meta">{esc(precision)}</p>', f'<p class="headline" id="hfkv-headline">{esc(headline(data))}</p>',
+        f'<p class="meta">{esc(precision)}</p>', f'<p class="headline" id="hfkv-headline">{esc(headline(data, budgets))}</p>',
         summary_table(data), "<h2>Layers by kind</h2>", groups_table(data),
         "<h2>Per request</h2>", contexts_table(data, budgets),
     ]
     if engines:
         parts.append(engines_section(engines))
-    parts += ['<h2>Charts</h2><div class="charts">', *charts([report], [str(data.get("model"))]), "</div>",
+    # The charts use the headline's budget: the plan's or --budget first, else the reference GPU's.
+    planned = data.get("budget_bytes") or (data.get("serving") or {}).get("kv_budget_bytes")
+    picked = None if planned else pick_budget(budgets or {})
+    parts += ['<h2>Charts</h2><div class="charts">', *charts([report], [str(data.get("model"))], picked and picked[1]),
+              "</div>",
               notes_list(data)]
     return f'<section class="report">{"".join(parts)}</section>'
 
@@ -332,15 +343,20 @@ def _bmax(totals: list[float], budget: int) -> list[float]:
 # -- the release site -----------------------------------------------------------------------------
 
 
-def reference_budget(data: dict[str, Any]) -> tuple[str, int] | None:
-    """(name, bytes) of the budget the index shows B_max for: the watch report's H200 budget (else
-    its first GPU budget), else the report's own ``--budget``."""
-    budgets = (data.get("watch") or {}).get("gpu_budgets") or {}
+def pick_budget(budgets: dict[str, int]) -> tuple[str, int] | None:
+    """(name, bytes) of the H200 budget among named GPU budgets, else the first one, else None."""
     for name, value in budgets.items():
         if name.startswith(REFERENCE_GPU):
             return name, value
-    if budgets:
-        return next(iter(budgets.items()))
+    return next(iter(budgets.items()), None)
+
+
+def reference_budget(data: dict[str, Any]) -> tuple[str, int] | None:
+    """(name, bytes) of the budget the index shows B_max for: the watch report's H200 budget (else
+    its first GPU budget), else the report's own ``--budget``."""
+    picked = pick_budget((data.get("watch") or {}).get("gpu_budgets") or {})
+    if picked:
+        return picked
     budget = data.get("budget_bytes")
     return ("budget " + format_bytes(budget), budget) if budget else None
 

@@ -208,3 +208,11 @@ def test_watch_site_reads_the_watch_folder(tmp_path):
     # The fresh report's page has exact curves (a stacked chart), the one read back says it is sampled.
     assert "<polygon" in (tmp_path / "openai__gpt-oss-120b.html").read_text()
     assert "contexts only" in (tmp_path / "meta-llama__Meta-Llama-3.1-8B.html").read_text()
+
+
+def test_gpu_budgets_give_the_verdict_and_the_chart_budget():
+    # A watch page: B_max per GPU preset. 123,285,789,410 B (H200: ceil(141 GiB × 0.92) − 16e9 B of weights)
+    # / 17,179,869,184 B per 128K request = 7.18 → 7 requests.
+    page = render_html(llama(), budgets={"H100-SXM-80GB": 10**9, "H200-141GB": 123_285_789_410})
+    assert "On H200-141GB: KV budget 114.82 GiB per GPU → 7 requests at 128K" in page
+    assert "Requests that fit in 114.82 GiB (B_max)" in page
