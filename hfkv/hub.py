@@ -13,10 +13,17 @@ Contract:
 * Every failure becomes ``SourceError(kind, one line, source=repo_id)``; kinds: ``gated``,
   ``not-found``, ``no-config``, ``bad-revision``, ``rate-limited``, ``network``, ``offline``,
   ``invalid-json``, ``too-large``, ``hub-error``, ``cache``.
-* ``weights`` never raises: parameter counts per dtype, or None.
+* ``weights`` never raises: parameter counts per dtype, or None (one plain GET of
+  ``/api/models/{repo}?expand=safetensors``, sent with the config GET when ``prefetch_weights``).
+* ``list_models`` pages through a listing on the endpoint's own origin only, at most
+  ``MAX_LISTING_PAGES`` pages.
+* Bounded: every request made through huggingface_hub's client inside ``request_deadline`` ends
+  within the timeout, headers and body together (``install_deadlines``); 429 waits are capped at
+  ``MAX_WAIT_SECONDS``.
 * Secrets: the token is never formatted into a message, repr or log line. Messages are built from
-  our own words, the status code and the server's message (scrubbed of anything token-shaped); never
-  from ``str()`` of an httpx request, response or headers, which carry ``Authorization``.
+  our own words, the status code and the server's message (``scrub``: the token sent whatever its
+  shape, anything token-shaped, URL user info); never from ``str()`` of an httpx request, response
+  or headers, which carry ``Authorization``. The token goes only to the endpoint's origin.
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime as dt
+import importlib
 import json
 import logging
 import math
@@ -656,7 +664,7 @@ def _import_sync_http() -> None:
         return
     sys.modules["trio"] = None  # type: ignore[assignment]  # "import trio" raises ImportError meanwhile
     try:
-        import httpcore2  # noqa: F401
+        importlib.import_module("httpcore2")  # imported now, without trio; later imports reuse it
     finally:
         if sys.modules.get("trio", 0) is None:
             del sys.modules["trio"]

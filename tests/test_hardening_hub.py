@@ -8,8 +8,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
