@@ -235,26 +235,30 @@ def report_page(form: Form, hub: Any = None, upload: str | None = None) -> tuple
     form = form.cleaned()
     try:
         report, engines = build_report(form, hub, upload)
-    except Exception as err:
+        command = form.cli_command(Path(upload).name if upload else None)
+        body = links_html(form, None if upload else form.query_string(), command) + report_section(report, engines=engines)
+        return f'<div class="hfkv">{body}</div>', to_json(report)
+    except Exception as err:  # never a traceback on the page: the CLI's one line
         return error_html(_fail_line(err)), ""
-    command = form.cli_command(Path(upload).name if upload else None)
-    body = links_html(form, None if upload else form.query_string(), command) + report_section(report, engines=engines)
-    return f'<div class="hfkv">{body}</div>', to_json(report)
 
 
 def compare_page(form: Form, hub: Any = None) -> str:
     """The Compare tab: the comparison table, one sentence per pair, both charts; failures one line each."""
-    from .html import charts, table, cell
-    from .compare import all_pairs, footnotes, pair_line, table_rows, unique_labels
-
     form = form.cleaned()
     models = form.compare_models()
     if len(models) < 2 or len(models) > MAX_MODELS:
         return error_html(f"hfkv: error: give 2 to {MAX_MODELS} Hub repo ids to compare, got {len(models)}")
     try:
-        options = form.options()
-    except HfkvError as err:
+        return _comparison(form, models, hub)
+    except Exception as err:  # never a traceback on the page: the CLI's one line
         return error_html(_fail_line(err))
+
+
+def _comparison(form: Form, models: list[str], hub: Any) -> str:
+    from .compare import all_pairs, footnotes, pair_line, table_rows, unique_labels
+    from .html import cell, charts, table
+
+    options = form.options()
     reports, names, errors = _collect(models, form, options, hub)
     parts = [f'<p class="error">{esc(line)}</p>' for line in errors]
     if reports:

@@ -260,6 +260,12 @@ def wait_for(driver: Any, css: str, timeout: float = 60) -> Any:
     return WebDriverWait(driver, timeout).until(lambda d: (d.find_elements(By.CSS_SELECTOR, css) or [None])[0])
 
 
+def wait_until(driver: Any, condition: Any, timeout: float = 60) -> Any:
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    return WebDriverWait(driver, timeout).until(condition)
+
+
 def shown(driver: Any, css: str) -> list[str]:
     from selenium.webdriver.common.by import By
 
@@ -363,11 +369,11 @@ def test_browser_errors_token_and_hostile_upload(server, driver, fake_hub, tmp_p
     assert shown(driver, '[data-field="alpha_bytes_per_token"]') == ["131,072 B (128.00 KiB)"]
     assert SENTINEL not in driver.page_source
     # A hostile config dropped on the page is shown as text: no element, no script runs.
-    path = tmp_path / "config.json"
+    path = tmp_path / "hostile-config.json"
     path.write_text(json.dumps(HOSTILE))
     driver.get(server)
     wait_for(driver, "#hfkv-upload input[type=file]").send_keys(str(path))
-    time.sleep(1)  # the upload finishes before the click sends it
+    wait_until(driver, lambda d: path.name in d.find_element("css selector", "#hfkv-upload").text)  # uploaded
     wait_for(driver, "#hfkv-go").click()
     wait_for(driver, "#hfkv-headline")
     driver.save_screenshot(str(SHOTS / "hfkv-web-hostile.png"))
