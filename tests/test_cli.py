@@ -184,3 +184,24 @@ def test_error_lines_escape_control_characters():
 
     err = SourceError("not-found", "missing", source="evil/x\nInjected: 1")
     assert "\n" not in str(err) and "\\n" in str(err)
+
+
+def _modules_after(*args: str) -> set[str]:
+    """The modules a fresh ``hfkv ARGS`` process has imported when it exits."""
+    code = ("import atexit, sys\n"
+            "atexit.register(lambda: sys.__stderr__.write('MODULES ' + ' '.join(sorted(sys.modules)) + '\\n'))\n"
+            "from hfkv.cli import entry; entry()")
+    run = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=120)
+    line = next(line for line in run.stderr.splitlines() if line.startswith("MODULES "))
+    return set(line.split()[1:])
+
+
+def test_help_imports_no_report_machinery():
+    loaded = _modules_after("--help")
+    assert not {"hfkv.report", "hfkv.scan", "hfkv.watch", "hfkv.compare", "hfkv.plot", "pydantic"} & loaded
+
+
+def test_a_local_json_report_imports_no_renderer_validation_library_or_hub_client():
+    loaded = _modules_after(LLAMA, "--format", "json")
+    assert "hfkv.report" in loaded
+    assert not {"pydantic", "rich", "huggingface_hub", "transformers", "importlib.metadata"} & loaded
