@@ -49,7 +49,8 @@ def rows(source: str) -> list[dict]:
 def row_id(row: dict) -> str:
     gpu = "b200" if "B200" in (row.get("gpu_assumed") or "") else "h200"
     budget = f"-{row['budget_bytes']}" if "budget_bytes" in row else ""
-    return f"{gpu}-{row['config'].removesuffix('.json')}-tp{row['tp']}-{row['kv_cache_dtype_requested']}{budget}"
+    extra = "".join(f"-{k}={v}" for k, v in sorted((row.get("server_args_extra") or {}).items()))
+    return f"{gpu}-{row['config'].removesuffix('.json')}-tp{row['tp']}-{row['kv_cache_dtype_requested']}{budget}{extra}"
 
 
 def params(source: str) -> list:
@@ -162,15 +163,40 @@ def test_per_token_figures_match_sglang(row):
     check_context_length(row, out)
 
 
+# ServerArgs the budget driver set (``server_args_extra``) -> hfkv's engine knobs.
+SERVER_ARG_KNOBS = {
+    "disable_radix_cache": ("enable_prefix_caching", lambda value: not value),
+    "max_running_requests": ("max_running_requests", int),
+    "swa_full_tokens_ratio": ("swa_full_tokens_ratio", float),
+    "page_size": ("page_size", int),
+    "mamba_full_memory_ratio": ("mamba_full_memory_ratio", float),
+    "mamba_ssm_dtype": ("mamba_ssm_dtype", {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}.get),
+}
+
+
+def knobs_of(row: dict) -> dict:
+    knobs = {}
+    for arg, value in (row.get("server_args_extra") or {}).items():
+        name, convert = SERVER_ARG_KNOBS[arg]
+        knobs[name] = convert(value)
+    return knobs
+
+
 @pytest.mark.parametrize("row", params("budget"))
 def test_pool_sizes_for_a_budget_match_sglang(row):
+    knobs = knobs_of(row)
+    if "budget_error" in row:  # SGLang's budget path raised: hfkv refuses in one line
+        with pytest.raises(HfkvError) as err:
+            run(row, budget=row["budget_bytes"], **knobs)
+        assert "\n" not in str(err.value)
+        return
     if row["status"] != "ok" or "max_total_num_tokens" not in row:
-        reason = row.get("budget_error") or row.get("error")
+        reason = row.get("error")
         pytest.fail(f"stored budget row without pool sizes: {row_id(row)} {reason}")
     try:
-        out = run(row, budget=row["budget_bytes"])
+        out = run(row, budget=row["budget_bytes"], **knobs)
         if any(NO_CONTEXT_KEY in w for w in out["warnings"]):  # as the warning says: give the context length
-            out = run(row, budget=row["budget_bytes"], max_model_len=row["context_len"])
+            out = run(row, budget=row["budget_bytes"], max_model_len=row["context_len"], **knobs)
         else:
             assert out["context_length"] == row["context_len"]
     except HfkvError as err:
