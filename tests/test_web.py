@@ -373,7 +373,7 @@ def test_browser_errors_token_and_hostile_upload(server, driver, fake_hub, tmp_p
     path.write_text(json.dumps(HOSTILE))
     driver.get(server)
     wait_for(driver, "#hfkv-upload input[type=file]").send_keys(str(path))
-    wait_until(driver, lambda d: path.name in d.find_element("css selector", "#hfkv-upload").text)  # uploaded
+    wait_until(driver, lambda d: path.stem in d.find_element("css selector", "#hfkv-upload").text)  # uploaded
     wait_for(driver, "#hfkv-go").click()
     wait_for(driver, "#hfkv-headline")
     driver.save_screenshot(str(SHOTS / "hfkv-web-hostile.png"))
