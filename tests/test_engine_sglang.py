@@ -366,3 +366,15 @@ def test_sglang_context_length_is_its_get_context_length():
     assert any("names no context length" in w for w in out["warnings"])
     out = simulate(report("meta-llama__Meta-Llama-3.1-8B"), engine="sglang", budget_bytes=None, max_model_len=262144)
     assert any("SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN" in w for w in out["warnings"])
+
+
+def test_sglang_radix_off_with_a_request_cap_sizes_the_swa_pool_from_the_cap():
+    budget = (30 << 30) + 7777  # 32,212,262,497 B
+    out = simulate(report(GPT_OSS), engine="sglang", budget_bytes=budget, max_model_len=None,
+                   enable_prefix_caching=False, max_running_requests=100)
+    # SWARequestCapPoolConfigurator: per request window 128 + eviction 128 + page 1 + decode page 1 = 258;
+    # 258 × 100 + 2 prefill chunks × 8192 + page 1 = 42185 SWA slots
+    assert out["swa_tokens"] == 258 * 100 + 2 * 8192 + 1 == 42185
+    # the rest to the full pool: 18 full layers × 2048 B = 36864 per token; the SWA pool is 18 × 2048 per slot
+    assert out["max_total_num_tokens"] == (budget - 42185 * 36864) // 36864 == 831628  # the oracle's figure
+    assert out["max_running_requests"] == 100

@@ -260,11 +260,18 @@ def simulate(report: Any, *, budget_bytes: int | None, max_model_len: int | None
         result.update(mamba_bytes_per_request=number(per_slot), mamba_running_ratio=mamba_ratio)
     if budget_bytes is not None:
         shape = pool_shape(full, swa, cell, ratio, page, per_slot, window_of(layers))
+        shape["chunked_prefill"] = chunked_prefill_size(knobs)
         result.update(sglang_pools.size_pools(budget_bytes, shape, context, knobs, radix,
                                               memory_ratio(report, knobs, assumptions), mamba_ratio, assumptions))
     result["warnings"] = warnings
     result["assumptions"] = assumptions
     return result
+
+
+def chunked_prefill_size(knobs: dict) -> int:
+    """``memory_hook.handle_gpu_memory_settings``: 8192 below 160 GiB of GPU memory (H100/H200 class, SM90),
+    16384 above (B200, SM100)."""
+    return 16384 if sglang_backend.capability_major(knobs) >= 10 else 8192
 
 
 def pool_shape(full: Fraction, swa: Fraction, cell: Fraction, ratio: Fraction | None, page: int,

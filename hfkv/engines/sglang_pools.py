@@ -8,7 +8,9 @@ The budget is SGLang's ``rest`` (GiB as a float inside SGLang: ``budget / 2**30`
 2. ``DefaultPoolConfigurator``: ``tokens = rest // cell`` floored to the page (no KV at all: the
    context length). ``HybridSWAPoolConfigurator``: ``cell = full + ratio·swa`` as a float,
    ``full = int(rest // cell)`` page-aligned, ``swa = int(full·ratio)`` page-aligned (an all-SWA model
-   has no ratio), refused when the SWA pool cannot hold one window plus a page.
+   has no ratio), refused when the SWA pool cannot hold one window plus a page. With the radix cache off
+   and a running-request cap, ``SWARequestCapPoolConfigurator`` sizes the SWA pool from the requests'
+   worst case instead, and the rest goes to the full pool.
 3. ``resolve_max_num_reqs``: ``min(clamp(int(tokens/context·512), 2048, 4096), tokens // 2)`` (a given
    cap: ``min(cap, tokens // 2)``), then at most ``max_mamba_cache_size // ratio`` with
    ``_calculate_mamba_ratio``: 1 without radix cache, 5 for architectures whose Mamba radix cache keeps
@@ -29,6 +31,8 @@ from . import printed
 GIB = 1 << 30
 MAMBA_BASE_RATIO = 3  # MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO
 EXTRA_BUFFER_SLOTS = 2  # get_mamba_tracking_slots(extra_buffer=True, overlap=True)
+SWA_EVICTION_INTERVAL = 128  # SGLANG_SWA_EVICTION_INTERVAL
+CHUNKS_IN_FLIGHT = 2  # prefill chunks in flight with the overlap scheduler
 # arg_groups/overrides.py: _MAMBA_EXTRA_BUFFER_ARCHS (the "auto" strategy becomes extra_buffer for the
 # ones also in _MAMBA_RADIX_CACHE_ARCHS; Granite hybrids with Mamba layers and Inkling get it too).
 EXTRA_BUFFER_ARCHS = frozenset({
@@ -112,6 +116,21 @@ def swa_pool(available: int, full_cell: int, swa_cell: int, ratio: float, page: 
     return full, swa
 
 
+def swa_request_cap(window: int, page: int, running: int, chunked_prefill: int) -> int:
+    """``compute_swa_request_cap``: SWA slots held live at ``running`` requests (no speculation, overlap on)."""
+    per_request = window + SWA_EVICTION_INTERVAL + page + page  # trailing window + eviction + padding, decode page
+    return per_request * running + CHUNKS_IN_FLIGHT * chunked_prefill + page
+
+
+def capped_swa_pool(available: int, full_cell: int, swa_cell: int, page: int, cap: int) -> tuple[int, int]:
+    """``SWARequestCapPoolConfigurator``: the SWA pool sized from the cap, the rest to the full pool."""
+    swa = -(-cap // page) * page
+    full = int((available - swa * swa_cell) // full_cell) // page * page
+    if full <= 0:
+        raise UnsupportedModelError(f"SGLang: 'SWA pool cap ({swa} tokens) leaves no room for the full KV pool'")
+    return full, swa
+
+
 def size_pools(budget: int, shape: dict, context: int | None, knobs: dict, radix: bool, memory_ratio: float,
                mamba_ratio: int, assumptions: list[str]) -> dict:
     """The pool figures for ``budget``. ``shape``: ``cell`` (int or float), ``page``, ``per_slot``, and for
@@ -124,7 +143,16 @@ def size_pools(budget: int, shape: dict, context: int | None, knobs: dict, radix
                            "(SGLang's Mamba slots per request)")
     out: dict[str, Any] = {"max_mamba_cache_size": mamba[0] if mamba else None}
     page = shape["page"]
-    if shape.get("ratio") is not None:
+    cap_mode = (shape.get("ratio") is not None and not radix and knobs["max_running_requests"] is not None
+                and shape.get("window") and shape["full"])
+    if cap_mode:
+        cap = swa_request_cap(shape["window"], page, max(1, int(knobs["max_running_requests"])),
+                              shape["chunked_prefill"])
+        tokens, swa = capped_swa_pool(available, shape["full"], shape["swa"], page, cap)
+        out["swa_tokens"] = swa
+        assumptions.append(f"radix cache off with a running-request cap: SGLang sizes the SWA pool from the cap "
+                           f"({cap} slots, chunked prefill {shape['chunked_prefill']}), the rest goes to full KV")
+    elif shape.get("ratio") is not None:
         tokens, swa = swa_pool(available, shape["full"], shape["swa"], shape["ratio"], page, shape.get("window"))
         out["swa_tokens"] = swa
     else:
