@@ -45,7 +45,7 @@ STYLE = """
 .hfkv .warning { color: #7a4a00; --body-text-color: #7a4a00; }
 .hfkv .error { color: #a00000; --body-text-color: #a00000; font-weight: 600; padding: 0.5em 0.8em;
   background: #fff0f0; border-left: 4px solid #a00000; }
-.hfkv .charts { display: flex; flex-wrap: wrap; gap: 1em; } .hfkv svg.hfkv-chart { width: 540px; max-width: 100%; height: auto; }
+.hfkv .charts { display: flex; flex-wrap: wrap; gap: 1em; } .hfkv svg.hfkv-chart { width: 510px; max-width: 100%; height: auto; }
 .hfkv code { background: #f3f3f3; padding: 0 0.3em; }
 """
 Entry = Report | dict  # a report, or its JSON form
@@ -204,18 +204,18 @@ ENGINE_FIELDS = (
 
 def engines_section(engines: dict[str, dict[str, Any] | str]) -> str:
     """Each engine's own figures side by side; an engine that refuses shows its one-line reason."""
-    names = list(engines)
+    names = [n for n in engines if isinstance(engines[n], dict)]  # a refusing engine has no column
     rows = []
     for key, title in ENGINE_FIELDS:
-        values = [engines[n].get(key) if isinstance(engines[n], dict) else None for n in names]
+        values = [engines[n].get(key) for n in names]
         if any(v is not None for v in values):
             rows.append([cell(title)] + [cell(_count(v), num=True, field=f"engine.{key}") for v in values])
     refusals = [[cell(title_of(n, engines[n])), f'<td class="error" data-engine="{esc(n)}">{esc(engines[n])}</td>']
-                for n in names if isinstance(engines[n], str)]
+                for n in engines if isinstance(engines[n], str)]
     parts = [table(["figure"] + [title_of(n, engines[n]) for n in names], rows, attrs=' class="engines"')] if rows else []
     parts += [table(["engine", "refused"], refusals, attrs=' class="refusals"')] if refusals else []
     for n in names:
-        assumptions = (engines[n].get("assumptions") or []) if isinstance(engines[n], dict) else []
+        assumptions = engines[n].get("assumptions") or []
         if assumptions:
             items = "".join(f"<li>{esc(a)}</li>" for a in assumptions)
             parts.append(f"<details><summary>{esc(title_of(n, engines[n]))} assumes</summary><ul>{items}</ul></details>")
