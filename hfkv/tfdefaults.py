@@ -20,6 +20,7 @@ the time differs.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import queue
@@ -65,7 +66,19 @@ def ready() -> bool:
 
 
 def lookup(candidates: Candidates, data: dict) -> dict | None:
-    """Defaults for ``data`` (see the module docstring), from the helper process when one runs."""
+    """Defaults for ``data`` (see the module docstring): from the answers kept on disk
+    (``AnswerFile``), else from the helper process when one runs, else computed here."""
+    key = answer_key(candidates, data)
+    kept = _ANSWERS.get(key)
+    if kept is not None:
+        return kept
+    answer = _ask(candidates, data)
+    if answer is not None:
+        _ANSWERS.put(key, answer)
+    return answer
+
+
+def _ask(candidates: Candidates, data: dict) -> dict | None:
     helper = _active
     if helper is None and _may_start and getattr(_local, "defer", False):
         helper = _start_helper()
@@ -76,6 +89,105 @@ def lookup(candidates: Candidates, data: dict) -> dict | None:
         if answer is not _FAILED:
             return answer
     return compute(candidates, data)
+
+
+# -- answers kept on disk ---------------------------------------------------------------------------
+
+ANSWERS_FORMAT = 1  # bump when compute() would answer differently for the same input
+ANSWERS_LIMIT = 64 * 1024 * 1024  # bytes of the answer file read at most; past it, it is ignored
+
+
+def answer_key(candidates: Candidates, data: dict) -> str:
+    """What an answer depends on besides transformers' version: the candidates and the config."""
+    text = json.dumps([candidates, data], sort_keys=True, default=str)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+class AnswerFile:
+    """Answers of ``compute`` kept between runs, one JSON line each, in
+    ``$HF_HOME/hfkv/tfdefaults-<transformers version>-<format>.jsonl``.
+
+    transformers costs 0.7-1.6 s to import; its answers for one config never change for one
+    version of it, so a config seen before (a second report, a warm scan) needs no import at
+    all. Only dict answers are kept (None may mean transformers is missing or broken). The file
+    holds data only (read with ``json``); a damaged line is skipped; any error reading or
+    writing it (read-only home, no transformers) just means no kept answers. Appends are opened
+    without following a symlink.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._answers: dict[str, dict] | None = None
+        self._path: str | None = None
+
+    def get(self, key: str) -> dict | None:
+        with self._lock:
+            return self._load().get(key)
+
+    def put(self, key: str, answer: dict) -> None:
+        with self._lock:
+            answers = self._load()
+            if key in answers or self._path is None:
+                return
+            answers[key] = answer
+            line = json.dumps({"key": key, "defaults": answer}, sort_keys=True) + "\n"
+            try:
+                os.makedirs(os.path.dirname(self._path), exist_ok=True)
+                fd = os.open(self._path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
+                with os.fdopen(fd, "a", encoding="utf-8") as handle:
+                    handle.write(line)
+            except OSError:
+                pass
+
+    def _load(self) -> dict[str, dict]:
+        """The answers of the file for the current ``HF_HOME`` (read again when it changes)."""
+        path = _answers_path()
+        if self._answers is None or path != self._path:
+            self._path = path
+            self._answers = _read_answers(path) if path is not None else {}
+        return self._answers
+
+
+_TF_VERSION: list[str | None] = []  # transformers' installed version, looked up once
+
+
+def _answers_path() -> str | None:
+    """The answer file for the installed transformers under ``HF_HOME``, or None without one."""
+    if not _TF_VERSION:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            found: str | None = version("transformers")
+        except (PackageNotFoundError, ValueError):
+            found = None
+        _TF_VERSION.append(found)
+    if _TF_VERSION[0] is None:
+        return None
+    home = os.environ.get("HF_HOME") or os.path.join(os.path.expanduser("~"), ".cache", "huggingface")
+    safe = "".join(c if c.isalnum() or c in ".-+" else "_" for c in _TF_VERSION[0])
+    return os.path.join(home, "hfkv", f"tfdefaults-{safe}-{ANSWERS_FORMAT}.jsonl")
+
+
+def _read_answers(path: str) -> dict[str, dict]:
+    answers: dict[str, dict] = {}
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read(ANSWERS_LIMIT + 1)
+    except OSError:
+        return answers
+    if len(raw) > ANSWERS_LIMIT:
+        return answers
+    for line in raw.decode("utf-8", "replace").splitlines():
+        try:
+            item = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(item, dict) and isinstance(item.get("key"), str) and isinstance(item.get("defaults"), dict):
+            answers[item["key"]] = item["defaults"]
+    return answers
+
+
+_ANSWERS = AnswerFile()
 
 
 def compute(candidates: Candidates, data: dict) -> dict | None:

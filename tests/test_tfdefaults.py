@@ -70,7 +70,7 @@ def test_the_first_deferring_lookup_starts_the_helper_and_the_end_kills_it(monke
         assert tfdefaults.lookup(candidates, data)["head_dim"] == 256  # not deferring: in process, no child
         assert tfdefaults._active is None
         with tfdefaults.deferring(), pytest.raises(tfdefaults.NotReady):
-            tfdefaults.lookup(candidates, data)
+            tfdefaults.lookup(candidates, dict(data, vocab_size=1000))  # a config not answered yet
         helper = tfdefaults._active
         assert isinstance(helper, tfdefaults.Helper)
         started = time.monotonic()
@@ -155,3 +155,35 @@ def test_deferring_is_per_thread_and_restored():
         assert tfdefaults.lookup(candidates, data)["head_dim"] == 256  # outside the block: waits and answers
     finally:
         tfdefaults._active = None
+
+
+def test_answers_are_kept_on_disk_and_need_no_transformers_next_time(monkeypatch, tmp_path):
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "home"))
+    candidates, data = gemma_request()
+    assert tfdefaults.lookup(candidates, data)["head_dim"] == 256  # computed (transformers imported)
+    files = list((tmp_path / "home" / "hfkv").glob("tfdefaults-*.jsonl"))
+    assert len(files) == 1 and len(files[0].read_text().splitlines()) == 1
+
+    def no_transformers(*args):
+        raise AssertionError("transformers asked again")
+
+    monkeypatch.setattr(tfdefaults, "_ask", no_transformers)
+    monkeypatch.setattr(tfdefaults, "_ANSWERS", tfdefaults.AnswerFile())  # a new process's view
+    with tfdefaults.deferring():  # no NotReady, no helper: the answer is on disk
+        assert tfdefaults.lookup(candidates, data)["head_dim"] == 256
+    files[0].write_text("not json\n" + files[0].read_text())  # a damaged line is skipped
+    monkeypatch.setattr(tfdefaults, "_ANSWERS", tfdefaults.AnswerFile())
+    assert tfdefaults.lookup(candidates, data)["head_dim"] == 256
+
+
+def test_the_answer_file_is_not_written_through_a_symlink(monkeypatch, tmp_path):
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "home"))
+    path = Path(tfdefaults._answers_path())
+    path.parent.mkdir(parents=True)
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    path.symlink_to(victim)
+    candidates, data = gemma_request()
+    monkeypatch.setattr(tfdefaults, "_ANSWERS", tfdefaults.AnswerFile())
+    assert tfdefaults.lookup(candidates, data)["head_dim"] == 256  # still answered
+    assert victim.read_text() == "precious\n"
