@@ -216,3 +216,15 @@ def test_gpu_budgets_give_the_verdict_and_the_chart_budget():
     page = render_html(llama(), budgets={"H100-SXM-80GB": 10**9, "H200-141GB": 123_285_789_410})
     assert "On H200-141GB: KV budget 114.82 GiB per GPU → 7 requests at 128K" in page
     assert "Requests that fit in 114.82 GiB (B_max)" in page
+
+
+def test_chart_scales_and_ticks():
+    from hfkv import svg
+
+    assert svg.Scale(1, 100, 0, 100, log=True)(10) == 50  # log10(10) is half of log10(100)
+    assert svg.Scale(0, 10, 300, 100)(5) == 200  # linear, y pointing up
+    assert svg.decade_ticks(3, 600) == [5, 10, 20, 50, 100, 200, 500]
+    assert svg.linear_ticks(6.2) == [0, 2, 4, 6]  # 6.2 / 5 = 1.24 → step 2
+    assert svg.log2_ticks(1024, 131072, 9) == [1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072]
+    assert svg.log2_ticks(1000, 140_000, 9) == [1024, 4096, 16384, 65536]  # 2^9..2^18: 10 > 9, every other
+    assert svg.esc('a<b>"\u202e\n') == "a&lt;b&gt;&quot;\\u202e\\n"

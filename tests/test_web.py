@@ -75,6 +75,17 @@ def test_form_query_round_trip():
     assert (bad.tp, bad.dp, bad.kv_cache_dtype) == (1, 1, "auto")
 
 
+@pytest.mark.parametrize("form, line", [
+    (Form(model=LLAMA, contexts="abc"), "hfkv: error: cannot read token count 'abc'"),
+    (Form(model=LLAMA, budget="lots"), "hfkv: error: cannot read size 'lots'"),
+    (Form(model=LLAMA, gpu="H900"), "hfkv: error: unknown GPU 'H900'"),
+    (Form(model=LLAMA, kv_cache_dtype="fp7"), "hfkv: error: KV dtype 'fp7' is not one of"),
+])
+def test_bad_fields_are_one_line(client, form, line):
+    html, text = report_page(form, client)
+    assert text == "" and f'<p class="error" id="hfkv-error">{line}' in html.replace("&#x27;", "'")
+
+
 def test_cli_command_is_quoted():
     assert Form(model="a/b", budget="60 GiB; rm -rf ~").cli_command() == "hfkv a/b --budget '60 GiB; rm -rf ~'"
 
