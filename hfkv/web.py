@@ -30,11 +30,12 @@ from urllib.parse import urlencode
 
 import click
 
+from .cli import DTYPES as CLI_DTYPES
 from .errors import HfkvError, UsageError, one_line
 from .svg import esc
 
 MISSING_EXTRA = "install hfkv[app] for the web page (pip install 'hfkv[app]')"
-DTYPES = ("auto", "bf16", "fp16", "fp8", "fp4", "fp32")
+DTYPES = tuple(CLI_DTYPES)  # --kv-cache-dtype's choices
 ENGINES = ("sglang", "vllm")
 NO_GPU = "(none)"
 MAX_MODELS = 8  # models in one comparison: each is one Hub GET
