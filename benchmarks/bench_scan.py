@@ -17,7 +17,9 @@ with its children: the transformers helper included) comes from ``wait4``, its o
 ``--memory M`` also runs a cold scan of M repos and one of N at 0 ms (the latency changes nothing
 in what is kept) and prints both peak RSS: rows are streamed and reports not kept, so the peak
 should not grow with the list (the goal: M = 10,000 within 1.5 × N = 300).
-Run: ``python benchmarks/bench_scan.py [--repos 300] [--jobs 32] [--memory 10000]``.
+Each of ``--runs`` rounds runs the cold scan, the warm scan and the floor in a fresh cache; the
+medians of the per-round ratios to the floor are printed last.
+Run: ``python benchmarks/bench_scan.py [--repos 300] [--jobs 32] [--runs 3] [--memory 10000]``.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import argparse
 import json
 import multiprocessing as mp
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -158,42 +161,54 @@ def write_listing(path: Path, repos: int) -> Path:
 
 
 def latency_runs(args: argparse.Namespace, configs: list[bytes]) -> None:
-    """Cold and warm scans and the floor, at ``--latency``: the table of the module docstring."""
+    """``--runs`` rounds of a cold scan, a warm scan and the floor at ``--latency`` (each round in a
+    fresh cache), one line each, then the medians of the per-round ratios to the floor."""
     server = Server(configs, args.repos, args.latency)
+    print(f"{args.repos} repos ({len(configs)} distinct fixture configs), --jobs {args.jobs}, "
+          f"{args.latency * 1000:.0f} ms per request, fake Hub in its own process, {args.runs} round(s)")
+    print(f"load average before: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs (timings are shared-machine noisy)")
+    print(f"{'run':<6} {'requests':>8} {'per repo':>8} {'wall s':>7} {'limit s':>7} {'ratio':>6} "
+          f"{'cpu s':>6} {'RSS MiB':>7}  rows ok/failed")
+    ratios: dict[str, list[float]] = {"cold": [], "warm": []}
+    extra_cpu: dict[str, list[float]] = {"cold": [], "warm": []}
     try:
-        with tempfile.TemporaryDirectory(prefix="hfkv-bench-") as tmp:
-            home = Path(tmp)
-            listing = write_listing(home / "models.txt", args.repos)
-            env = environment(home)
-            print(f"{args.repos} repos ({len(configs)} distinct fixture configs), --jobs {args.jobs}, "
-                  f"{args.latency * 1000:.0f} ms per request, fake Hub in its own process")
-            print(f"load average before: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs (timings are shared-machine noisy)")
-            print(f"{'run':<6} {'requests':>8} {'per repo':>8} {'wall s':>7} {'limit s':>7} {'ratio':>6} "
-                  f"{'cpu s':>6} {'RSS MiB':>7}  rows ok/failed")
-            results = {}
-            for label in ("cold", "warm"):
-                wall, cpu, rss, rows = run_scan(listing, home / f"{label}.jsonl", server.url, args.jobs, env)
-                requests = server.requests()
-                limit = args.repos * (requests / args.repos) * args.latency / args.jobs
-                failed = [r for r in rows if "error" in r]
-                results[label] = (wall, cpu)
-                ratio = f"{wall / limit:>6.2f}" if limit else f"{'-':>6}"  # --latency 0: the CPU floor alone
-                print(f"{label:<6} {requests:>8} {requests / args.repos:>8.2f} {wall:>7.2f} {limit:>7.2f} {ratio} "
-                      f"{cpu:>6.2f} {rss:>7.1f}  {len(rows) - len(failed)}/{len(failed)}")
-                for row in failed[:3]:
-                    print(f"       failed: {row['model']}: {row['error'][:120]}")
-            wall, cpu, rss = run_floor(server.url, args.repos, args.jobs, env)
-            requests = server.requests()
-            limit = requests * args.latency / args.jobs
-            ratio = f"{wall / limit:>6.2f}" if limit else f"{'-':>6}"
-            print(f"{'floor':<6} {requests:>8} {requests / args.repos:>8.2f} {wall:>7.2f} {limit:>7.2f} {ratio} "
-                  f"{cpu:>6.2f} {rss:>7.1f}  (bare GETs: python + huggingface_hub's session, no hfkv)")
-            for label, (scan_wall, scan_cpu) in results.items():
-                print(f"{label}: {scan_wall / wall:.2f} × the floor's wall time; "
-                      f"{(scan_cpu - cpu) / args.repos * 1000:.1f} ms CPU per repo beyond the floor's "
-                      f"({scan_cpu / args.repos * 1000:.1f} ms in all)")
+        for _ in range(args.runs):
+            with tempfile.TemporaryDirectory(prefix="hfkv-bench-") as tmp:
+                home = Path(tmp)
+                listing = write_listing(home / "models.txt", args.repos)
+                env = environment(home)
+                results = {label: scan_line(label, listing, home, server, args, env) for label in ("cold", "warm")}
+                wall, cpu, rss = run_floor(server.url, args.repos, args.jobs, env)
+                print_line("floor", server.requests(), args, wall, cpu, rss,
+                           "(bare GETs: python + huggingface_hub's session, no hfkv)")
+                for label, (scan_wall, scan_cpu) in results.items():
+                    ratios[label].append(scan_wall / wall)
+                    extra_cpu[label].append((scan_cpu - cpu) / args.repos * 1000)
     finally:
         server.stop()
+    for label in ratios:
+        print(f"{label}: median {statistics.median(ratios[label]):.2f} × the floor's wall time "
+              f"(rounds: {', '.join(f'{r:.2f}' for r in ratios[label])}); "
+              f"{statistics.median(extra_cpu[label]):.1f} ms CPU per repo beyond the floor's")
+
+
+def scan_line(label: str, listing: Path, home: Path, server: "Server", args: argparse.Namespace,
+              env: dict[str, str]) -> tuple[float, float]:
+    """One scan, printed as one line; (wall, CPU)."""
+    wall, cpu, rss, rows = run_scan(listing, home / f"{label}.jsonl", server.url, args.jobs, env)
+    failed = [r for r in rows if "error" in r]
+    print_line(label, server.requests(), args, wall, cpu, rss, f"{len(rows) - len(failed)}/{len(failed)}")
+    for row in failed[:3]:
+        print(f"       failed: {row['model']}: {row['error'][:120]}")
+    return wall, cpu
+
+
+def print_line(label: str, requests: int, args: argparse.Namespace, wall: float, cpu: float, rss: float,
+               tail: str) -> None:
+    limit = requests * args.latency / args.jobs  # N × requests per repo × latency / jobs
+    ratio = f"{wall / limit:>6.2f}" if limit else f"{'-':>6}"  # --latency 0: the CPU floor alone
+    print(f"{label:<6} {requests:>8} {requests / args.repos:>8.2f} {wall:>7.2f} {limit:>7.2f} {ratio} "
+          f"{cpu:>6.2f} {rss:>7.1f}  {tail}")
 
 
 def memory_runs(args: argparse.Namespace, configs: list[bytes]) -> None:
@@ -219,6 +234,7 @@ def main() -> None:
     parser.add_argument("--repos", type=int, default=300)
     parser.add_argument("--jobs", type=int, default=32)
     parser.add_argument("--latency", type=float, default=0.05, help="seconds the fake Hub sleeps per request")
+    parser.add_argument("--runs", type=int, default=3, help="rounds of cold, warm and floor (medians reported)")
     parser.add_argument("--memory", type=int, default=0, metavar="M",
                         help="also compare the peak RSS of a scan of M repos with one of --repos (0 ms)")
     args = parser.parse_args()
