@@ -131,10 +131,27 @@ def capped_swa_pool(available: int, full_cell: int, swa_cell: int, page: int, ca
     return full, swa
 
 
+def token_pools(available: int, shape: dict, context: int | None, knobs: dict, radix: bool,
+                assumptions: list[str]) -> tuple[int, int | None]:
+    """(max_total_num_tokens, SWA tokens or None) from the configurator SGLang picks for ``shape``."""
+    page = shape["page"]
+    if shape.get("ratio") is None:
+        if not shape["cell"]:
+            assumptions.append("no KV layers: SGLang sets max_total_num_tokens to the context length")
+        return kv_tokens(available, shape["cell"], page, context), None
+    if not radix and knobs["max_running_requests"] is not None and shape.get("window") and shape["full"]:
+        cap = swa_request_cap(shape["window"], page, max(1, int(knobs["max_running_requests"])),
+                              shape["chunked_prefill"])
+        assumptions.append(f"radix cache off with a running-request cap: SGLang sizes the SWA pool from the cap "
+                           f"({cap} slots, chunked prefill {shape['chunked_prefill']}), the rest goes to full KV")
+        return capped_swa_pool(available, shape["full"], shape["swa"], page, cap)
+    return swa_pool(available, shape["full"], shape["swa"], shape["ratio"], page, shape.get("window"))
+
+
 def size_pools(budget: int, shape: dict, context: int | None, knobs: dict, radix: bool, memory_ratio: float,
                mamba_ratio: int, assumptions: list[str]) -> dict:
     """The pool figures for ``budget``. ``shape``: ``cell`` (int or float), ``page``, ``per_slot``, and for
-    hybrid SWA ``full``, ``swa``, ``ratio``, ``window``."""
+    hybrid SWA ``full``, ``swa``, ``ratio``, ``window``, ``chunked_prefill``."""
     available, mamba = budget, None
     if shape["per_slot"]:
         size, available = reserve_mamba(budget, shape["per_slot"], knobs, radix, memory_ratio, assumptions)
@@ -142,23 +159,9 @@ def size_pools(budget: int, shape: dict, context: int | None, knobs: dict, radix
         assumptions.append(f"running requests capped at max_mamba_cache_size // {mamba_ratio} "
                            "(SGLang's Mamba slots per request)")
     out: dict[str, Any] = {"max_mamba_cache_size": mamba[0] if mamba else None}
-    page = shape["page"]
-    cap_mode = (shape.get("ratio") is not None and not radix and knobs["max_running_requests"] is not None
-                and shape.get("window") and shape["full"])
-    if cap_mode:
-        cap = swa_request_cap(shape["window"], page, max(1, int(knobs["max_running_requests"])),
-                              shape["chunked_prefill"])
-        tokens, swa = capped_swa_pool(available, shape["full"], shape["swa"], page, cap)
+    tokens, swa = token_pools(available, shape, context, knobs, radix, assumptions)
+    if swa is not None:
         out["swa_tokens"] = swa
-        assumptions.append(f"radix cache off with a running-request cap: SGLang sizes the SWA pool from the cap "
-                           f"({cap} slots, chunked prefill {shape['chunked_prefill']}), the rest goes to full KV")
-    elif shape.get("ratio") is not None:
-        tokens, swa = swa_pool(available, shape["full"], shape["swa"], shape["ratio"], page, shape.get("window"))
-        out["swa_tokens"] = swa
-    else:
-        tokens = kv_tokens(available, shape["cell"], page, context)
-        if not shape["cell"]:
-            assumptions.append("no KV layers: SGLang sets max_total_num_tokens to the context length")
     if tokens <= 0:
         raise UnsupportedModelError("SGLang: 'Not enough memory. Please try to increase --mem-fraction-static.' "
                                     "(the budget holds no KV page)")
