@@ -374,6 +374,7 @@ def test_sglang_radix_off_with_a_request_cap_sizes_the_swa_pool_from_the_cap():
                    enable_prefix_caching=False, max_running_requests=100)
     # SWARequestCapPoolConfigurator: per request window 128 + eviction 128 + page 1 + decode page 1 = 258;
     # 258 × 100 + 2 prefill chunks × 8192 + page 1 = 42185 SWA slots
+    assert out["configurator"] == "SWARequestCapPoolConfigurator"
     assert out["swa_tokens"] == 258 * 100 + 2 * 8192 + 1 == 42185
     # the rest to the full pool: 18 full layers × 2048 B = 36864 per token; the SWA pool is 18 × 2048 per slot
     assert out["max_total_num_tokens"] == (budget - 42185 * 36864) // 36864 == 831628  # the oracle's figure

@@ -131,6 +131,13 @@ def capped_swa_pool(available: int, full_cell: int, swa_cell: int, page: int, ca
     return full, swa
 
 
+def request_cap_mode(shape: dict, knobs: dict, radix: bool) -> bool:
+    """``SWARequestCapPoolConfigurator.is_applicable``: hybrid SWA with full layers and a window, radix cache
+    off, an explicit running-request cap."""
+    return (shape.get("ratio") is not None and not radix and knobs["max_running_requests"] is not None
+            and bool(shape.get("window")) and bool(shape["full"]))
+
+
 def token_pools(available: int, shape: dict, context: int | None, knobs: dict, radix: bool,
                 assumptions: list[str]) -> tuple[int, int | None]:
     """(max_total_num_tokens, SWA tokens or None) from the configurator SGLang picks for ``shape``."""
@@ -139,7 +146,7 @@ def token_pools(available: int, shape: dict, context: int | None, knobs: dict, r
         if not shape["cell"]:
             assumptions.append("no KV layers: SGLang sets max_total_num_tokens to the context length")
         return kv_tokens(available, shape["cell"], page, context), None
-    if not radix and knobs["max_running_requests"] is not None and shape.get("window") and shape["full"]:
+    if request_cap_mode(shape, knobs, radix):
         cap = swa_request_cap(shape["window"], page, max(1, int(knobs["max_running_requests"])),
                               shape["chunked_prefill"])
         assumptions.append(f"radix cache off with a running-request cap: SGLang sizes the SWA pool from the cap "
@@ -162,6 +169,8 @@ def size_pools(budget: int, shape: dict, context: int | None, knobs: dict, radix
     tokens, swa = token_pools(available, shape, context, knobs, radix, assumptions)
     if swa is not None:
         out["swa_tokens"] = swa
+    if request_cap_mode(shape, knobs, radix):
+        out["configurator"] = "SWARequestCapPoolConfigurator"
     if tokens <= 0:
         raise UnsupportedModelError("SGLang: 'Not enough memory. Please try to increase --mem-fraction-static.' "
                                     "(the budget holds no KV page)")
