@@ -203,6 +203,7 @@ def test_pool_sizes_for_a_budget_match_sglang(row):
         if "LFM2.5-Embedding" in row["config"] and "encoder-only" in str(err):
             pytest.xfail(f"pending: {PENDING_ENCODER_ONLY}")
         raise
+    assert out["configurator"] == row["configurator"]
     assert out["max_total_num_tokens"] == row["max_total_num_tokens"]
     assert out["max_running_requests"] == row["max_running_requests"]
     assert out["max_mamba_cache_size"] == row["max_mamba_cache_size"]
