@@ -8,8 +8,8 @@ dropped (``DROPPED_KEYS``), no repo code runs.
 
 Importing transformers costs 0.7 s on a quick machine and 1.6 s on the 2-core VM the benchmarks run
 on, more than a 300-repo scan spends on everything else. Inside ``helper_running()``, the first
-lookup made inside ``deferring()`` starts a child process (``python -P -m hfkv.tfdefaults``, with
-nothing from the working directory on its import path) that
+lookup made inside ``deferring()`` starts a child process (``python -I -c ...``: isolated, with
+this process's import path minus the working directory, see ``child_path``) that
 imports transformers on another core and raises ``NotReady``: the scan reports on other models
 while the child imports, and asks again later; later lookups go to the child. A list with no sparse
 config starts no child. Any trouble with the child (it cannot start, dies, or takes over
@@ -36,8 +36,10 @@ Candidates = list[tuple[str, bool]]  # (model_type, take get_text_config())
 # Never handed to a config class: ``auto_map`` names repo code, ``trust_remote_code`` would ask to
 # run it (so "never passed" holds literally, whatever a config says), ``model_type`` picks the class.
 DROPPED_KEYS = frozenset({"auto_map", "trust_remote_code", "model_type"})
-HELPER_TIMEOUT = 120.0
-_SAFE_PATH = ["-P"] if sys.version_info >= (3, 11) else []  # -P: no working directory on sys.path  # seconds for one answer, the child's transformers import included
+HELPER_TIMEOUT = 120.0  # seconds for one answer, the child's transformers import included
+# The child: isolated (-I: no PYTHON* variables, no user site, no working directory on its path),
+# then given this process's import path without the working directory (see ``child_path``).
+_CHILD = "import sys; sys.path[:] = {path!r}; from hfkv.tfdefaults import serve; serve()"
 _LOCK = threading.Lock()  # first import of transformers (threads may see a half-initialised module)
 _active: "Helper | None" = None
 _may_start = False  # inside helper_running(): the first deferring lookup starts the helper
@@ -240,18 +242,10 @@ class Helper:
     """A child process answering lookups, one JSON line in, one out."""
 
     def __init__(self) -> None:
-        env = dict(os.environ)
-        package_root = str(Path(__file__).resolve().parents[1])
-        if package_root not in {os.path.abspath(p) for p in sys.path if p}:
-            # not an installed copy (a checkout put on sys.path at run time): let the child find it too.
-            # An installed copy needs nothing, and its site-packages must not go before the stdlib.
-            env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))
-        # -P: the working directory does not go first on the child's import path, so a planted
-        # hfkv/ (or transformers/) folder there is never imported; started from the package's own
-        # folder's parent for the same reason on interpreters that would add the cwd anyway.
         self._proc = subprocess.Popen(
-            [sys.executable, *_SAFE_PATH, "-m", "hfkv.tfdefaults"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL, env=env, text=True, encoding="utf-8", bufsize=1, cwd=_safe_cwd(),
+            [sys.executable, "-I", "-c", _CHILD.format(path=child_path())], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, encoding="utf-8", bufsize=1,
+            cwd=_package_root(),
         )
         self._answers: queue.Queue = queue.Queue()
         self._lock = threading.Lock()
@@ -297,9 +291,24 @@ class Helper:
             self._proc.wait(timeout=5)
 
 
-def _safe_cwd() -> str:
-    """A working directory for the helper that holds no importable package but ours."""
+def _package_root() -> str:
+    """The folder holding the ``hfkv`` package this process runs (site-packages, or a checkout)."""
     return str(Path(__file__).resolve().parents[1])
+
+
+def child_path() -> list[str]:
+    """The helper's import path: this process's, in order, with the working directory (``''`` or
+    the cwd itself) replaced by the folder this ``hfkv`` came from. So the child imports the very
+    hfkv and transformers this process would, and nothing planted in the working directory."""
+    cwd, root = os.getcwd(), _package_root()
+    path: list[str] = []
+    for entry in sys.path:
+        entry = root if not entry or os.path.abspath(entry) == cwd else entry
+        if entry not in path:
+            path.append(entry)
+    if root not in path:
+        path.insert(0, root)
+    return path
 
 
 def _start_helper() -> "Helper | None":
@@ -353,5 +362,5 @@ def serve() -> None:
         out.flush()
 
 
-if __name__ == "__main__":
+if __name__ == "__main__":  # python -m hfkv.tfdefaults: the helper, by hand
     serve()

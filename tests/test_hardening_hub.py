@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -166,6 +167,13 @@ def test_the_helper_imports_nothing_from_the_working_directory(tmp_path, monkeyp
     finally:
         helper.close()
     assert not marker.exists()
+
+
+def test_the_helpers_import_path_is_ours_without_the_working_directory(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    root = str(Path(tfdefaults.__file__).resolve().parents[1])
+    monkeypatch.setattr(sys, "path", ["", str(tmp_path), "/opt/lib", root, "/opt/lib"])
+    assert tfdefaults.child_path() == [root, "/opt/lib"]  # the cwd's entries become hfkv's own folder
 
 
 def test_trust_remote_code_in_a_config_is_never_passed_to_a_config_class(monkeypatch):
