@@ -40,6 +40,7 @@ DEEPSEEK = "deepseek-ai/DeepSeek-V3.2"
 SENTINEL = "hf_SentinelTokenNeverShown0123456789"
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 SHOTS = Path("/tmp")
+SPACE = Path(__file__).resolve().parents[1] / "space"
 HOSTILE = {
     "model_type": "<img src=x onerror=alert(1)>", "architectures": ["<script>alert(2)</script>"],
     "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "hidden_size": 256,
@@ -157,6 +158,25 @@ def test_compare_page(client):
     assert "give 2 to 8 Hub repo ids" in too_many
 
 
+def test_serve_binds_what_it_is_told(monkeypatch):
+    import hfkv.web as web
+    from hfkv.html import STYLE
+
+    launched: list[dict] = []
+
+    class App:
+        def launch(self, **options: Any) -> None:
+            launched.append(options)
+
+    monkeypatch.setattr(web, "import_gradio", lambda: None)
+    monkeypatch.setattr(web, "build_app", lambda: App())
+    assert CliRunner().invoke(web.serve_command, []).exit_code == 0
+    assert CliRunner().invoke(web.serve_command, ["--host", "0.0.0.0", "--port", "8080"]).exit_code == 0
+    assert [(o["server_name"], o["server_port"]) for o in launched] == [("127.0.0.1", 7860), ("0.0.0.0", 8080)]
+    assert launched[0]["css"] == STYLE and launched[0]["share"] is False
+    assert CliRunner().invoke(web.serve_command, ["--port", "0"]).exit_code == 2  # a usage error, one line
+
+
 def test_serve_without_gradio_is_one_line(monkeypatch):
     import hfkv.web as web
 
@@ -233,14 +253,16 @@ def running(command: list[str], env: dict[str, str], port: int, log_path: Path) 
 
 @pytest.fixture(scope="module")
 def server(fake_hub_server: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """``hfkv serve`` in a subprocess against the fake Hub, which accepts only the server's token."""
+    """The Space entry point (``space/app.py``: ``build_app().launch(**launch_options())``, what ``hfkv
+    serve`` launches too) in a subprocess against the fake Hub, which accepts only the server's token.
+    One Gradio start for every browser test; ``serve_command``'s own part is tested without one."""
     home = tmp_path_factory.mktemp("serve-home")
     token = fake_hub_server.token
     fake_hub_server.token = SENTINEL
     port = _free_port()
-    command = [sys.executable, "-c", "from hfkv.web import serve_command; serve_command()", "--port", str(port)]
+    env = server_env(fake_hub_server.url, home) | {"GRADIO_SERVER_PORT": str(port)}  # as Spaces set it
     try:
-        with running(command, server_env(fake_hub_server.url, home), port, home / "serve.log") as url:
+        with running([sys.executable, str(SPACE / "app.py")], env, port, home / "serve.log") as url:
             yield url
     finally:
         fake_hub_server.token = token
@@ -314,6 +336,7 @@ def call_api(server: str, name: str, data: list) -> str:
 
 @browser
 def test_api_reads_no_server_path(server):
+    assert "hfkv: KV cache calculator" in urllib.request.urlopen(server, timeout=10).read().decode()
     knobs = ["auto", 1, 1, "(none)", "60GiB", ""]
     ok = call_api(server, "report", [LLAMA, None] + knobs)
     assert ok.startswith("event: complete") and "131,072 B (128.00 KiB)" in ok
@@ -431,9 +454,6 @@ def test_browser_static_report_fetches_nothing(driver, tmp_path):
 
 # -- the Space -----------------------------------------------------------------------------------
 
-SPACE = Path(__file__).resolve().parents[1] / "space"
-
-
 def front_matter(text: str) -> dict[str, str]:
     head = text.split("---\n")[1]
     pairs = (line.split(":", 1) for line in head.strip().splitlines())
@@ -449,14 +469,3 @@ def test_space_front_matter():
         from importlib.metadata import version
 
         assert meta["sdk_version"].split(".")[0] == version("gradio").split(".")[0]
-
-
-@browser
-def test_space_app_serves_the_page(fake_hub_server, tmp_path):
-    port = _free_port()
-    env = server_env(fake_hub_server.url, tmp_path) | {"GRADIO_SERVER_PORT": str(port)}
-    with running([sys.executable, str(SPACE / "app.py")], env, port, tmp_path / "space.log") as url:
-        page = urllib.request.urlopen(url, timeout=10).read().decode()
-        assert "hfkv: KV cache calculator" in page
-        ok = call_api(url, "report", [LLAMA, None, "auto", 1, 1, "(none)", "", ""])
-        assert "131,072 B (128.00 KiB)" in ok  # 32 × 2 × 8 × 128 × 2, as on hfkv serve
