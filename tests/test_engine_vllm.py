@@ -333,3 +333,27 @@ def test_vllm_unregistered_architecture_has_no_kv_groups():
                         architectures=["Lfm2BidirectionalModel"], model_type="lfm2", config={})
     with pytest.raises(VllmRefusal, match="registers no Lfm2BidirectionalModel as a generation model"):
         simulate(r, engine="vllm", budget_bytes=None, max_model_len=None)
+
+
+def test_vllm_ampere_backends_for_sinks_prefix_and_fp8():
+    # SM80 runs FA2 only: no attention sinks (gpt-oss) and no multimodal prefix (Gemma 3) -> Triton (16),
+    # which refuses fp8 KV below SM89; plain fp8 KV -> FlashInfer (16), ALiBi included
+    assert simulate(report(GPT_OSS), engine="vllm", budget_bytes=None, max_model_len=4096,
+                    compute_capability="8.0")["attention_backend"] == "TRITON_ATTN"
+    for name in (GPT_OSS, "google__gemma-3-4b-it"):
+        with pytest.raises(VllmRefusal, match="Triton attention backend"):
+            simulate(report(name, kv_cache_dtype="fp8"), engine="vllm", budget_bytes=None, max_model_len=4096,
+                     compute_capability="8.0")
+    for name in ("meta-llama__Meta-Llama-3.1-8B", "bigscience__bloom"):
+        out = simulate(report(name, kv_cache_dtype="fp8"), engine="vllm", budget_bytes=None, max_model_len=2048,
+                       compute_capability="8.0")
+        assert (out["attention_backend"], out["block_size"]) == ("FLASHINFER", 16)
+
+
+def test_vllm_blackwell_serves_alibi_fp8_on_flashinfer():
+    # SM100 prefers FlashInfer, which takes ALiBi with fp8 KV: no refusal (on SM90 FlashAttention's FA2
+    # fallback refuses it). BLOOM: 70 layers × 112 heads × (128 + 128) × 1 B = 2,007,040 B per token
+    out = simulate(report("bigscience__bloom", kv_cache_dtype="fp8"), engine="vllm", budget_bytes=None,
+                   max_model_len=2048, compute_capability="10.0")
+    assert (out["attention_backend"], out["block_size"], out["blocks_per_request"]) == ("FLASHINFER", 16, 2048 // 16)
+    assert out["bytes_per_block"] == 16 * 70 * 112 * 256 == 32_112_640

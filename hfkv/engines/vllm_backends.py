@@ -41,6 +41,7 @@ SPARSE_128_ARCH_PREFIXES = ("MiniMaxM3",)
 SPARSE_128_BLOCK = 128
 # model_arch_config_convertor.py is_mm_prefix_lm: top-level model types (Gemma 4: the text config's flag).
 MM_PREFIX_MODEL_TYPES = frozenset({"bagel", "gemma3", "molmo2", "moondream3", "paligemma"})
+SINK_MODEL_TYPES = frozenset({"gpt_oss"})  # gpt_oss.py: attention sinks per head
 
 
 @dataclass(frozen=True)
@@ -54,13 +55,14 @@ class Backend:
 
 
 def choose(*, major: int, mla: bool, dsa: bool, kv: str, max_head: int, query_heads: int | None,
-           mm_prefix: bool = False, mixed_heads: bool = False) -> Backend:
+           mm_prefix: bool = False, mixed_heads: bool = False, sinks: bool = False) -> Backend:
     """The backend for the model's attention layers on an SM ``major`` GPU with KV dtype ``kv``.
 
     ``mm_prefix``: the model attends bidirectionally over image positions (``is_mm_prefix_lm``); vLLM
     then routes through a Triton composite, whose SM100 form (TRITON_FLASHINFER) has 64-token kernels.
     ``mixed_heads``: Gemma 4's layers differ in head size; ``Gemma4Config`` wants FA4 for them, and
-    forces TRITON_ATTN where FA4 does not run (below SM90).
+    forces TRITON_ATTN where FA4 does not run (below SM90). ``sinks``: attention sinks (gpt-oss),
+    which FlashAttention supports from FA3 on.
     """
     quantized = kv in ("fp8", "fp4")
     if dsa:
@@ -73,8 +75,15 @@ def choose(*, major: int, mla: bool, dsa: bool, kv: str, max_head: int, query_he
     if major == 10 and mm_prefix:
         return Backend("TRITON_FLASHINFER", MM_PREFIX_SM100_BLOCK, MM_PREFIX_SM100_BLOCK,
                        "SM100 multimodal-prefix models: the Triton/FlashInfer composite's kernels are 64 tokens")
+    if major == 10 and sinks:
+        return Backend("FLASH_ATTN", 16, 16, "SM100 with attention sinks: FlashInfer is not valid, FlashAttention is")
     if major == 10:
         return Backend("FLASHINFER", 16, 16, "SM100 prefers FlashInfer; 16 is one of its kernel sizes")
+    if major not in FA4_MAJORS and (mm_prefix or sinks):
+        return Backend("TRITON_ATTN", 16, 16, f"FA2 (SM{major}x) has no {'multimodal prefix' if mm_prefix else 'sinks'}"
+                                              " support and neither has FlashInfer here: Triton attention")
+    if major not in FA4_MAJORS and kv in ("fp8", "fp4"):
+        return Backend("FLASHINFER", 16, 16, f"FA2 (SM{major}x) takes no fp8 KV cache: FlashInfer")
     name = "TRITON_FLASH_ATTN" if major == 9 and mm_prefix else "FLASH_ATTN"
     if major == 9 and kv == "fp8" and max_head == FA4_FP8_HEAD:
         return Backend(name, FA4_FP8_BLOCK, FA4_FP8_BLOCK,
@@ -185,7 +194,7 @@ def choose_backend(report: Any, specs: list[Spec], kv: str, knobs: dict) -> Back
     mixed = str(report.model_type or "").startswith("gemma4") and len({s.head_dim for s in attention}) > 1
     backend = choose(major=major, mla=any(s.mla for s in attention), dsa=dsa, kv=kv,
                      max_head=max(s.head_dim for s in attention), query_heads=query_heads(report),
-                     mm_prefix=mm_prefix(report), mixed_heads=mixed)
+                     mm_prefix=mm_prefix(report), mixed_heads=mixed, sinks=report.model_type in SINK_MODEL_TYPES)
     check_backend_dtype(report, backend, kv, knobs)
     if sparse_128(report):
         return Backend("MINIMAX_M3_SPARSE", SPARSE_128_BLOCK, SPARSE_128_BLOCK,
