@@ -11,8 +11,8 @@ The file is stored in the snapshot folder itself, as huggingface_hub does where 
 available, rather than as ``blobs/<etag>`` plus a link: a few kB per config are not worth the
 blob's extra directory, file and link, which cost more than the download on a slow disk.
 
-Contract: every write is atomic (temporary name, then ``os.replace``), so a killed process leaves
-either the old file or the new one; names built from server answers (commit, revision) are checked
+Contract: every write is atomic (temporary name, created exclusively and never through a symlink,
+then ``os.replace``), so a killed process leaves either the old file or the new one; names built from server answers (commit, revision) are checked
 before they become paths, so nothing is ever written outside the repo's folder.
 """
 
@@ -68,12 +68,12 @@ def store(cache_dir: str | os.PathLike, repo_id: str, filename: str, *, revision
     folder = str(repo_folder(cache_dir, repo_id))
     snapshot = os.path.join(folder, "snapshots", commit, filename)
     if not os.path.exists(snapshot):  # a commit's files never change: written once
-        _write_atomic(snapshot, body)
+        write_atomic(snapshot, body)
     name = revision or "main"
     if name != commit and safe_ref(name):
         ref = os.path.join(folder, "refs", *name.split("/"))
         if _read_text(ref) != commit:
-            _write_atomic(ref, commit.encode())
+            write_atomic(ref, commit.encode())
     return Path(snapshot)
 
 
@@ -85,14 +85,14 @@ def _read_text(path: str) -> str | None:
         return None
 
 
-def _write_atomic(path: str, data: bytes) -> None:
+def write_atomic(path: str, data: bytes) -> None:
     """``data`` at ``path`` by way of a temporary file in the same folder (created when missing)."""
     tmp = f"{path}.{os.getpid()}-{threading.get_ident()}.hfkv-tmp"  # unique per thread; replaced or removed
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        fd = _create(tmp)
     except FileNotFoundError:  # first file of this repo or commit: make the folders, once
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        fd = _create(tmp)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
@@ -103,3 +103,15 @@ def _write_atomic(path: str, data: bytes) -> None:
         except OSError:
             pass
         raise
+
+
+def _create(tmp: str) -> int:
+    """A new file at ``tmp``, never through a symlink or into an existing file: the name is
+    predictable, so anything already there (a planted link, a leftover of a killed run) is
+    removed first, and then creation is exclusive (``O_EXCL``, ``O_NOFOLLOW``)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        return os.open(tmp, flags, 0o644)
+    except FileExistsError:
+        os.unlink(tmp)  # removes a symlink itself, not its target
+        return os.open(tmp, flags, 0o644)

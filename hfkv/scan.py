@@ -419,9 +419,12 @@ def resume_file(path: Path, writer: Writer) -> dict[str, bool]:
     # A file holding no complete row is emptied, so the header is written afresh.
     wanted = "".join(line + "\n" for line in header + kept) if len(complete) >= len(header) and complete else ""
     if wanted != text:
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(wanted, encoding="utf-8")
-        os.replace(tmp, path)
+        from .hubcache import write_atomic  # exclusive temporary file, never through a symlink
+
+        try:
+            write_atomic(str(path), wanted.encode("utf-8"))
+        except OSError as err:
+            raise UsageError(f"cannot rewrite {path}: {err.strerror or type(err).__name__}") from None
     return done
 
 

@@ -272,3 +272,19 @@ def test_ids_the_hub_rejects_are_recorded_once_as_skipped(fake_hub, tmp_path):
     assert "not a valid Hub repo id" in first.stderr and "not retried" in first.stderr
     second = CliRunner().invoke(main, args)
     assert "a..b" not in second.stderr and fake_hub.requests(f"{ORG}/a..b") == []
+
+
+def test_a_symlink_planted_at_a_cache_temporary_name_is_not_written_through(tmp_path):
+    import threading
+
+    from hfkv import hubcache
+
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    commit = "a" * 40
+    target = hubcache.repo_folder(tmp_path / "cache", "org/m") / "snapshots" / commit / "config.json"
+    target.parent.mkdir(parents=True)
+    planted = f"{target}.{os.getpid()}-{threading.get_ident()}.hfkv-tmp"  # the name a store will use
+    os.symlink(victim, planted)
+    hubcache.store(tmp_path / "cache", "org/m", "config.json", revision=None, commit=commit, body=b"{}")
+    assert victim.read_text() == "precious\n" and target.read_bytes() == b"{}"

@@ -123,3 +123,17 @@ def test_a_scan_keeps_no_report_once_its_row_is_written(tmp_path, monkeypatch):
     gc.collect()
     assert len(refs) == 20 and out.written == 20
     assert [r for r in refs if r() is not None] == []
+
+
+def test_a_resume_rewrite_never_writes_through_a_planted_symlink(fake_hub, tmp_path):
+    import threading
+
+    out = tmp_path / "rows.jsonl"
+    assert scan(write_list(tmp_path, QWEN3), "--endpoint", fake_hub.url, "-o", str(out)).exit_code == 0
+    out.write_text(out.read_text() + '{"model": "cut mid-wri')  # a truncated row: --resume rewrites the file
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    os.symlink(victim, f"{out}.{os.getpid()}-{threading.get_ident()}.hfkv-tmp")  # the rewrite's temporary name
+    result = scan(write_list(tmp_path, QWEN3), "--endpoint", fake_hub.url, "-o", str(out), "--resume")
+    assert result.exit_code == 0 and victim.read_text() == "precious\n"
+    assert list(rows(out)) == [QWEN3]
