@@ -198,11 +198,14 @@ def sliding_window(cfg: ConfigView, *, default: int | None = None, keys: Sequenc
 
     ``use_sliding_window: false`` means none even when a window is written (Qwen2/3), and so does a
     window of 0. ``default`` applies when no window key is present (the transformers default of
-    families whose configs may omit it).
+    families whose configs may omit it). Beside a text sub-config only the sub-config's keys count:
+    a root ``window_size`` belongs to a projector or tower (Granite Speech's is 15), not the decoder.
     """
     if cfg.present("use_sliding_window") and not cfg.boolean("use_sliding_window"):
         return None
-    window = cfg.optional_int(*keys)
+    if cfg.text is not cfg.root:
+        keys = [key for key in keys if cfg.present(key)]
+    window = cfg.optional_int(*keys) if keys else None
     if window is None:
         return default
     return window or None

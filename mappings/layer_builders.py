@@ -64,11 +64,19 @@ def pattern_layout(
     default_window: int | None,
     default_rule: Callable[[int, int], bool] | None,
     head_dim_defaults: bool = False,
+    inclusive_window: bool = False,
 ) -> Layout:
-    """Full/sliding hybrids: ``layer_types`` when given, else ``default_rule(i, n)``; all full without a window."""
+    """Full/sliding hybrids: ``layer_types`` when given, else ``default_rule(i, n)``; all full without a window.
+
+    ``inclusive_window``: the model attends to [pos − W, pos], W + 1 keys (Cohere 2; vLLM caches W + 1).
+    """
     notes: list[str] = []
     n = num_layers(cfg)
-    window = effective_window(cfg, sliding_window(cfg, default=default_window), notes)
+    window = sliding_window(cfg, default=default_window)
+    if window is not None and inclusive_window:
+        notes.append(f"sliding layers attend to [pos − {window}, pos]: {window + 1} keys cached (vLLM: W + 1)")
+        window += 1
+    window = effective_window(cfg, window, notes)
     types = layer_types(cfg, n)
     if types is not None:
         rule = lambda i: is_sliding_type(types[i], cfg)  # noqa: E731

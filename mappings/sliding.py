@@ -97,6 +97,10 @@ _ARCHITECTURES = {
 _WRAPPER_TYPES = {"exaone4_5": "exaone4", "embedding_gemma2_text": "gemma3_text"}
 
 
+# Rows whose window W means W + 1 keys ([pos − W, pos]): vLLM's commandr.py and cohere2_moe.py.
+_INCLUSIVE = frozenset({"cohere2", "cohere2_moe"})
+
+
 def _row(cfg: ConfigView) -> str:
     """The table row: the text model type, the root one, then the architecture's."""
     for model_type in (cfg.text_model_type, cfg.model_type):
@@ -124,7 +128,9 @@ def _row(cfg: ConfigView) -> str:
 )
 def sliding_hybrid(cfg: ConfigView) -> Layout:
     """Sliding layers keep min(S, W) entries, full layers S; the pattern comes from ``layer_types`` or the default."""
-    window, rule_for, head_dim_defaults = _TABLE[_row(cfg)]
+    row = _row(cfg)
+    window, rule_for, head_dim_defaults = _TABLE[row]
     return pattern_layout(
-        cfg, default_window=window, default_rule=rule_for(cfg), head_dim_defaults=head_dim_defaults
+        cfg, default_window=window, default_rule=rule_for(cfg), head_dim_defaults=head_dim_defaults,
+        inclusive_window=row in _INCLUSIVE,
     )

@@ -193,3 +193,13 @@ def test_hunyuan_cla_is_noted():
     rep = inspect(data)
     assert rep.alpha_bytes_per_token == LLAMA_1B_ALPHA  # every layer, as SGLang's pool sizes them
     assert any(note.startswith("use_cla: layers with i % 2 != 0") for note in rep.notes)
+
+
+def test_a_root_window_size_beside_text_config_is_not_the_decoders():
+    # Granite Speech: the projector's window_size (15) sits at the root; the Granite decoder has no window.
+    # vLLM's oracle on transformers' defaults: 32 full-attention layers, no sliding window.
+    data = {"model_type": "granite_speech", "architectures": ["GraniteSpeechForConditionalGeneration"],
+            "window_size": 15, "text_config": dict(LLAMA_1B, model_type="granite")}
+    rep = inspect(data)
+    assert [layer.kind for layer in rep.layers] == ["full"] * 16
+    assert rep.alpha_bytes_per_token == LLAMA_1B_ALPHA and rep.gamma_bytes_per_request == 0

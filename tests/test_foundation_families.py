@@ -204,8 +204,9 @@ def test_gemma3_sparse_text_config_uses_transformers_defaults():
 @pytest.mark.parametrize(
     "fixture, full, sliding, window, entry",
     [
-        # cohere2: 40 layers, pattern 4 → 10 full; MHA 64 × 128 → E = 2 × 64 × 128 × 2 = 32768
-        ("CohereForAI__c4ai-command-r-v01-transformers-defaults", 10, 30, 4096, 32768),
+        # cohere2: 40 layers, pattern 4 → 10 full; MHA 64 × 128 → E = 2 × 64 × 128 × 2 = 32768; a sliding
+        # layer attends to [pos − 4096, pos]: 4096 + 1 = 4097 keys (vLLM's commandr.py; its oracle row: 4097)
+        ("CohereForAI__c4ai-command-r-v01-transformers-defaults", 10, 30, 4097, 32768),
         # exaone4: 32 layers, pattern 4 → 8 full; 32 heads × 128 (4096 / 32) → E = 16384
         ("LGAI-EXAONE__EXAONE-4.0-32B-transformers-defaults", 8, 24, 4096, 16384),
         # olmo3: (i + 1) % 4 → 8 full of 32; E = 2 × 32 × 128 × 2 = 16384
