@@ -67,7 +67,7 @@ def test_the_weights_lookup_honours_the_timeout(fake_hub, hub_cache):
 
 def test_weights_are_prefetched_with_the_config(fake_hub, hub_cache):
     fake_hub.add_model("org/w", {"config.json": CONFIG}, safetensors={"model.safetensors": {"w": ("BF16", [64, 32])}})
-    fake_hub.latency = 0.3
+    fake_hub.latency = 0.5
     hub = client(fake_hub, hub_cache, prefetch_weights=True)
     started = time.monotonic()
     hub.load_config("org/w")
@@ -76,7 +76,7 @@ def test_weights_are_prefetched_with_the_config(fake_hub, hub_cache):
     fake_hub.latency = 0.0
     # 64 × 32 = 2048 BF16 parameters, 2 bytes each = 4096 bytes.
     assert weights["total_parameters"] == 2048 and weights["weights_bytes"] == 4096
-    assert took < 0.55  # the two requests of 0.3 s each went out together
+    assert took < 0.95  # the two requests of 0.5 s each went out together (one after the other: ≥ 1.0 s)
     assert sorted(e["path"] for e in fake_hub.requests("org/w")) == ["/api/models/org/w", "/org/w/resolve/main/config.json"]
 
 
