@@ -1,8 +1,10 @@
 """From a config to a report: resolve the mapper and the precision, then ask the accounting core.
 
-``Options`` are the knobs of one report; ``Report`` is the stable result (its ``to_dict`` is the JSON
-contract of ``docs/json.md``). Both are plain dataclasses: building a report imports no validation
-library, and ``Options`` checks its own values, each error one line naming the option.
+``Options`` are the knobs of one report: a pydantic model (frozen, no unknown knob, bounds as
+``Field`` constraints), whose errors are one ``UsageError`` line naming the option and its CLI flag.
+``Report`` is the stable result (its ``to_dict`` is the JSON contract of ``docs/json.md``): a plain
+dataclass, as are its rows, because it is built from figures already checked, never from input, and
+a report may hold 10⁴ context rows, where a validated model per row would cost more than the figures.
 """
 
 from __future__ import annotations
@@ -10,13 +12,15 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, fields, replace
 from fractions import Fraction
-from typing import Any
+from typing import Annotated, Any, Optional
+
+from pydantic import Field, ValidationError
 
 from . import accounting as acc
 from . import dtypes
 from .config import ConfigView
 from .errors import ConfigError, HfkvError, UsageError
-from .specs import LayerSpec, Layout
+from .specs import LayerSpec, Layout, _Spec, first_problem, shape_message
 
 DEFAULT_CONTEXTS = (4096, 32768, 131072)
 SCHEMA_VERSION = 2  # 1: the JSON before it carried a version; 2: stable nulls, bounded layer lists
@@ -27,14 +31,13 @@ Number = int | float
 _FLAGS = {
     "tensor_parallel_size": "--tensor-parallel-size", "contexts": "--context", "budget_bytes": "--budget",
     "batch": "--batch", "prefix_cache_tokens": "--prefix-cache", "snapshot_interval": "--snapshot-interval",
-    "spec_tokens": "--spec-tokens",
+    "spec_tokens": "--spec-tokens", "kv_cache_dtype": "--kv-cache-dtype", "state_dtype": "--state-dtype",
+    "conv_dtype": "--conv-dtype", "indexer_dtype": "--indexer-dtype",
 }
-_LOWER_BOUNDS = {"tensor_parallel_size": 1, "budget_bytes": 1, "batch": 1, "prefix_cache_tokens": 0,
-                 "snapshot_interval": 1, "spec_tokens": 0}
+Context = Annotated[int, Field(ge=1, le=acc.SEARCH_LIMIT)]
 
 
-@dataclass(frozen=True, kw_only=True)
-class Options:
+class Options(_Spec):
     """Accounting knobs for one report (no Hub settings, no secrets).
 
     Dtypes: ``auto | bf16 | fp16 | fp8 | fp4 | fp32`` (``state_dtype``/``indexer_dtype``: no auto);
@@ -48,49 +51,36 @@ class Options:
     state_dtype: str = "fp32"
     conv_dtype: str = "auto"
     indexer_dtype: str = "fp8"
-    tensor_parallel_size: int = 1
-    contexts: tuple[int, ...] | None = None
-    budget_bytes: int | None = None
-    batch: int | None = None
-    prefix_cache_tokens: int | None = None
-    snapshot_interval: int | None = None
-    spec_tokens: int = 0
+    tensor_parallel_size: int = Field(1, ge=1)
+    contexts: Optional[tuple[Context, ...]] = None
+    budget_bytes: Optional[int] = Field(None, ge=1)
+    batch: Optional[int] = Field(None, ge=1)
+    prefix_cache_tokens: Optional[int] = Field(None, ge=0)
+    snapshot_interval: Optional[int] = Field(None, ge=1)
+    spec_tokens: int = Field(0, ge=0)
 
-    def __post_init__(self) -> None:
-        for name in ("kv_cache_dtype", "state_dtype", "conv_dtype", "indexer_dtype"):
-            if not isinstance(getattr(self, name), str):
-                raise UsageError(f"invalid option {name}: a dtype name, not {getattr(self, name)!r}")
-        for name, low in _LOWER_BOUNDS.items():
-            value = getattr(self, name)
-            if value is not None or name in ("tensor_parallel_size", "spec_tokens"):
-                object.__setattr__(self, name, _check_int(name, value, low))
-        if self.contexts is not None:
-            if isinstance(self.contexts, (str, bytes)) or not hasattr(self.contexts, "__iter__"):
-                raise UsageError(f"invalid option contexts (--context): a list of token counts, not {self.contexts!r}")
-            contexts = tuple(self.contexts)
-            if not all(type(v) is int and 0 < v <= acc.SEARCH_LIMIT for v in contexts):  # else: say which
-                contexts = tuple(_check_int("contexts", value, 1, acc.SEARCH_LIMIT) for value in contexts)
-            object.__setattr__(self, "contexts", contexts)
-
-    def model_copy(self, *, update: dict | None = None) -> "Options":
-        """A copy with some knobs changed (validated again)."""
-        return replace(self, **(update or {}))
+    @classmethod
+    def _invalid(cls, err: ValidationError) -> Exception:
+        return UsageError(option_message(err))
 
 
-def _check_int(name: str, value: Any, low: int, high: int | None = None) -> int:
-    """``value`` as an int (a whole float is one) within [low, high]; else a one-line ``UsageError``
-    naming the option and, where it has one, its CLI flag."""
+def option_message(err: ValidationError) -> str:
+    """One line for a bad option, naming it and, where it has one, its CLI flag."""
+    loc, what = first_problem(err)
+    name = str(loc[0]) if loc else "options"
     label = f"{name} ({_FLAGS[name]})" if name in _FLAGS else name
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if type(value) is not int:
-        raise UsageError(f"invalid option {label}: a whole number, not {value!r}"[:200])
-    if value < low:
-        raise UsageError(f"invalid option {label}: {value} is below the minimum {low}")
-    if high is not None and value > high:
-        raise UsageError(f"invalid option {label}: {value:,} tokens is past {high:,} (2^40), "
-                         "the longest context hfkv accounts")
-    return value
+    first = err.errors(include_url=False)[0]
+    given, ctx = first.get("input"), first.get("ctx") or {}
+    if first["type"] == "less_than_equal" and name == "contexts":
+        what = (f"{given:,} tokens is past {ctx['le']:,} (2^40), the longest context hfkv accounts"
+                if isinstance(given, int) else what)
+    elif first["type"] == "greater_than_equal":
+        what = f"{given!r} is below the minimum {ctx['ge']}"
+    elif first["type"].startswith("int_"):
+        what = f"a whole number, not {given!r}"[:200]
+    elif first["type"] == "extra_forbidden":
+        what = "not an option"
+    return f"invalid option {label}: {what}"
 
 
 @dataclass
@@ -521,7 +511,7 @@ def make_options(options: Options | None = None, **knobs: Any) -> Options:
     return Options(**knobs)  # a bad value is a UsageError naming the option
 
 
-_OPTION_NAMES = frozenset(f.name for f in fields(Options))
+_OPTION_NAMES = frozenset(Options.model_fields)
 
 
 def inspect_config(
@@ -553,6 +543,8 @@ def inspect_config(
         )
     except HfkvError as err:
         raise err.with_source(model)
+    except ValidationError as err:  # a spec validated without its constructor (``model_validate``)
+        raise ConfigError(None, f"invalid layer shape: {shape_message(err)}", source=model) from None
     except (ValueError, TypeError) as err:  # a part's shape check (ShapeError: e.g. zero heads)
         raise ConfigError(None, f"invalid layer shape: {_first_line(err)}", source=model) from None
 

@@ -1,4 +1,4 @@
-"""Per-layer cache specs: one small class per kind of storage.
+"""Per-layer cache specs: one small pydantic model per kind of storage.
 
 A layer is a ``LayerSpec``: an index, a label chosen by its mapper, and one or more *parts*. Each part
 is one kind of storage and answers the same questions, for a ``Precision`` and a tensor-parallel size
@@ -20,17 +20,18 @@ bound and ``div`` 0 for a constant ``cap`` (``count``). ``entry_rule`` gives the
 ``read_rule`` the entries a decode step reads; the accounting core groups terms by these rules, so
 a sweep over many contexts evaluates each distinct rule once per context, not each part.
 
-Parts are frozen dataclasses, equal and hashable by value (two mappers' equal parts are one group),
-and validate their shapes when built: every size is an integer within its bounds, else a
-``ShapeError`` (a ``ValueError``) naming the class, the field and the value.
+The specs are pydantic models: frozen, no unknown field, every size an ``int`` within its
+``Field(ge=…, le=…)`` bounds (pydantic's lax mode reads ``8.0`` and ``"128"`` as whole numbers), and
+equal and hashable by value (two mappers' equal parts are one group). A bad value is a
+``ShapeError`` (a ``ValueError``): one line naming the class, the field and the value, never
+pydantic's multi-line dump. Start cost: each class's validator is built on its first use
+(``defer_build``), not when this module is imported.
 """
 
-from __future__ import annotations
-
-import math
-from dataclasses import MISSING, dataclass, field, fields, replace
 from fractions import Fraction
-from typing import Any, ClassVar, Union
+from typing import Annotated, Any, ClassVar, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .dtypes import BYTES, Precision, block_scaled_bytes, ceil_div
 
@@ -41,6 +42,9 @@ Rule = tuple  # (div, cap): n(S) = min(S // div, cap); cap None = unbounded; div
 
 NO_ENTRIES: Rule = (0, 0)
 EVERY_TOKEN: Rule = (1, None)
+
+Size = Annotated[int, Field(ge=1)]  # a head count, a width, a window: at least 1
+Count = Annotated[int, Field(ge=0)]  # a size that may be 0 (RoPE dims, ring slots, groups)
 
 
 def count(rule: Rule, S: int) -> int:
@@ -56,58 +60,67 @@ class ShapeError(ValueError):
     """A part or layer built with a value no layer can have (a zero head count, a fractional size)."""
 
 
-def size(ge: int = 1, default: Any = MISSING, le: int | None = None) -> Any:
-    """A dataclass field holding an integer size with bounds (None allowed when the default is None)."""
-    return field(default=default, metadata={"ge": ge, "le": le})
+def first_problem(err: ValidationError) -> tuple[tuple, str]:
+    """(location, problem in words) of the first error pydantic found, e.g.
+    ``(("kv_heads",), "must be ≥ 1, not 0")``; the words are for one line of a message."""
+    first = err.errors(include_url=False)[0]
+    kind, ctx, given = first["type"], first.get("ctx") or {}, repr(first.get("input"))[:80]
+    if isinstance(ctx.get("error"), ShapeError):  # a nested spec built from a dict said it already
+        what = f"({ctx['error']})"
+    elif kind == "greater_than_equal":
+        what = f"must be ≥ {ctx['ge']}, not {given}"
+    elif kind == "less_than_equal":
+        what = f"must be ≤ {ctx['le']}, not {given}"
+    elif kind.startswith("int_"):
+        what = f"must be an integer, not {given}"
+    elif kind == "string_type":
+        what = f"must be a name, not {given}"
+    elif kind == "missing":
+        what = "is missing"
+    elif kind == "extra_forbidden":
+        what = f"is not a field (given {given})"
+    elif kind == "model_type":
+        what = f"must be a {ctx['class_name']}, not {given}"
+    elif kind in ("union_tag_invalid", "union_tag_not_found", "model_attributes_type"):  # the parts' union
+        what = f"must be a part ({', '.join(PART_KINDS)}), not {given}"
+    else:  # pydantic's own words, lower-cased into the sentence
+        what = f"{first['msg'][:1].lower()}{first['msg'][1:]}, not {given}"
+    return tuple(first["loc"]), what
 
 
-def _as_int(value: Any) -> int | None:
-    """The integer ``value`` stands for (as pydantic's lax mode reads it), or None when there is none."""
-    if isinstance(value, int):  # bool included: True is 1
-        return int(value)
-    if isinstance(value, float):
-        return int(value) if math.isfinite(value) and value.is_integer() else None
-    if isinstance(value, (str, bytes)):
-        try:
-            return int(value)
-        except ValueError:
-            pass
-        try:
-            number = float(value)
-        except ValueError:
-            return None
-        return int(number) if math.isfinite(number) and number.is_integer() else None
-    return None
+def shape_message(err: ValidationError) -> str:
+    """One line for a bad spec: ``FullAttention.kv_heads must be ≥ 1, not 0``; a part given as a
+    dict says where it sits: ``LayerSpec.parts[0] (FullAttention.kv_heads must be ≥ 1, not 0)``."""
+    loc, what = first_problem(err)
+    where = err.title
+    for step in loc:
+        if step not in _CLASS_OF_KIND:  # the union's tag: the message names the class already
+            where += f"[{step}]" if isinstance(step, int) else f".{step}"
+    return f"{where} {what}"
 
 
-_CHECKS: dict[type, tuple] = {}
+class _Spec(BaseModel):
+    """Base of the specs: frozen (hashable, equal by value), no unknown fields, validator built on
+    first use; a bad value raises ``ShapeError`` (``_invalid``) instead of pydantic's dump."""
 
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
-def _checks(cls: type) -> tuple:
-    """(name, ge, le, optional) of every bounded size field of ``cls``, computed once per class."""
-    found = _CHECKS.get(cls)
-    if found is None:
-        found = _CHECKS[cls] = tuple(
-            (f.name, f.metadata["ge"], f.metadata["le"], f.default is None)
-            for f in fields(cls) if "ge" in f.metadata
-        )
-    return found
+    def __init__(self, **data: Any) -> None:
+        try:  # what ``BaseModel.__init__`` does, without its extra frame (models may have 10⁵ layers)
+            self.__pydantic_validator__.validate_python(data, self_instance=self)
+        except ValidationError as err:
+            raise self._invalid(err) from None
 
+    @classmethod
+    def _invalid(cls, err: ValidationError) -> Exception:
+        return ShapeError(shape_message(err))
 
-def validate_sizes(obj: Any) -> None:
-    """Check (and normalise to ``int``) every size field of a frozen dataclass; ``ShapeError`` if bad."""
-    for name, ge, le, optional in _checks(type(obj)):
-        value = getattr(obj, name)
-        if value is None and optional:
-            continue
-        number = _as_int(value)
-        if number is None:
-            raise ShapeError(f"{type(obj).__name__}.{name} must be an integer, not {value!r}")
-        if number < ge or (le is not None and number > le):
-            bounds = f"≥ {ge}" if le is None else f"between {ge} and {le}"
-            raise ShapeError(f"{type(obj).__name__}.{name} must be {bounds}, not {number}")
-        if type(value) is not int:
-            object.__setattr__(obj, name, number)
+    def model_copy(self, *, update: dict[str, Any] | None = None, deep: bool = False) -> Any:
+        """pydantic's ``model_copy``, but an ``update`` is validated like any new spec (pydantic's
+        own trusts it: a ``list`` of parts would then break hashing, an ``8.0`` the exact ints)."""
+        if not update:
+            return super().model_copy(deep=deep)
+        return type(self)(**{**self.__dict__, **update})
 
 
 def latent_entry_bytes(nope_dim: int, rope_dim: int, kv_dtype: str) -> Bytes:
@@ -123,15 +136,12 @@ def latent_entry_bytes(nope_dim: int, rope_dim: int, kv_dtype: str) -> Bytes:
     return (nope_dim + rope_dim) * width
 
 
-@dataclass(frozen=True, kw_only=True)
-class _Part:
-    kind: ClassVar[str] = "none"
+class _Part(_Spec):
+    """One kind of storage; each concrete class has a ``kind`` literal (the union's discriminator)."""
+
     recurrent: ClassVar[bool] = False  # state that exists only for an exact prefix length (linear, Mamba, conv)
     replicated: ClassVar[bool] = False  # every tensor-parallel rank holds the whole part
     reads_state: ClassVar[bool] = False  # a decode step reads the whole state C (recurrent parts)
-
-    def __post_init__(self) -> None:
-        validate_sizes(self)
 
     def entry_rule(self) -> Rule:
         """n(S) as ``(div, cap)``; see the module docstring."""
@@ -186,38 +196,30 @@ class _Part:
         return self.copies * cap * self.entry_bytes(p, tp) + self.state_bytes(p, tp)
 
     def params(self) -> dict:
-        """The part's own parameters that differ from their defaults, in field order, for reports."""
-        out = {}
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if f.default is MISSING or value != f.default:
-                out[f.name] = value
-        return out
-
-    def model_copy(self, *, update: dict | None = None) -> "_Part":
-        """A copy with some fields changed (validated again); the name callers already use."""
-        return replace(self, **(update or {}))
+        """The part's own parameters that differ from their defaults, in field order, for reports
+        (``kind`` is said apart)."""
+        fields = type(self).model_fields
+        return {name: value for name, value in self.__dict__.items()
+                if name != "kind" and (fields[name].is_required() or value != fields[name].default)}
 
 
-@dataclass(frozen=True, kw_only=True)
 class _TokenPart(_Part):
     """Storage that grows with the context; may be read from another layer's copy."""
 
     # When set, this layer owns no copy (σ = 0) and reads that layer's.
-    source_layer: int | None = size(ge=0, default=None)
+    source_layer: Count | None = None
 
     @property
     def copies(self) -> int:
         return 0 if self.source_layer is not None else 1
 
 
-@dataclass(frozen=True, kw_only=True)
 class _HeadsPart(_TokenPart):
     """K and V heads of a standard attention layer; TP splits the KV heads."""
 
-    kv_heads: int = size()
-    head_dim: int = size()
-    v_head_dim: int | None = size(ge=0, default=None)  # defaults to head_dim
+    kv_heads: Size
+    head_dim: Size
+    v_head_dim: Count | None = None  # defaults to head_dim
 
     def entry_bytes(self, p: Precision, tp: int = 1) -> Bytes:
         # Past TP = K the heads are replicated: each rank still holds one.
@@ -226,17 +228,15 @@ class _HeadsPart(_TokenPart):
         return heads * (self.head_dim + v_dim) * p.kv_bytes
 
 
-@dataclass(frozen=True, kw_only=True)
 class FullAttention(_HeadsPart):
     """MHA / GQA / MQA over the whole context: n = S, E = K·(H_k + H_v)·e."""
 
-    kind: ClassVar[str] = "full"
+    kind: Literal["full"] = "full"
 
     def entry_rule(self) -> Rule:
         return EVERY_TOKEN
 
 
-@dataclass(frozen=True, kw_only=True)
 class _BoundedHeads(_HeadsPart):
     """Attention whose entries stop growing at ``bound`` tokens: n = min(S, bound)."""
 
@@ -248,19 +248,17 @@ class _BoundedHeads(_HeadsPart):
         return (1, self.bound)
 
 
-@dataclass(frozen=True, kw_only=True)
 class SlidingWindow(_BoundedHeads):
     """Attention over the last W tokens: n = min(S, W)."""
 
-    kind: ClassVar[str] = "sliding"
-    window: int = size()
+    kind: Literal["sliding"] = "sliding"
+    window: Size
 
     @property
     def bound(self) -> int:
         return self.window
 
 
-@dataclass(frozen=True, kw_only=True)
 class ChunkedLocal(_BoundedHeads):
     """Chunked local attention, accounted as a window of the chunk size: n = min(S, chunk).
 
@@ -268,15 +266,14 @@ class ChunkedLocal(_BoundedHeads):
     reserves a whole chunk, so the reservation is what hfkv counts.
     """
 
-    kind: ClassVar[str] = "chunked"
-    chunk: int = size()
+    kind: Literal["chunked"] = "chunked"
+    chunk: Size
 
     @property
     def bound(self) -> int:
         return self.chunk
 
 
-@dataclass(frozen=True, kw_only=True)
 class CrossAttention(_HeadsPart):
     """Decoder cross-attention over an encoder output of fixed length T: n = T whatever S.
 
@@ -285,8 +282,8 @@ class CrossAttention(_HeadsPart):
     (Whisper: 30 s of audio, 1500 positions); an input-length encoder has no such constant.
     """
 
-    kind: ClassVar[str] = "cross"
-    encoder_tokens: int = size()
+    kind: Literal["cross"] = "cross"
+    encoder_tokens: Size
 
     def entry_rule(self) -> Rule:
         return (0, self.encoder_tokens)
@@ -303,7 +300,6 @@ def _top(rule: Rule, topk: int | None) -> Rule:
     return (div, topk if cap is None else min(cap, topk))
 
 
-@dataclass(frozen=True, kw_only=True)
 class MLALatent(_TokenPart):
     """Multi-head latent attention: one latent of d_c + d_r values per token, no head axis.
 
@@ -311,11 +307,11 @@ class MLALatent(_TokenPart):
     ``topk`` makes decode read only that many entries (DSA sparse attention).
     """
 
-    kind: ClassVar[str] = "mla"
-    kv_lora_rank: int = size()
-    rope_dim: int = size(ge=0)
-    window: int | None = size(default=None)
-    topk: int | None = size(default=None)
+    kind: Literal["mla"] = "mla"
+    kv_lora_rank: Size
+    rope_dim: Count
+    window: Size | None = None
+    topk: Size | None = None
 
     replicated: ClassVar[bool] = True
 
@@ -329,8 +325,23 @@ class MLALatent(_TokenPart):
         return latent_entry_bytes(self.kv_lora_rank, self.rope_dim, p.kv)
 
 
-@dataclass(frozen=True, kw_only=True)
-class IndexerKeys(_TokenPart):
+class _RingPart(_TokenPart):
+    """Compressed entries (one per ``ratio`` tokens) of ``head_dim`` values, plus the compressor's
+    unfinished block per request: ``ring_slots`` × ``ring_factor`` × ``head_dim`` values of
+    recurrent-state dtype (none on a layer that reads another's copy). The subclasses declare
+    ``head_dim``, ``ratio``, ``ring_slots`` and ``ring_factor``, each in the order its reports list them.
+    """
+
+    def entry_rule(self) -> Rule:
+        return (self.ratio, None)
+
+    def state_bytes(self, p: Precision, tp: int = 1) -> Bytes:
+        if self.copies == 0:
+            return 0
+        return self.ring_slots * self.ring_factor * self.head_dim * p.state_bytes
+
+
+class IndexerKeys(_RingPart):
     """Lightning-indexer keys (DSA, CSA): one key of d_I values per (compressed) entry.
 
     Stored at the indexer dtype (fp8 with an fp32 scale per 128 values by default: 132 B for d_I = 128).
@@ -338,28 +349,19 @@ class IndexerKeys(_TokenPart):
     dtype hold the compressor's unfinished block (CSA), per request.
     """
 
-    kind: ClassVar[str] = "indexer"
-    head_dim: int = size()
-    ratio: int = size(default=1)
-    ring_slots: int = size(ge=0, default=0)
-    ring_factor: int = size(ge=0, default=4)
+    kind: Literal["indexer"] = "indexer"
+    head_dim: Size
+    ratio: Size = 1
+    ring_slots: Count = 0
+    ring_factor: Count = 4
 
     replicated: ClassVar[bool] = True
-
-    def entry_rule(self) -> Rule:
-        return (self.ratio, None)
 
     def entry_bytes(self, p: Precision, tp: int = 1) -> Bytes:
         return block_scaled_bytes(self.head_dim, p.indexer)
 
-    def state_bytes(self, p: Precision, tp: int = 1) -> Bytes:
-        if self.copies == 0:
-            return 0
-        return self.ring_slots * self.ring_factor * self.head_dim * p.state_bytes
 
-
-@dataclass(frozen=True, kw_only=True)
-class CompressedKV(_TokenPart):
+class CompressedKV(_RingPart):
     """Compressed attention (CSA/HCA): one entry of d_kv values per m tokens, n = floor(S/m).
 
     K and V share the entry, laid out like an MLA latent (d_kv − d_r no-RoPE values, d_r RoPE values).
@@ -367,18 +369,15 @@ class CompressedKV(_TokenPart):
     ``ring_slots`` × ``ring_factor`` × d_kv values of recurrent-state dtype, per request.
     """
 
-    kind: ClassVar[str] = "compressed"
-    head_dim: int = size()
-    rope_dim: int = size(ge=0, default=0)
-    ratio: int = size()
-    topk: int | None = size(default=None)
-    ring_slots: int = size(ge=0, default=0)
-    ring_factor: int = size(ge=0, default=2)
+    kind: Literal["compressed"] = "compressed"
+    head_dim: Size
+    rope_dim: Count = 0
+    ratio: Size
+    topk: Size | None = None
+    ring_slots: Count = 0
+    ring_factor: Count = 2
 
     replicated: ClassVar[bool] = True
-
-    def entry_rule(self) -> Rule:
-        return (self.ratio, None)
 
     def read_rule(self) -> Rule:
         return _top(self.entry_rule(), self.topk)
@@ -386,13 +385,7 @@ class CompressedKV(_TokenPart):
     def entry_bytes(self, p: Precision, tp: int = 1) -> Bytes:
         return latent_entry_bytes(self.head_dim - self.rope_dim, self.rope_dim, p.kv)
 
-    def state_bytes(self, p: Precision, tp: int = 1) -> Bytes:
-        if self.copies == 0:
-            return 0
-        return self.ring_slots * self.ring_factor * self.head_dim * p.state_bytes
 
-
-@dataclass(frozen=True, kw_only=True)
 class _StatePart(_Part):
     """A fixed per-request state; n = 0, and each decode step reads the whole state (r = C)."""
 
@@ -400,7 +393,6 @@ class _StatePart(_Part):
     reads_state: ClassVar[bool] = True
 
 
-@dataclass(frozen=True, kw_only=True)
 class LinearAttentionState(_StatePart):
     """Linear attention (GDN, KDA, lightning): a recurrent matrix per value head plus a short conv.
 
@@ -408,18 +400,13 @@ class LinearAttentionState(_StatePart):
     Lightning attention has no conv (``conv_kernel`` = 1).
     """
 
-    kind: ClassVar[str] = "linear"
+    kind: Literal["linear"] = "linear"
     variant: str  # gdn, kda or lightning
-    num_qk_heads: int = size(ge=0)
-    num_v_heads: int = size()
-    head_k_dim: int = size()
-    head_v_dim: int = size()
-    conv_kernel: int = size(default=1)
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.variant, str):
-            raise ShapeError(f"LinearAttentionState.variant must be a name, not {self.variant!r}")
-        validate_sizes(self)
+    num_qk_heads: Count
+    num_v_heads: Size
+    head_k_dim: Size
+    head_v_dim: Size
+    conv_kernel: Size = 1
 
     def state_bytes(self, p: Precision, tp: int = 1) -> Bytes:
         nv = ceil_div(self.num_v_heads, tp)
@@ -429,7 +416,6 @@ class LinearAttentionState(_StatePart):
         return recurrent + (self.conv_kernel - 1) * conv_channels * p.conv_bytes
 
 
-@dataclass(frozen=True, kw_only=True)
 class MambaState(_StatePart):
     """Mamba-1 / Mamba-2 state: SSM state plus the causal-conv tail.
 
@@ -438,13 +424,13 @@ class MambaState(_StatePart):
     groups that do not divide evenly are padded to the TP size (each rank keeps ceil(groups/TP)).
     """
 
-    kind: ClassVar[str] = "mamba"
-    version: int = size(le=2)
-    num_heads: int = size()
-    head_dim: int = size()
-    state_size: int = size()
-    n_groups: int = size(ge=0, default=0)
-    conv_kernel: int = size()
+    kind: Literal["mamba"] = "mamba"
+    version: int = Field(ge=1, le=2)
+    num_heads: Size
+    head_dim: Size
+    state_size: Size
+    n_groups: Count = 0
+    conv_kernel: Size
 
     def state_bytes(self, p: Precision, tp: int = 1) -> Bytes:
         heads = ceil_div(self.num_heads, tp)
@@ -454,57 +440,34 @@ class MambaState(_StatePart):
         return ssm + (self.conv_kernel - 1) * conv_channels * p.conv_bytes
 
 
-@dataclass(frozen=True, kw_only=True)
 class ShortConvState(_StatePart):
     """Short-convolution state (LFM2): the last w − 1 inputs of ``dim`` channels, C = (w − 1)·dim·e_conv."""
 
-    kind: ClassVar[str] = "conv"
-    dim: int = size()
-    conv_kernel: int = size()
+    kind: Literal["conv"] = "conv"
+    dim: Size
+    conv_kernel: Size
 
     def state_bytes(self, p: Precision, tp: int = 1) -> Bytes:
         return (self.conv_kernel - 1) * ceil_div(self.dim, tp) * p.conv_bytes
 
 
-PART_TYPES: dict[str, type] = {
-    cls.kind: cls for cls in (
-        FullAttention, SlidingWindow, ChunkedLocal, CrossAttention, MLALatent, IndexerKeys, CompressedKV,
-        LinearAttentionState, MambaState, ShortConvState,
-    )
-}
-CachePart = Union[
-    FullAttention, SlidingWindow, ChunkedLocal, CrossAttention, MLALatent, IndexerKeys, CompressedKV,
-    LinearAttentionState, MambaState, ShortConvState,
-]
+_PARTS = (FullAttention, SlidingWindow, ChunkedLocal, CrossAttention, MLALatent, IndexerKeys, CompressedKV,
+          LinearAttentionState, MambaState, ShortConvState)
+_CLASS_OF_KIND = {cls.model_fields["kind"].default: cls.__name__ for cls in _PARTS}
+PART_KINDS = tuple(_CLASS_OF_KIND)
+CachePart = Annotated[Union[_PARTS], Field(discriminator="kind")]
 
 
-def _as_part(value: Any) -> _Part:
-    """A part object, or one built from its dict form (``{"kind": "full", "kv_heads": 8, ...}``)."""
-    if isinstance(value, _Part):
-        return value
-    if isinstance(value, dict) and value.get("kind") in PART_TYPES:
-        return PART_TYPES[value["kind"]](**{k: v for k, v in value.items() if k != "kind"})
-    raise ShapeError(f"a layer part must be one of {', '.join(PART_TYPES)}, not {value!r}"[:200])
-
-
-@dataclass(frozen=True, kw_only=True)
-class LayerSpec:
+class LayerSpec(_Spec):
     """One decoder layer: a label and the storage parts it keeps per request.
 
-    ``kind`` is the label chosen by the mapper (full, sliding, mla, dsa, csa, gdn, ...).
+    ``kind`` is the label chosen by the mapper (full, sliding, mla, dsa, csa, gdn, ...); ``parts``
+    are part objects, or their dict form (``{"kind": "full", "kv_heads": 8, ...}``).
     """
 
-    index: int = size(ge=0)
+    index: Count
     kind: str
-    parts: tuple = ()
-
-    def __post_init__(self) -> None:
-        if type(self.index) is not int or self.index < 0:  # checked inline: models may have 10⁵ layers
-            validate_sizes(self)
-        if not isinstance(self.kind, str):
-            raise ShapeError(f"LayerSpec.kind must be a label, not {self.kind!r}")
-        if type(self.parts) is not tuple or not all(isinstance(part, _Part) for part in self.parts):
-            object.__setattr__(self, "parts", tuple(_as_part(part) for part in self.parts))
+    parts: tuple[CachePart, ...] = ()
 
     @property
     def copies(self) -> int:
@@ -540,21 +503,14 @@ class LayerSpec:
         """State that a prefix cache or speculative decoding must copy (linear, Mamba, conv)."""
         return sum((part.state_bytes(p, tp) for part in self.parts if part.recurrent), 0)
 
-    def model_copy(self, *, update: dict | None = None) -> "LayerSpec":
-        """A copy with some fields changed (validated again)."""
-        return replace(self, **(update or {}))
 
-
-@dataclass(kw_only=True)
-class Layout:
+class Layout(_Spec):
     """What a mapper returns: the target model's layers plus what the reader should know.
 
-    ``notes``: conventions applied, layers left out; ``warnings``: guesses and doubts.
+    ``notes``: conventions applied, layers left out; ``warnings``: guesses and doubts (lists: a
+    mapper may append to them after building the layout).
     """
 
-    layers: list
-    notes: list = field(default_factory=list)
-    warnings: list = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        self.layers, self.notes, self.warnings = list(self.layers), list(self.notes), list(self.warnings)
+    layers: list[LayerSpec]
+    notes: list[str] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -186,22 +187,60 @@ def test_error_lines_escape_control_characters():
     assert "\n" not in str(err) and "\\n" in str(err)
 
 
-def _modules_after(*args: str) -> set[str]:
-    """The modules a fresh ``hfkv ARGS`` process has imported when it exits."""
-    code = ("import atexit, sys\n"
-            "atexit.register(lambda: sys.__stderr__.write('MODULES ' + ' '.join(sorted(sys.modules)) + '\\n'))\n"
-            "from hfkv.cli import entry; entry()")
-    run = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=120)
-    line = next(line for line in run.stderr.splitlines() if line.startswith("MODULES "))
-    return set(line.split()[1:])
+# A fresh process that reports, when it exits, the modules it imported and whether anything read the
+# installed distributions' entry points (pydantic's plugin discovery does, through importlib.metadata).
+_WATCHED = ("import atexit, os, sys, importlib.metadata as md\n"
+            "scans = []\n"
+            "def watched(real):\n"
+            "    return lambda *a, **k: scans.append(real.__name__) or real(*a, **k)\n"
+            "md.distributions, md.entry_points = watched(md.distributions), watched(md.entry_points)\n"
+            "atexit.register(lambda: sys.__stderr__.write('MODULES ' + ' '.join(sorted(sys.modules)) + '\\n'"
+            " + 'SCANS ' + ' '.join(scans) + '\\n' + 'PLUGINS ' + str(os.environ.get('PYDANTIC_DISABLE_PLUGINS'))))\n")
 
 
-def test_help_imports_no_report_machinery():
-    loaded = _modules_after("--help")
-    assert not {"hfkv.report", "hfkv.scan", "hfkv.watch", "hfkv.compare", "hfkv.plot", "pydantic"} & loaded
+def _run_watched(code: str, *args: str) -> dict[str, list[str]]:
+    env = {k: v for k, v in os.environ.items() if k != "PYDANTIC_DISABLE_PLUGINS"}
+    run = subprocess.run([sys.executable, "-c", _WATCHED + code, *args], capture_output=True, text=True,
+                         timeout=120, env=env)
+    lines = dict(line.split(" ", 1) for line in run.stderr.splitlines() if line.split(" ", 1)[0] in
+                 ("MODULES", "SCANS", "PLUGINS") and " " in line)
+    return {key: lines.get(key, "").split() for key in ("MODULES", "SCANS", "PLUGINS")}
 
 
-def test_a_local_json_report_imports_no_renderer_validation_library_or_hub_client():
-    loaded = _modules_after(LLAMA, "--format", "json")
-    assert "hfkv.report" in loaded
-    assert not {"pydantic", "rich", "huggingface_hub", "transformers", "importlib.metadata"} & loaded
+def _cli_after(*args: str) -> dict[str, list[str]]:
+    """What a fresh ``hfkv ARGS`` process imported (``MODULES``), the entry-point reads it made
+    (``SCANS``) and its ``PYDANTIC_DISABLE_PLUGINS`` at exit (``PLUGINS``)."""
+    return _run_watched("from hfkv.cli import entry; entry()", *args)
+
+
+def _pydantic(modules: list[str]) -> set[str]:
+    return {m for m in modules if m.split(".")[0] in ("pydantic", "pydantic_core")}
+
+
+def test_help_imports_no_report_machinery_and_nothing_of_pydantic():
+    loaded = set(_cli_after("--help")["MODULES"])
+    assert not {"hfkv.report", "hfkv.specs", "hfkv.scan", "hfkv.watch", "hfkv.compare", "hfkv.plot"} & loaded
+    assert not _pydantic(loaded), sorted(_pydantic(loaded))
+
+
+def test_a_local_json_report_validates_with_pydantic_without_plugin_discovery():
+    seen = _cli_after(LLAMA, "--format", "json")
+    loaded = set(seen["MODULES"])
+    assert {"hfkv.report", "hfkv.specs", "pydantic"} <= loaded  # the specs are pydantic models
+    assert not {"rich", "huggingface_hub", "transformers"} & loaded  # no renderer, no Hub client
+    assert seen["SCANS"] == [] and seen["PLUGINS"] == ["__all__"]  # no entry-point scan: plugins off
+
+
+def test_the_library_leaves_pydantic_plugins_alone():
+    seen = _run_watched(f"import hfkv; hfkv.inspect({LLAMA!r})")  # a user's plugins are theirs
+    assert seen["PLUGINS"] == ["None"] and "distributions" in seen["SCANS"]
+
+
+def test_spec_and_option_models_are_built_on_first_use_not_at_import():
+    code = ("import hfkv.report, hfkv.specs as s\n"
+            "built = [c.__name__ for c in (s.FullAttention, s.MambaState, s.LayerSpec, s.Layout, hfkv.report.Options)"
+            " if c.__pydantic_complete__]\n"
+            "s.FullAttention(kv_heads=8, head_dim=128)\n"
+            "print(built, s.FullAttention.__pydantic_complete__, s.MambaState.__pydantic_complete__)")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert run.stdout.split() == ["[]", "True", "False"], run.stderr

@@ -289,8 +289,36 @@ def test_part_sizes_are_checked_with_a_one_line_message():
     with pytest.raises(ValueError, match="must be an integer"):
         FullAttention(kv_heads=8, head_dim=12.5)
     assert FullAttention(kv_heads=8.0, head_dim="128").head_dim == 128  # whole numbers as JSON may spell them
-    with pytest.raises(ShapeError):
+    with pytest.raises(ShapeError, match=r"^MambaState.version must be ≤ 2, not 3$"):
         MambaState(version=3, num_heads=1, head_dim=1, state_size=1, conv_kernel=4)
+    with pytest.raises(ShapeError, match=r"^FullAttention.heads is not a field"):
+        FullAttention(kv_heads=8, head_dim=128, heads=32)  # a misspelt field is refused, not ignored
+
+
+def test_parts_as_dicts_are_validated_by_kind_with_one_line_naming_where():
+    from hfkv.specs import ShapeError
+
+    spec = LayerSpec(index=3, kind="full", parts=[{"kind": "full", "kv_heads": 8, "head_dim": 128}])
+    assert spec.parts == (FullAttention(kv_heads=8, head_dim=128),) and type(spec.parts) is tuple
+    with pytest.raises(ShapeError) as err:
+        LayerSpec(index=3, kind="full", parts=[{"kind": "full", "kv_heads": 0, "head_dim": 128}])
+    assert str(err.value) == "LayerSpec.parts[0] (FullAttention.kv_heads must be ≥ 1, not 0)"
+    with pytest.raises(ShapeError, match=r"^LayerSpec.parts\[0\] must be a part \(full, sliding, .*, not 'lstm'"):
+        LayerSpec(index=0, kind="x", parts=["lstm"])
+    with pytest.raises(ShapeError, match=r"^LayerSpec.index must be ≥ 0, not -1$"):
+        LayerSpec(index=-1, kind="x")
+
+
+def test_model_copy_validates_its_update():
+    from hfkv.specs import ShapeError
+
+    part = FullAttention(kv_heads=8, head_dim=128)
+    wider = part.model_copy(update={"head_dim": 256.0})
+    assert type(wider.head_dim) is int and wider.entry_bytes(BF16) == 8192  # 2 × 8 × 256 × 2
+    with pytest.raises(ShapeError, match="kv_heads must be ≥ 1, not 0"):
+        part.model_copy(update={"kv_heads": 0})
+    spec = LayerSpec(index=0, kind="full", parts=(part,)).model_copy(update={"parts": [wider]})
+    assert spec.parts == (wider,) and hash(spec)  # a list given to the copy is the tuple the specs hash
 
 
 # -- reports on implausible or enormous configs ---------------------------------------------------------
