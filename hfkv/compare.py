@@ -304,23 +304,17 @@ def footnotes(reports: list[Report]) -> list[str]:
 
 
 def render_table(out: Collected, pairs: list[PairVerdict], budget: int | None) -> None:
-    from rich.console import Console
-    from rich.table import Table
+    """The side-by-side table, its footnotes and the pair verdicts; model names and paths are data."""
+    from .render import console_for, print_table, terminal_text
 
-    console = Console(highlight=False)
-    if not console.is_terminal:  # piped: keep every row on one line rather than wrap at 80 columns
-        console.width = 1000
-    table = Table(title="KV cache and state per request", title_justify="left")
-    table.add_column("", justify="left", no_wrap=True)
-    for label in out.labels:
-        table.add_column(label, justify="right", no_wrap=True)
-    for title, cells in table_rows(out.reports, budget):
-        table.add_row(title, *cells)
-    console.print(table)
+    console = console_for()
+    columns = [("", False)] + [(label, True) for label in out.labels]
+    rows = [[title, *cells] for title, cells in table_rows(out.reports, budget)]
+    print_table(console, "KV cache and state per request", columns, rows)
     for note in footnotes(out.reports):
-        console.print(note, markup=False)
+        console.print(terminal_text(note))
     for verdict in pairs:
-        console.print(pair_line(verdict, out.reports, out.labels), markup=False)
+        console.print(terminal_text(pair_line(verdict, out.reports, out.labels)))
 
 
 def render_markdown(out: Collected, pairs: list[PairVerdict], budget: int | None) -> str:

@@ -142,7 +142,7 @@ def print_table(console: Any, title: str | None, columns: list[tuple[str, bool]]
 
     table = Table(title=title, title_justify="left")
     for name, right in columns:
-        table.add_column(name, justify="right" if right else "left", no_wrap=True)
+        table.add_column(terminal_text(name), justify="right" if right else "left", no_wrap=True)
     for row in rows:
         table.add_row(*(terminal_text(cell) for cell in row))
     natural = Measurement.get(console, console.options.update(width=1_000_000), table).maximum

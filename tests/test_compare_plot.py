@@ -91,6 +91,17 @@ def test_table_has_a_column_per_model_and_the_figures():
     assert sum(": α " in line for line in out.splitlines()) == 6  # one line per pair of four models
 
 
+def test_model_names_are_data_in_the_table(tmp_path):
+    # A folder named with rich markup and an escape: shown as written, never interpreted or sent raw.
+    hostile = tmp_path / "m[red]x\x1b[2J[bold]y"
+    hostile.mkdir()
+    (hostile / "config.json").write_text(Path(LLAMA).read_text())
+    result = run("compare", LLAMA, str(hostile), "--context", "4k")
+    assert result.exit_code == 0, result.stderr
+    assert "m[red]x" in result.stdout and "[bold]y" in result.stdout
+    assert "\x1b" not in result.stdout
+
+
 # -- compare: which model fits more requests ------------------------------------------------------
 
 
