@@ -2,6 +2,10 @@
 
 Sizes are exact: ``int`` bytes, and a ``Fraction`` for fp4 (half a byte); a figure is reported as an
 ``int`` whenever it is integral.
+
+``Precision`` is a frozen dataclass, not a pydantic model: it is a value object built by hfkv itself
+from dtype names already checked (``require`` turns a bad user option into a one-line ``UsageError``),
+it is a dict key of every cached figure (``accounting.costs``), and it needs no validation of its own.
 """
 
 from __future__ import annotations

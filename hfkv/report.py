@@ -375,9 +375,9 @@ def _layer_tables(layers: list[LayerSpec], p: dtypes.Precision, tp: int) -> tupl
     return listed, groups
 
 
-def _tp_warnings(layers: list[LayerSpec], tp: int) -> list[str]:
+def _tp_warnings(layers: acc.Grouped, tp: int) -> list[str]:
     """Engines shard KV heads only when TP divides them or they divide TP; say so otherwise."""
-    heads = sorted({p.kv_heads for layer in layers for p in layer.parts if hasattr(p, "kv_heads")})
+    heads = sorted({p.kv_heads for layer, _ in layers for p in layer.parts if "kv_heads" in type(p).model_fields})
     odd = [k for k in heads if k % tp and tp % k]
     if not odd:
         return []
@@ -414,12 +414,13 @@ def plausibility_warnings(layers: acc.Layers, view: ConfigView, alpha: Any) -> l
     kv_heads: set[int] = set()
     for layer, _ in acc.group(layers):
         for part in layer.parts:
+            fields = type(part).model_fields  # asked first: a missing attribute is slow on a model
             for name in _WIDTH_FIELDS + _COUNT_FIELDS:
-                value = getattr(part, name, None)
+                value = getattr(part, name) if name in fields else None
                 limit = PLAUSIBLE_WIDTH if name in _WIDTH_FIELDS else PLAUSIBLE_COUNT
                 if isinstance(value, int) and value > limit and value > odd.get(name, 0):
                     odd[name] = value
-            if getattr(part, "kv_heads", None) and not hasattr(part, "encoder_tokens"):
+            if "kv_heads" in fields and "encoder_tokens" not in fields:
                 kv_heads.add(part.kv_heads)
     warnings = [f"implausible {name} = {value:,} (no released model exceeds "
                 f"{PLAUSIBLE_WIDTH if name in _WIDTH_FIELDS else PLAUSIBLE_COUNT:,}): figures follow the config as written"
@@ -457,8 +458,8 @@ def build_report(
     if not layers:
         raise ConfigError(None, "the mapper found no decoder layers")
 
-    warnings += _tp_warnings(layers, tp)
     stack = acc.group(layers)  # every figure below sums over the distinct storages, counted once
+    warnings += _tp_warnings(stack, tp)
     a, g = acc.alpha(stack, p, tp), acc.gamma(stack, p, tp)
     state = acc.recurrent_state_bytes(stack, p, tp)
     extra = acc.speculative_extra(state, options.spec_tokens)
