@@ -29,7 +29,7 @@ def alice_ai(cfg: ConfigView) -> Layout:
     """KDA layers with Qwen3-Next's ``linear_*`` geometry, gated GQA full layers."""
     n = num_layers(cfg)
     roles, warnings = interval_roles(cfg, n)
-    state = gdn_state(cfg).model_copy(update={"variant": "kda"})
+    state = gdn_state(cfg, variant="kda")
     warnings.append(
         "AliceAI's KDA state is sized from the Qwen3-Next linear_* keys (vLLM's AliceAIConfig extends "
         "Qwen3NextConfig): recurrent N_v·H_k·H_v, conv (w − 1)·(N_v·H_v + 2·N_qk·H_k) over split q, k, v convs"

@@ -32,10 +32,13 @@ QWEN_LINEAR_READS = (
 )
 
 
-def gdn_state(cfg: ConfigView) -> LinearAttentionState:
-    """Gated DeltaNet: ``linear_num_{key,value}_heads``, ``linear_{key,value}_head_dim``, ``linear_conv_kernel_dim``."""
+def gdn_state(cfg: ConfigView, variant: str = "gdn") -> LinearAttentionState:
+    """Gated DeltaNet: ``linear_num_{key,value}_heads``, ``linear_{key,value}_head_dim``, ``linear_conv_kernel_dim``.
+
+    ``variant`` labels a state of the same shape under another name (AliceAI's KDA reads these keys).
+    """
     return LinearAttentionState(
-        variant="gdn",
+        variant=variant,
         num_qk_heads=cfg.integer("linear_num_key_heads", minimum=1, defaults=True),
         num_v_heads=cfg.integer("linear_num_value_heads", minimum=1, defaults=True),
         head_k_dim=cfg.integer("linear_key_head_dim", minimum=1, defaults=True),
