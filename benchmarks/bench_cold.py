@@ -6,7 +6,9 @@ the median over the pairs of case / baseline, in wall time and in CPU time (user
 sensitive to other load on the machine). The targets of the project are a local report within
 6 × ``python -c pass`` and ``hfkv --help`` within 3 ×, in wall time.
 
-    python benchmarks/bench_cold.py [--runs 15] [--case NAME ...]
+    python benchmarks/bench_cold.py [--runs 15] [--case NAME ...] [--imports]
+
+``--imports`` times single imports the same way (what pydantic, click, the specs cost at start).
 
 Bytecode matters: with ``PYTHONDONTWRITEBYTECODE=1`` an editable checkout recompiles hfkv at every
 start; run ``python -m compileall -q hfkv mappings`` first (``pip install`` does the same).
@@ -31,6 +33,18 @@ CASES = {
     "hfkv DeepSeek-V3.2 --format json": HFKV + [str(ROOT / "fixtures/deepseek-ai__DeepSeek-V3.2"), "--format", "json"],
     "hfkv DeepSeek-V3.2 (table)": HFKV + [str(ROOT / "fixtures/deepseek-ai__DeepSeek-V3.2")],
     "hfkv gemma-3-4b --format json (transformers defaults)": HFKV + [str(ROOT / "fixtures/google__gemma-3-4b-it"), "--format", "json"],
+}
+# ``--imports``: what single imports cost, measured the same way (``python -c "import ..."``), with
+# pydantic's plugin discovery off as in the CLI; each line is a part of a local report's start.
+IMPORTS = {
+    "import click": "import click",
+    "import pydantic (BaseModel, Field, ValidationError)": "from pydantic import BaseModel, Field, ValidationError",
+    "import hfkv.specs (17 model classes, none built)": "import hfkv.specs",
+    "hfkv.specs + first validators (a part, LayerSpec, Layout)": (
+        "from hfkv.specs import FullAttention, LayerSpec, Layout\n"
+        "Layout(layers=[LayerSpec(index=0, kind='full', parts=(FullAttention(kv_heads=8, head_dim=128),))])"),
+    "import importlib.metadata (pydantic imports it to look for plugins)": "import importlib.metadata",
+    "import hfkv.report": "import hfkv.report",
 }
 
 
@@ -64,13 +78,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=15)
     parser.add_argument("--case", action="append", help="run only the cases whose name contains this text")
+    parser.add_argument("--imports", action="store_true", help="time single imports instead of hfkv commands")
     args = parser.parse_args()
+    cases = CASES
+    if args.imports:
+        os.environ["PYDANTIC_DISABLE_PLUGINS"] = "__all__"  # as ``hfkv``'s own process sets it
+        cases = {name: [sys.executable, "-c", code] for name, code in IMPORTS.items()}
     print(f"{'case':55s} {'python -c pass':>14s} {'case':>8s} {'wall':>6s} {'CPU':>6s}")
-    for name, cmd in CASES.items():
+    for name, cmd in cases.items():
         if args.case and not any(text in name for text in args.case):
             continue
         m = paired(cmd, args.runs)
-        print(f"{name:55s} {m['base'] * 1000:11.0f} ms {m['case'] * 1000:5.0f} ms {m['wall']:5.2f}× {m['cpu']:5.2f}×",
+        print(f"{name[:55]:55s} {m['base'] * 1000:11.0f} ms {m['case'] * 1000:5.0f} ms {m['wall']:5.2f}× {m['cpu']:5.2f}×",
               flush=True)
 
 
