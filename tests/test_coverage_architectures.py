@@ -101,3 +101,32 @@ def test_vllm_draft_architectures_are_refused_by_name():
     known = known_architectures()
     assert drafts and not drafts - set(known), sorted(drafts - set(known))
     assert all(known[arch].refusal(arch) for arch in drafts)
+
+
+# Configs whose model_type is new: the architecture alone picks the mapper. Expected bytes per token are
+# SGLang 0.5.23's own (its oracle, bf16, on the same keys with the real model types), hand-checked beside.
+BY_ARCHITECTURE = [
+    # GPT-BigCode MQA: 12 layers × 2 × 1 KV head × (768 / 12 = 64) × 2 = 3072 (TP 8: the one head replicated)
+    ("GPTBigCodeForCausalLM", {"n_layer": 12, "n_head": 12, "n_embd": 768, "multi_query": True, "n_positions": 1024},
+     {1: 3072, 8: 3072}),
+    # Qwen-1: kv_channels 128, MHA: 4 × 2 × 16 × 128 × 2 = 32768; TP 8: 2 heads per rank → 4096
+    ("QWenLMHeadModel", {"num_hidden_layers": 4, "num_attention_heads": 16, "hidden_size": 2048, "kv_channels": 128,
+                         "seq_length": 8192}, {1: 32768, 8: 4096}),
+    # Grok-1: 4 × 2 × 4 KV heads × 128 × 2 = 8192; TP 8: 1 head per rank → 2048
+    ("Grok1ForCausalLM", {"num_hidden_layers": 4, "num_attention_heads": 16, "num_key_value_heads": 4,
+                          "hidden_size": 2048}, {1: 8192, 8: 2048}),
+    # StarCoder2: 30 × 2 × 2 KV heads × (3072 / 24 = 128) × 2 = 30720; TP 8: 1 head per rank → 15360
+    ("Starcoder2ForCausalLM", {"num_hidden_layers": 30, "num_attention_heads": 24, "num_key_value_heads": 2,
+                               "hidden_size": 3072}, {1: 30720, 8: 15360}),
+]
+
+
+@pytest.mark.parametrize("arch, keys, expected", BY_ARCHITECTURE)
+def test_a_new_model_type_lands_by_architecture(arch, keys, expected):
+    import hfkv
+
+    for tp, bytes_per_token in expected.items():
+        data = dict(keys, model_type="brand_new", architectures=[arch], torch_dtype="bfloat16")
+        rep = hfkv.inspect_config(data, options=hfkv.Options(tensor_parallel_size=tp))
+        assert rep.mapper == "dense.dense" and not any("not known" in w for w in rep.warnings)
+        assert rep.alpha_bytes_per_token == bytes_per_token
