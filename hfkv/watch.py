@@ -236,6 +236,7 @@ class WatchConfig:
     limit: int = 100
     gpus: tuple[str, ...] = COMMON_GPUS
     gpu_memory_utilization: float = 0.92
+    html: bool = False  # also a static site: index.html and <name>.html per report (hfkv.html)
 
 
 @dataclass
@@ -408,6 +409,10 @@ def index_markdown(state: dict[str, Any]) -> str:
 def _commit(cfg: WatchConfig, state: dict[str, Any]) -> None:
     """Index, then state: the index never lags a saved state (a kill in between redoes the model)."""
     atomic_write(inside(cfg.out_dir, "index.md"), index_markdown(state))
+    if cfg.html:
+        from .html import write_watch_site
+
+        write_watch_site(cfg.out_dir, state["models"])  # index.html; pages of earlier runs kept as written
     save_state(cfg.state_path, state)
 
 
@@ -426,6 +431,10 @@ def process_model(client: Any, info: Any, author: str, cfg: WatchConfig) -> dict
     stem = safe_name(repo_id)
     atomic_write(inside(cfg.out_dir, stem + ".json"), to_json(report) + "\n")
     atomic_write(inside(cfg.out_dir, stem + ".md"), model_markdown(report, budgets, weights, cfg))
+    if cfg.html:
+        from .html import render_html
+
+        atomic_write(inside(cfg.out_dir, stem + ".html"), render_html(report, budgets=budgets))
     return _done_entry(report, info, author, stem, weights)
 
 
@@ -578,11 +587,12 @@ def _echo_summary(summary: PollSummary) -> None:
 @click.option("--gpu", "gpus", multiple=True, help=f"GPU preset for a B_max column (repeatable; default {', '.join(COMMON_GPUS)}).")
 @click.option("--gpu-memory-utilization", type=click.FloatRange(min=0, max=1, min_open=True), default=0.92,
               show_default=True, help="Fraction of GPU memory for weights + KV (vLLM default; SGLang --mem-fraction-static).")
+@click.option("--html", is_flag=True, help="Also write a static site: index.html and <name>.html per report.")
 @accounting_options
 @hub_options
 def watch_command(authors: tuple[str, ...], out_dir: Path, once: bool, interval: float | None, since: dt.datetime | None,
                   state_path: Path | None, limit: int, gpus: tuple[str, ...], gpu_memory_utilization: float,
-                  **params: Any) -> None:
+                  html: bool, **params: Any) -> None:
     """Write a KV-cache report for each new model of the --author organisations.
 
     Failed models are recorded in the state and retried on the next run. Exit 0 when every listing
@@ -604,7 +614,7 @@ def watch_command(authors: tuple[str, ...], out_dir: Path, once: bool, interval:
     cfg = WatchConfig(
         authors=authors, out_dir=out_dir, state_path=state_path or out_dir / STATE_FILE,
         options=build_options(params), since=since, limit=limit, gpus=presets,
-        gpu_memory_utilization=gpu_memory_utilization,
+        gpu_memory_utilization=gpu_memory_utilization, html=html,
     )
     client = build_hub(params)
     while True:

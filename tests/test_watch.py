@@ -378,3 +378,23 @@ def test_a_config_refused_as_too_large_is_recorded_and_not_retried(tmp_path):
     client.infos[0].sha = "a" * 40  # a new commit: one more try
     third = watch.poll(client, _config(out))
     assert client.loaded == [huge] and third.skipped and third.skipped[0][0] == huge
+
+
+def test_html_writes_a_static_site_beside_the_markdown(two_models, tmp_path):
+    out = tmp_path / "out"
+    result = run(two_models, out, "--html")
+    assert result.exit_code == 0, result.output
+    for name in ("index.html", f"{ORG}__new-a.html", f"{ORG}__new-b.html"):
+        assert (out / name).is_file(), name
+    index = (out / "index.html").read_text()
+    assert index.index(f"{ORG}/new-b") < index.index(f"{ORG}/new-a")  # newest first, as index.md
+    assert "131,072" in (out / f"{ORG}__new-a.html").read_text()  # Llama-3.1-8B: 32 × 8 × 128 × 2 × 2 B
+    pages = snapshot(out)
+    assert run(two_models, out, "--html").exit_code == 0
+    assert snapshot(out) == pages  # nothing new: the site is left as it was
+
+
+def test_without_html_no_page_is_written(two_models, tmp_path):
+    out = tmp_path / "out"
+    assert run(two_models, out).exit_code == 0
+    assert not list(out.glob("*.html"))
