@@ -17,7 +17,6 @@ import math
 import re
 from typing import Any
 
-from . import tfdefaults
 from .errors import ConfigError
 
 _MISSING = object()
@@ -266,6 +265,8 @@ class ConfigView:
         Computed once per view, by ``hfkv.tfdefaults`` (which imports transformers on first use).
         """
         if not self._tf_loaded:
+            from . import tfdefaults  # here, not at import: most configs never need transformers' defaults
+
             split = self.text is not self.root
             candidates = [(t, t == self.model_type and split) for t in (self.text_model_type, self.model_type) if t]
             self._tf_defaults = tfdefaults.lookup(candidates, self.text)  # may raise tfdefaults.NotReady
