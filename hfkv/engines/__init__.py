@@ -51,9 +51,13 @@ name):
 
 Result keys (besides ``name``, ``version``, ``assumptions``):
 
-- SGLang: ``bytes_per_token`` = the cell (hybrid SWA: full + ratio·sliding; DeepSeek V4: bytes per
-  full-pool token), ``page_size``, ``context_length``; hybrid SWA adds ``full_bytes_per_token``,
-  ``swa_bytes_per_token``, ``swa_full_tokens_ratio``; Mamba-like models ``mamba_bytes_per_request``.
+- SGLang: ``configurator`` (the pool configurator SGLang picks), ``bytes_per_token`` = the cell
+  (hybrid SWA: full + ratio·sliding; DeepSeek V4: bytes per full-pool token), ``page_size``,
+  ``context_length`` (SGLang's own ``get_context_length``: the first context key of the config
+  times its rope factor, not hfkv's ``max_position_embeddings``), ``warnings`` (paths SGLang takes
+  that hfkv cannot fully check; also the first assumptions); hybrid SWA adds
+  ``full_bytes_per_token``, ``swa_bytes_per_token``, ``swa_full_tokens_ratio``; Mamba-like models
+  ``mamba_bytes_per_request`` and ``mamba_running_ratio`` (running requests per state slot).
   With a budget: ``max_total_num_tokens`` (= ``kv_cache_tokens``), ``swa_tokens``,
   ``max_mamba_cache_size`` (None without state layers), ``max_running_requests`` and
   ``max_concurrency`` = tokens / context, capped by the running requests (SGLang logs no such line).
