@@ -9,7 +9,9 @@
 and the knobs of ``Options`` as keyword arguments. ``inspect_config`` takes a config dict.
 
 Importing ``hfkv`` is cheap: ``Options``, ``Report`` and ``inspect_config`` load the report machinery
-on first use (PEP 562), so ``hfkv --help`` and the error classes cost no more than they need.
+(and pydantic) on first use (PEP 562), so ``hfkv --help`` and the error classes cost no more than they
+need. Imported as a library, hfkv leaves pydantic's plugins to the user; only the ``hfkv`` command
+turns their discovery off (``hfkv.cli.entry``).
 """
 
 from __future__ import annotations
