@@ -39,12 +39,14 @@ CASES = {
 IMPORTS = {
     "import click": "import click",
     "import pydantic (BaseModel, Field, ValidationError)": "from pydantic import BaseModel, Field, ValidationError",
-    "import hfkv.specs (17 model classes, none built)": "import hfkv.specs",
+    "import hfkv.specs (19 model classes, none built)": "import hfkv.specs",
     "hfkv.specs + first validators (a part, LayerSpec, Layout)": (
         "from hfkv.specs import FullAttention, LayerSpec, Layout\n"
         "Layout(layers=[LayerSpec(index=0, kind='full', parts=(FullAttention(kv_heads=8, head_dim=128),))])"),
     "import importlib.metadata (pydantic imports it to look for plugins)": "import importlib.metadata",
     "import hfkv.report": "import hfkv.report",
+    "import hfkv.config (and hfkv.tfdefaults)": "import hfkv.config",
+    "import rich (table output only)": "import rich.console, rich.table, rich.text",
 }
 
 
