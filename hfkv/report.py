@@ -64,25 +64,21 @@ class Options(_Spec):
         return UsageError(option_message(err))
 
 
-# pydantic's error types in an option's words (others: the spec wording of ``first_problem``).
+# pydantic's error types in an option's words (see ``specs.SHAPE_WORDS``; the others keep its words).
+_WHOLE = "a whole number, not {given}"
 _OPTION_WORDS = {
-    "greater_than_equal": "{given!r} is below the minimum {ge}",
-    "less_than_equal": "{given:,} tokens is past {le:,} (2^40), the longest context hfkv accounts",  # contexts
-    "int_parsing": "a whole number, not {given!r}", "int_from_float": "a whole number, not {given!r}",
-    "int_type": "a whole number, not {given!r}", "string_type": "a dtype name, not {given!r}",
-    "tuple_type": "a list of token counts, not {given!r}", "extra_forbidden": "not an option",
+    "greater_than_equal": "{given} is below the minimum {ge}",
+    "less_than_equal": "{value:,} tokens is past {le:,} (2^40), the longest context hfkv accounts",  # contexts
+    "int_parsing": _WHOLE, "int_from_float": _WHOLE, "int_type": _WHOLE, "string_type": "a dtype name, not {given}",
+    "tuple_type": "a list of token counts, not {given}", "extra_forbidden": "not an option",
 }
 
 
 def option_message(err: ValidationError) -> str:
     """One line for a bad option, naming it and, where it has one, its CLI flag."""
-    loc, what = first_problem(err)
-    first = err.errors(include_url=False)[0]
+    loc, what = first_problem(err, _OPTION_WORDS)
     name = str(loc[0]) if loc else "options"
     label = f"{name} ({_FLAGS[name]})" if name in _FLAGS else name
-    words = _OPTION_WORDS.get(first["type"])
-    if words:
-        what = words.format(given=first.get("input"), **(first.get("ctx") or {}))[:200]
     return f"invalid option {label}: {what}"
 
 

@@ -60,32 +60,35 @@ class ShapeError(ValueError):
     """A part or layer built with a value no layer can have (a zero head count, a fractional size)."""
 
 
-def first_problem(err: ValidationError) -> tuple[tuple, str]:
-    """(location, problem in words) of the first error pydantic found, e.g.
-    ``(("kv_heads",), "must be ≥ 1, not 0")``; the words are for one line of a message."""
+# pydantic's error types in the words of a spec message: ``{given}`` is the value's repr, ``{value}``
+# the value, the other names pydantic's context (``ge``, ``le``, ``class_name``) or ``parts``.
+_INT = "must be an integer, not {given}"
+SHAPE_WORDS = {
+    "greater_than_equal": "must be ≥ {ge}, not {given}", "less_than_equal": "must be ≤ {le}, not {given}",
+    "int_type": _INT, "int_parsing": _INT, "int_from_float": _INT, "string_type": "must be a name, not {given}",
+    "missing": "is missing", "extra_forbidden": "is not a field (given {given})",
+    "model_type": "must be a {class_name}, not {given}",
+    "union_tag_invalid": "must be a part ({parts}), not {given}",
+    "union_tag_not_found": "must be a part ({parts}), not {given}",
+    "model_attributes_type": "must be a part ({parts}), not {given}",
+}
+
+
+def first_problem(err: ValidationError, words: dict[str, str] = SHAPE_WORDS) -> tuple[tuple, str]:
+    """(location, problem in ``words``) of the first error pydantic found, e.g.
+    ``(("kv_heads",), "must be ≥ 1, not 0")``; an error type without words keeps pydantic's own."""
     first = err.errors(include_url=False)[0]
-    kind, ctx, given = first["type"], first.get("ctx") or {}, repr(first.get("input"))[:80]
+    ctx, value = first.get("ctx") or {}, first.get("input")
+    given = repr(value)[:80]
     if isinstance(ctx.get("error"), ShapeError):  # a nested spec built from a dict said it already
-        what = f"({ctx['error']})"
-    elif kind == "greater_than_equal":
-        what = f"must be ≥ {ctx['ge']}, not {given}"
-    elif kind == "less_than_equal":
-        what = f"must be ≤ {ctx['le']}, not {given}"
-    elif kind.startswith("int_"):
-        what = f"must be an integer, not {given}"
-    elif kind == "string_type":
-        what = f"must be a name, not {given}"
-    elif kind == "missing":
-        what = "is missing"
-    elif kind == "extra_forbidden":
-        what = f"is not a field (given {given})"
-    elif kind == "model_type":
-        what = f"must be a {ctx['class_name']}, not {given}"
-    elif kind in ("union_tag_invalid", "union_tag_not_found", "model_attributes_type"):  # the parts' union
-        what = f"must be a part ({', '.join(PART_KINDS)}), not {given}"
-    else:  # pydantic's own words, lower-cased into the sentence
-        what = f"{first['msg'][:1].lower()}{first['msg'][1:]}, not {given}"
-    return tuple(first["loc"]), what
+        return tuple(first["loc"]), f"({ctx['error']})"
+    fields = {**ctx, "given": given, "value": value, "parts": ", ".join(PART_KINDS)}
+    own = f"{first['msg'][:1].lower()}{first['msg'][1:]}, not {given}"  # pydantic's words, in the sentence
+    try:
+        text = (words.get(first["type"]) or SHAPE_WORDS[first["type"]]).format(**fields)
+    except (KeyError, ValueError):  # no words for this type, or a value they cannot show ("2e13" as text)
+        text = own
+    return tuple(first["loc"]), text[:200]
 
 
 def shape_message(err: ValidationError) -> str:

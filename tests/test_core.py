@@ -369,6 +369,9 @@ def test_bad_options_are_one_line_usage_errors_naming_the_option():
         ({"tensor_parallel_size": 0}, "tensor_parallel_size (--tensor-parallel-size): 0 is below the minimum 1"),
         ({"budget_bytes": "lots"}, "budget_bytes (--budget): a whole number, not 'lots'"),
         ({"tensorparallel": 8}, "unknown option(s) tensorparallel"),
+        ({"kv_cache_dtype": 3}, "kv_cache_dtype (--kv-cache-dtype): a dtype name, not 3"),
+        ({"contexts": 4096}, "contexts (--context): a list of token counts, not 4096"),
+        ({"contexts": ("20000000000000",)}, "contexts (--context): input should be less than or equal to"),
     ):
         with pytest.raises(UsageError) as err:
             inspect_config(LLAMA_LIKE, **knobs)
