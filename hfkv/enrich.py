@@ -26,10 +26,14 @@ def enrich(
     engine: str = "theory",
     max_model_len: int | None = None,
     engine_knobs: dict[str, Any] | None = None,
+    weights_read_bytes: int | None = None,
 ) -> Report:
     """Add weights (when ``hub`` and ``repo_id`` are given), a serving plan (with ``gpu`` or an engine
     mode) and the engine's own figures (``engine`` = ``sglang`` or ``vllm``). ``weights_bytes``
-    overrides what the Hub says (and is the only source for local files). Returns ``report``.
+    overrides what the Hub says (and is the only source for local files); ``weights_read_bytes`` is
+    what a decode step reads of them (MoE: the active experts). The parallel-layout knobs of
+    ``engine_knobs`` (DP, DP attention, EP, PP) shape the serving plan too, and with an engine the
+    plan's ``verdict`` is the engine's own count. Returns ``report``.
     """
     if weights_bytes is not None:
         report.extra["weights_bytes"] = weights_bytes
@@ -46,7 +50,8 @@ def enrich(
         if gpu is not None or report.budget_bytes is not None:
             report.extra["serving"] = plan_serving(
                 report, gpu=gpu, gpu_memory_utilization=gpu_memory_utilization, weights_bytes=weights_bytes,
-                batch=report.batch,
+                batch=report.batch, weights_read_bytes=weights_read_bytes, layout_knobs=engine_knobs,
+                engine=engine,
             )
     if report.batch and report.budget_bytes is None and "serving" not in report.extra:
         report.warnings.append("--batch asks for the longest context within a budget: give --budget or --gpu")
@@ -62,7 +67,21 @@ def enrich(
             )
         except UnsupportedModelError as err:  # the model the engine cannot size, named like every other error
             raise err.with_source(report.model) from None
+        engine_verdict(report)
     return report
+
+
+def engine_verdict(report: Report) -> None:
+    """The serving plan's verdict recounted from the engine mode's own figures, when it has them."""
+    from .serving import engine_requests, verdict
+
+    serving, engine = report.extra.get("serving"), report.extra.get("engine") or {}
+    if not serving or serving.get("weights_fit") is False:
+        return
+    ranks = serving.get("request_ranks") or 1
+    requests = engine_requests(engine, ranks)
+    if requests is not None:
+        serving["verdict"] = verdict(serving, requests)
 
 
 def with_gpu_capability(knobs: dict[str, Any], gpu: str | None) -> dict[str, Any]:

@@ -67,6 +67,11 @@ class GpuPreset:
         scale = GIB if self.memory_unit == "GiB" else GB
         return int(self.memory_value * scale)
 
+    @property
+    def device_bytes(self) -> int:
+        """What budgets use: the memory the device reports when a record exists, else the datasheet figure."""
+        return self.reported_bytes or self.memory_bytes
+
     def to_dict(self) -> dict:
         """JSON-able description (stable keys)."""
         return {

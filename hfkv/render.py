@@ -72,12 +72,19 @@ def extra_lines(report: Report) -> list[str]:
     serving = report.extra.get("serving")
     if serving:
         where = f"{serving['gpu']} × {serving['gpu_count']}" if serving.get("gpu") else "explicit budget"
-        lines.append(f"serving on {where}, TP {serving['tensor_parallel_size']}: KV budget per GPU {_budget_text(serving)}")
+        layout = (serving.get("layout") or {}).get("description") or f"TP {serving['tensor_parallel_size']}"
+        lines.append(f"serving on {where}, {layout}: KV budget per GPU {_budget_text(serving)}")
+        if serving.get("weights_bytes_per_gpu") is not None:
+            lines.append(f"  weights per GPU {format_bytes(serving['weights_bytes_per_gpu'])}"
+                         + (" (estimated from the parameter count)" if serving.get("weights_source") == "estimate" else ""))
+        ranks = serving.get("request_ranks") or serving.get("replicas") or 1
         for ctx in serving.get("contexts", []):
             if ctx.get("max_concurrency") is not None:
                 step = ctx.get("decode_step_seconds") or {}  # None without a GPU's bandwidth
                 fastest = step.get("1")
-                lines.append(f"  {format_tokens(ctx['tokens'])}: B_max {ctx['max_concurrency']:,} per replica"
+                total = ctx.get("max_concurrency_total")
+                lines.append(f"  {format_tokens(ctx['tokens'])}: B_max {ctx['max_concurrency']:,} per rank"
+                             + (f", {total:,} across {ranks} ranks" if ranks > 1 and total is not None else "")
                              + (f", decode step ≥ {fastest * 1000:.2f} ms at batch 1" if fastest else ""))
         fits = (serving.get("max_length") or {}).get("fits")
         if fits is not None:
@@ -90,6 +97,10 @@ def extra_lines(report: Report) -> list[str]:
                 head += f", {key} {_num(engine[key])}"
         if engine.get("max_concurrency") is not None:
             head += f", max concurrency {engine['max_concurrency']}"
+        deployment = engine.get("deployment") or {}
+        if (deployment.get("request_ranks") or 1) > 1 and deployment.get("max_concurrency_total") is not None:
+            head += (f"; {deployment['description']}: {deployment['request_ranks']} ranks, max concurrency "
+                     f"{_num(deployment['max_concurrency_total'])}, {_num(deployment['kv_cache_tokens_total'])} tokens")
         lines.append(head)
         lines += [f"  assumes: {a}" for a in engine.get("assumptions", [])]
     return lines
@@ -201,6 +212,13 @@ def header_fields(report: Report) -> tuple[list[Any], list[Any]]:
     return first, second
 
 
+def verdict_line(report: Report) -> str | None:
+    """The serving plan's one-line answer ("fits on 8 × H200-141GB: 37 requests at 128K (SGLang, DP
+    attention)"), printed first in the table and the Markdown; None without a serving plan."""
+    serving = report.extra.get("serving") or {}
+    return serving.get("verdict")
+
+
 def _budget_text(serving: dict[str, Any]) -> str:
     """The KV budget of a serving plan in words: unknown, none (the weights do not fit), or bytes."""
     budget = serving.get("kv_budget_bytes")
@@ -220,6 +238,9 @@ def render_table(report: Report, console: Any = None) -> None:
     terminal too narrow for a table its rows are printed as lines (``print_table``).
     """
     console = console_for(console)
+    line = verdict_line(report)
+    if line:
+        console.print(terminal_text(line, "bold"))
     for fields in header_fields(report):
         print_fields(console, fields)
     group_columns = [("kind", False), ("layers", True), ("σ", True), ("entries n(S)", False),
@@ -274,6 +295,9 @@ def md_escape(text: Any) -> str:
 def render_markdown(report: Report, *, budgets: dict[str, int] | None = None) -> str:
     """A Markdown report; ``budgets`` adds a B_max column per named budget (e.g. GPU presets)."""
     lines = [f"## {md_escape(report.model)}", ""]
+    line = verdict_line(report)
+    if line:
+        lines += [f"**{md_escape(line)}**", ""]
     meta = [
         ("model type", report.model_type or "?"), ("architectures", ", ".join(report.architectures) or "?"),
         ("mapper", report.mapper), ("commit", report.commit or "-"),

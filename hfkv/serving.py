@@ -101,19 +101,6 @@ def _resolve_gpu(gpu: str | GpuPreset | None, gpu_count: int) -> tuple[GpuPreset
     return preset, count if gpu_count == 1 else gpu_count
 
 
-def _gpu_count(count: int, tp: int, notes: list[str]) -> int:
-    if not isinstance(count, int) or count < 1:
-        raise UsageError(f"gpu_count must be a positive whole number, got {count}")
-    if count < tp:
-        if count != 1:
-            raise UsageError(f"{count} GPUs cannot hold tensor-parallel size {tp}")
-        notes.append(f"gpu_count raised to the tensor-parallel size {tp}")
-        count = tp
-    if count % tp:
-        notes.append(f"{count % tp} GPU(s) left over: {count} is not a multiple of TP {tp}")
-    return count
-
-
 def usable_bytes(memory_bytes: int, utilization: Fraction) -> int:
     """ceil(memory × utilization): what the engine may use (vLLM's ``requested_memory``)."""
     return math.ceil(Fraction(memory_bytes) * utilization)
@@ -145,25 +132,70 @@ def _decode_bounds(
     return {str(b): _seconds(weights_read + b * reads, bandwidth) for b in sorted(set(batches)) if b >= 1}
 
 
+def _resolve_layout(report, layout_knobs: dict | None, engine: str):
+    """The parallel layout the knobs ask for, checked as ``engine`` checks it (theory: the SGLang rules)."""
+    from .engines import layout as lay
+
+    return lay.resolve(layout_knobs or {}, report.tensor_parallel_size, engine, len(report.layer_specs),
+                       report.config)
+
+
+def _deployment_gpus(count: int, gpus_needed: int, notes: list[str]) -> int:
+    """Copies of the layout on ``count`` GPUs (the default single GPU is raised to the layout's)."""
+    if count < gpus_needed:
+        if count != 1:
+            raise UsageError(f"{count} GPUs cannot hold this layout: it needs {gpus_needed}")
+        notes.append(f"gpu_count raised to the {gpus_needed} GPUs the layout needs")
+        count = gpus_needed
+    if count % gpus_needed:
+        notes.append(f"{count % gpus_needed} GPU(s) left over: {count} is not a multiple of the layout's {gpus_needed}")
+    return count
+
+
+def _weights(report, weights_bytes: int | None, layout, estimates: list[str]) -> tuple[int | None, int | None, str | None]:
+    """(whole-model weights, weights per GPU, source): given/Hub bytes, else the config's parameter count."""
+    from .engines import weights as est
+
+    source = "given" if weights_bytes is not None else None
+    if weights_bytes is None:
+        guess = est.estimate_bytes(report.config or {})
+        if guess is None:
+            return None, None, None
+        weights_bytes, how = guess
+        source = "estimate"
+        estimates.append(f"weights {how}")
+    per_gpu, how = est.per_gpu(weights_bytes, layout, report.config or {})
+    if layout.tp > 1 or layout.pp > 1:
+        estimates.append(how if layout.expert_shards != layout.attention_tp or layout.pp > 1 else _ESTIMATE_WEIGHTS_SPLIT)
+    return weights_bytes, per_gpu, source
+
+
 def plan_serving(
     report, *, gpu: str | GpuPreset | None = None, gpu_count: int = 1,
     gpu_memory_utilization: float | str | None = None, kv_cache_memory_bytes: int | None = None,
     weights_bytes: int | None = None, batch: int | None = None, weights_read_bytes: int | None = None,
+    layout_knobs: dict | None = None, engine: str = "theory",
 ) -> dict[str, Any]:
     """Plan serving ``report``'s model; see the module docstring for the keys.
 
     ``gpu`` is a preset name (``"H100"``, ``"H200:8"``) or a ``GpuPreset``. ``kv_cache_memory_bytes``
     (else the report's own budget) overrides the budget computed from the GPU. ``weights_read_bytes``
     is what one decode step reads of the weights for the whole model (MoE: the active experts);
-    it defaults to ``weights_bytes``, which is right for dense models only. Raises ``UsageError``.
+    it defaults to ``weights_bytes``, which is right for dense models only. ``layout_knobs`` are the
+    engine knobs of ``hfkv.engines.layout`` (DP, DP attention, EP, PP), checked as ``engine`` checks
+    them. Raises ``UsageError`` (``LayoutRefusal`` for a layout the engine refuses).
     """
     layers, p, tp = report.layer_specs, report.precision, report.tensor_parallel_size
     if not layers:
         raise UsageError("the report carries no layer specs (build it with hfkv.report.inspect_config)")
     notes: list[str] = []
     estimates = [_ESTIMATE_OVERHEADS, _ESTIMATE_PAGES]
+    layout = _resolve_layout(report, layout_knobs, engine)
     preset, count = _resolve_gpu(gpu, gpu_count)
-    count = _gpu_count(count, tp, notes)
+    if not isinstance(count, int) or count < 1:
+        raise UsageError(f"gpu_count must be a positive whole number, got {count}")
+    count = _deployment_gpus(count, layout.gpus, notes)
+    copies = count // layout.gpus
     if weights_bytes is not None and weights_bytes < 0:
         raise UsageError(f"weights_bytes must not be negative, got {weights_bytes}")
     if batch is not None and batch < 1:
@@ -173,22 +205,20 @@ def plan_serving(
     explicit = kv_cache_memory_bytes if kv_cache_memory_bytes is not None else report.budget_bytes
     if explicit is not None and explicit <= 0:
         raise UsageError(f"kv_cache_memory_bytes must be positive, got {explicit}")
-    per_gpu_weights = weights_per_gpu(weights_bytes, tp) if weights_bytes is not None else None
-    if per_gpu_weights is not None and tp > 1:
-        estimates.append(_ESTIMATE_WEIGHTS_SPLIT)
+    weights_bytes, per_gpu_weights, weights_source = _weights(report, weights_bytes, layout, estimates)
 
-    util = budget = source = weights_fit = None
+    util = budget = source = weights_fit = usable = None
     if explicit is not None:
         budget, source = int(explicit), "explicit"
         notes.append("KV budget given explicitly: GPU memory, utilization and weights do not enter it")
     elif preset is not None:
         util = _utilization(gpu_memory_utilization)
+        usable = usable_bytes(preset.device_bytes, util)
         if per_gpu_weights is None:
             # Still answer, but as an upper bound: the weights' share is not subtracted.
-            budget, source = usable_bytes(preset.memory_bytes, util), "gpu-without-weights"
+            budget, source = usable, "gpu-without-weights"
             estimates.append(_ESTIMATE_NO_WEIGHTS)
         else:
-            usable = usable_bytes(preset.memory_bytes, util)
             budget, source = usable - per_gpu_weights, "gpu"
             weights_fit = budget > 0
             if not weights_fit:
@@ -196,15 +226,28 @@ def plan_serving(
                                    f"{usable:,} B {preset.name} leaves at utilization {float(util):g}; no KV budget")
         if preset.reported_bytes:
             notes.append(
-                f"{preset.name}: datasheet {preset.memory_quoted} read as {preset.memory_bytes:,} B; the device "
-                f"reports {preset.reported_bytes:,} B, and engines multiply the reported total"
+                f"{preset.name}: budgets use the {preset.reported_bytes:,} B the device reports (engines multiply "
+                f"the reported total); the datasheet's {preset.memory_quoted} reads as {preset.memory_bytes:,} B"
             )
     if explicit is None and preset is None:
         notes.append("no GPU and no budget: concurrency questions are left unanswered")
 
+    stages = [view.layer_specs for view in _rank_views(report, layout)]
+    attn_tp = layout.attention_tp
+    if layout.dp_attention:
+        notes.append(f"DP attention: each of the {layout.dp} attention ranks keeps the KV of its own requests, at "
+                     f"attention TP {attn_tp}; B_max is per rank, the total counts every rank")
+    if layout.pp > 1:
+        notes.append(f"PP {layout.pp}: stages of {', '.join(str(len(s)) for s in stages)} layers (get_pp_indices); "
+                     "B_max is the fullest stage's")
+
     bandwidth = preset.bandwidth_bytes_per_s if preset else None
     weights_read = weights_read_bytes if weights_read_bytes is not None else weights_bytes
-    weights_read_gpu = weights_per_gpu(weights_read, tp) if weights_read is not None else 0
+    weights_read_gpu = 0
+    if weights_read is not None:
+        from .engines import weights as est
+
+        weights_read_gpu = est.per_gpu(weights_read, layout, report.config or {})[0] * layout.pp
     if bandwidth:
         estimates.append(_ESTIMATE_DECODE)
         if weights_read is None:
@@ -214,49 +257,62 @@ def plan_serving(
 
     extra = _per_request_extra(report)
     usable_budget = max(budget, 0) if budget is not None else None
+    ranks = layout.request_ranks * copies
+
+    def per_request(S: int) -> Fraction:
+        """The fullest stage's bytes for one request of S tokens, per GPU."""
+        return max(acc.request_bytes(stage, S, p, attn_tp) for stage in stages) + extra
+
     contexts = []
     for ctx in report.contexts:
         S = ctx.tokens
-        per_request = acc.request_bytes(layers, S, p, tp) + extra
-        reads = acc.read_bytes(layers, S, p, tp)
-        b_max = acc.max_concurrency(usable_budget, per_request) if usable_budget is not None else None
+        cost = per_request(S)
+        reads = sum((acc.read_bytes(stage, S, p, attn_tp) for stage in stages), Fraction(0))
+        b_max = acc.max_concurrency(usable_budget, cost) if usable_budget is not None else None
         contexts.append({
             "tokens": S,
-            "bytes_per_request": acc.as_number(per_request),
+            "bytes_per_request": acc.as_number(cost),
             "read_bytes_per_step": acc.as_number(reads),
             "max_concurrency": b_max,
-            "max_concurrency_total": None if b_max is None else b_max * (count // tp),
+            "max_concurrency_total": None if b_max is None else b_max * ranks,
             "decode_step_seconds": _decode_bounds(
                 weights_read_gpu, reads, bandwidth, [1, batch or 0, b_max or 0]),
         })
 
     longest, unbounded = None, False
     if batch and usable_budget is not None:
-        longest = acc.max_context(layers, usable_budget, batch, p, tp, extra)
+        lengths = [acc.max_context(stage, usable_budget, batch, p, attn_tp, extra) for stage in stages]
+        bounded = [n for n in lengths if n is not None]
+        longest = min(bounded) if bounded else None
         unbounded = longest is None
 
     s_max = report.max_position_embeddings or max((c.tokens for c in report.contexts), default=None)
     max_length = None
     if s_max:
-        m = acc.request_bytes(layers, s_max, p, tp) + extra
+        m = per_request(s_max)
         max_length = {
             "tokens": s_max,
             "bytes_per_request": acc.as_number(m),
             "fits": None if budget is None else m <= budget,
         }
 
-    return {
+    plan = {
         "gpu": preset.name if preset else None,
         "gpu_count": count,
         "tensor_parallel_size": tp,
-        "replicas": count // tp,
+        "layout": layout.to_dict(),
+        "engine": engine,
+        "replicas": layout.replicas * copies,
+        "request_ranks": ranks,
         "memory_bytes": preset.memory_bytes if preset else None,
         "memory_reported_bytes": preset.reported_bytes if preset else None,
+        "memory_budget_bytes": preset.device_bytes if preset else None,
         "bandwidth_bytes_per_s": bandwidth,
         "gpu_memory_utilization": float(util) if util is not None else None,
         "weights_bytes": weights_bytes,
+        "weights_source": weights_source,
         "weights_bytes_per_gpu": per_gpu_weights,
-        "usable_bytes": usable_bytes(preset.memory_bytes, util) if util is not None and preset else None,
+        "usable_bytes": usable,
         "kv_budget_bytes": budget,
         "budget_source": source,
         "weights_fit": weights_fit,
@@ -269,6 +325,14 @@ def plan_serving(
         "estimates": estimates,
         "notes": notes,
     }
+    plan["verdict"] = verdict(plan)
+    return plan
+
+
+def _rank_views(report, layout):
+    from .engines.layout import rank_views
+
+    return rank_views(report, layout)
 
 
 def _warn_once(report, text: str) -> None:
@@ -283,7 +347,7 @@ def gpu_budget(
 ) -> int:
     """KV budget per GPU on ``preset``: ceil(memory × utilization) − ceil(weights / TP), at least 0."""
     weights = weights_per_gpu(weights_bytes, tp) if weights_bytes is not None else 0
-    return max(usable_bytes(preset.memory_bytes, utilization) - weights, 0)
+    return max(usable_bytes(preset.device_bytes, utilization) - weights, 0)
 
 
 def gpu_budgets(
@@ -303,3 +367,84 @@ def gpu_budgets(
         preset = get_gpu(name)
         budgets[preset.name + suffix] = gpu_budget(preset, report.tensor_parallel_size, weights_bytes, util)
     return budgets
+
+
+# -- the verdict -----------------------------------------------------------------------------------
+
+ENGINE_LABELS = {"theory": "hfkv", "sglang": "SGLang", "vllm": "vLLM"}
+
+
+def layout_label(plan: dict[str, Any]) -> str:
+    """"(SGLang, DP attention)", "(vLLM, DP 8, EP)", "(hfkv, TP 8)": who counted, in which layout."""
+    lay = plan.get("layout") or {}
+    words = [ENGINE_LABELS.get(plan.get("engine") or "theory", "hfkv")]
+    if lay.get("enable_dp_attention"):
+        words.append("DP attention")
+    elif (lay.get("data_parallel_size") or 1) > 1:
+        words.append(f"DP {lay['data_parallel_size']}")
+    if (lay.get("pipeline_parallel_size") or 1) > 1:
+        words.append(f"PP {lay['pipeline_parallel_size']}")
+    if lay.get("enable_expert_parallel"):
+        words.append("EP")
+    if len(words) == 1:
+        words.append(f"TP {plan.get('tensor_parallel_size', 1)}")
+    return "(" + ", ".join(words) + ")"
+
+
+def _where(plan: dict[str, Any]) -> str:
+    return f"on {plan['gpu_count']} × {plan['gpu']}" if plan.get("gpu") else "in the given KV budget"
+
+
+def _caveat(plan: dict[str, Any]) -> str:
+    if plan.get("budget_source") == "gpu-without-weights":
+        return "; an upper bound: weights unknown"
+    if plan.get("weights_source") == "estimate" and plan.get("budget_source") == "gpu":
+        return "; weights estimated from the config's parameter count"
+    return ""
+
+
+def verdict(plan: dict[str, Any], requests: dict[int, int] | None = None) -> str:
+    """One line: "fits on 8 × H200-141GB: 37 requests at 128K (SGLang, DP attention)" or "does not fit ...".
+
+    ``requests`` ({tokens: requests in flight across the deployment}) defaults to the plan's own
+    totals; only contexts up to the model's maximum count. The longest context where at least one
+    request fits is named, with the longest one asked about when none fits there.
+    """
+    from .units import format_bytes, format_tokens
+
+    where, label = _where(plan), layout_label(plan)
+    if plan.get("weights_fit") is False:
+        return (f"does not fit {where}: weights need {format_bytes(plan['weights_bytes_per_gpu'])} per GPU of "
+                f"{format_bytes(plan['usable_bytes'])} usable {label}")
+    if plan.get("kv_budget_bytes") is None:
+        return "no verdict: give --gpu or --budget"
+    limit = (plan.get("max_length") or {}).get("tokens")
+    if requests is None:
+        requests = {c["tokens"]: c.get("max_concurrency_total") or 0 for c in plan.get("contexts", [])}
+    asked = sorted((t for t in requests if not limit or t <= limit), reverse=True) or sorted(requests, reverse=True)
+    if not asked:
+        return "no verdict: no context to count requests at"
+    fitting = [t for t in asked if requests[t] >= 1]
+    if not fitting:
+        return (f"does not fit {where}: not one request at {format_tokens(asked[-1])} in the "
+                f"{format_bytes(max(plan['kv_budget_bytes'], 0))} KV budget per GPU {label}{_caveat(plan)}")
+    best = fitting[0]
+    count = requests[best]
+    text = f"fits {where}: {count:,} request{'s' if count != 1 else ''} at {format_tokens(best)} {label}"
+    if best != asked[0]:
+        text += f"; none at {format_tokens(asked[0])}"
+    return text + _caveat(plan)
+
+
+def engine_requests(engine: dict[str, Any], ranks: int) -> dict[int, int] | None:
+    """{context: whole requests across the deployment} from an engine mode's own figures, or None.
+
+    SGLang's ``max_concurrency`` (tokens / context, capped by running requests) and vLLM's logged
+    "Maximum concurrency" (a float: whole requests are its floor) at the engine's max length, × the
+    ranks that keep their own requests.
+    """
+    concurrency = engine.get("max_concurrency")
+    length = engine.get("max_model_len") or engine.get("context_length")
+    if concurrency is None or not length:
+        return None
+    return {int(length): int(concurrency) * ranks}

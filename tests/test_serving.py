@@ -19,9 +19,11 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 LLAMA_PER_TOKEN = 32 * 8 * 128 * 2 * 2
 # Its 8,030,261,248 parameters in bf16: 8,030,261,248 × 2 = 16,060,522,496 B of weights.
 LLAMA_WEIGHTS = 8_030_261_248 * 2
-# H100 80GB read as GiB: 80 × 2^30 = 85,899,345,920 B. × 0.92 = 79,027,398,246.4, rounded up (vLLM's
-# ceil) to 79,027,398,247; minus the weights: 79,027,398,247 − 16,060,522,496 = 62,966,875,751.
-H100_BUDGET_LLAMA = 62_966_875_751
+# Budgets use what the device reports: H100 81,559 MiB = 81,559 × 2^20 = 85,520,809,984 B (the datasheet's
+# 80 GiB is 85,899,345,920). × 0.92 = 78,679,145,185.28, rounded up (vLLM's ceil) to 78,679,145,186;
+# minus the weights: 78,679,145,186 − 16,060,522,496 = 62,618,622,690.
+H100_USABLE = 78_679_145_186
+H100_BUDGET_LLAMA = 62_618_622_690
 
 
 def _report(folder: str, **options) -> object:
@@ -102,17 +104,17 @@ def test_llama_8b_on_h100(llama):
     assert plan["kv_budget_bytes"] == H100_BUDGET_LLAMA
     assert plan["budget_source"] == "gpu" and plan["weights_fit"] is True
     by_tokens = {c["tokens"]: c for c in plan["contexts"]}
-    # 4K: 4096 × 131,072 = 536,870,912 B; 62,966,875,751 / 536,870,912 = 117.28 → 117.
+    # 4K: 4096 × 131,072 = 536,870,912 B; 62,618,622,690 / 536,870,912 = 116.64 → 116.
     assert by_tokens[4096]["bytes_per_request"] == 4096 * LLAMA_PER_TOKEN == 536_870_912
-    assert by_tokens[4096]["max_concurrency"] == 117
+    assert by_tokens[4096]["max_concurrency"] == 116
     # 32K: 32,768 × 131,072 = 4,294,967,296 B; 14 × that = 60,129,542,144 ≤ budget < 15 × = 64,424,509,440.
     assert by_tokens[32768]["bytes_per_request"] == 4_294_967_296
     assert by_tokens[32768]["max_concurrency"] == 14
     # 128K: 17,179,869,184 B; 3 × = 51,539,607,552 ≤ budget < 4 × = 68,719,476,736.
     assert by_tokens[131072]["max_concurrency"] == 3
-    # 8 requests: S ≤ 62,966,875,751 / (8 × 131,072 = 1,048,576) = 60,049.89 → 60,049 tokens.
-    assert plan["max_context_for_batch"] == 60_049 and plan["max_context_unbounded"] is False
-    # One 128K request (17,179,869,184 B) fits in 62,966,875,751.
+    # 8 requests: S ≤ 62,618,622,690 / (8 × 131,072 = 1,048,576) = 59,717.7 → 59,717 tokens.
+    assert plan["max_context_for_batch"] == 59_717 and plan["max_context_unbounded"] is False
+    # One 128K request (17,179,869,184 B) fits in 62,618,622,690.
     assert plan["max_length"] == {"tokens": 131072, "bytes_per_request": 17_179_869_184, "fits": True}
     # Decode at 32K, B = 1: (16,060,522,496 + 4,294,967,296 = 20,355,489,792) / 3.35e12 = 6.0763 ms.
     assert by_tokens[32768]["decode_step_seconds"]["1"] == pytest.approx(20_355_489_792 / 3.35e12)
@@ -128,14 +130,14 @@ def test_llama_8b_on_h100(llama):
 def test_tensor_parallel_and_replicas():
     report = _report("meta-llama__Meta-Llama-3.1-8B", tensor_parallel_size=2)
     plan = plan_serving(report, gpu="H100:8", weights_bytes=LLAMA_WEIGHTS)
-    # Weights per GPU: 16,060,522,496 / 2 = 8,030,261,248; budget 79,027,398,247 − 8,030,261,248 = 70,997,136,999.
+    # Weights per GPU: 16,060,522,496 / 2 = 8,030,261,248; budget 78,679,145,186 − 8,030,261,248 = 70,648,883,938.
     assert plan["weights_bytes_per_gpu"] == 8_030_261_248
-    assert plan["kv_budget_bytes"] == 70_997_136_999
+    assert plan["kv_budget_bytes"] == 70_648_883_938
     # Per GPU 4 of the 8 KV heads: 32 × 4 × 128 × 2 × 2 = 65,536 B/token; 32K → 2,147,483,648 B;
-    # 70,997,136,999 / 2,147,483,648 = 33.06 → 33 per replica; 8 GPUs / TP 2 = 4 replicas → 132.
+    # 70,648,883,938 / 2,147,483,648 = 32.9 → 32 per replica; 8 GPUs / TP 2 = 4 replicas → 128.
     ctx = next(c for c in plan["contexts"] if c["tokens"] == 32768)
     assert ctx["bytes_per_request"] == 2_147_483_648
-    assert (ctx["max_concurrency"], plan["replicas"], ctx["max_concurrency_total"]) == (33, 4, 132)
+    assert (ctx["max_concurrency"], plan["replicas"], ctx["max_concurrency_total"]) == (32, 4, 128)
     # The default single GPU is raised to the TP size; fewer GPUs than TP is an error.
     assert plan_serving(report, gpu="H100", weights_bytes=LLAMA_WEIGHTS)["gpu_count"] == 2
     with pytest.raises(UsageError):
@@ -151,17 +153,20 @@ def test_explicit_budget_overrides_the_gpu(llama):
 
 
 def test_weights_that_do_not_fit(llama):
-    # L4: 24 × 10^9 × 0.92 = 22,080,000,000 usable; 22,080,000,000 − 30,000,000,000 = −7,920,000,000.
+    # L4 reports 23,034 MiB = 24,152,899,584 B; × 0.92 = 22,220,667,617.28 → 22,220,667,618 usable;
+    # 22,220,667,618 − 30,000,000,000 = −7,779,332,382.
     plan = plan_serving(llama, gpu="l4", weights_bytes=30_000_000_000)
-    assert plan["kv_budget_bytes"] == -7_920_000_000 and plan["weights_fit"] is False
+    assert plan["kv_budget_bytes"] == -7_779_332_382 and plan["weights_fit"] is False
+    assert plan["verdict"].startswith("does not fit on 1 × L4-24GB: weights need 27.94 GiB per GPU of 20.69 GiB")
     assert all(c["max_concurrency"] == 0 for c in plan["contexts"])
     assert plan["max_length"]["fits"] is False
 
 
 def test_utilization_is_a_parameter(llama):
-    # 0.9 (SGLang-style static fraction): ceil(85,899,345,920 × 0.9 = 77,309,411,328) − 16,060,522,496 = 61,248,888,832.
+    # 0.9 (SGLang-style static fraction): ceil(85,520,809,984 × 0.9 = 76,968,728,985.6) = 76,968,728,986
+    # − 16,060,522,496 = 60,908,206,490.
     plan = plan_serving(llama, gpu="h100", weights_bytes=LLAMA_WEIGHTS, gpu_memory_utilization=0.9)
-    assert plan["kv_budget_bytes"] == 61_248_888_832
+    assert plan["kv_budget_bytes"] == 60_908_206_490
     for bad in (0, 1.5, "x"):
         with pytest.raises(UsageError):
             plan_serving(llama, gpu="h100", weights_bytes=LLAMA_WEIGHTS, gpu_memory_utilization=bad)
@@ -169,20 +174,41 @@ def test_utilization_is_a_parameter(llama):
 
 def test_without_weights_or_gpu(llama):
     plan = plan_serving(llama, gpu="h200")
-    # Weights unknown: an upper bound, memory × 0.92 with nothing subtracted:
-    # ceil(141 GiB = 151,397,597,184 × 0.92) = 139,285,789,410 (139,285,789,409.28 rounded up)
-    assert plan["kv_budget_bytes"] == 139_285_789_410 and plan["weights_fit"] is None
-    assert plan["budget_source"] == "gpu-without-weights"
-    assert any("upper bound" in e for e in plan["estimates"])
-    # B_max at 4K: floor(139,285,789,410 / (4096 × 131072 = 536,870,912)) = 259
-    assert plan["contexts"][0]["max_concurrency"] == 259
-    # The decode bound then counts KV reads only: 4K → 536,870,912 / 4.8e12.
-    assert plan["decode_includes_weights"] is False
-    assert plan["contexts"][0]["decode_step_seconds"]["1"] == pytest.approx(536_870_912 / 4.8e12)
+    # Weights unknown: estimated from the config's shapes (Llama-3.1-8B, bf16, untied embeddings):
+    #   embeddings 2 × 128,256 × 4,096 = 1,050,673,152
+    #   per layer: attention 2·4096·4096 + 2·4096·(8·128) = 41,943,040; MLP 3·4096·14,336 = 176,160,768
+    #   32 × (41,943,040 + 176,160,768) = 6,979,321,856; total 8,029,995,008 parameters (the Hub's
+    #   8,030,261,248 adds 266,240 norm weights) × 2 B = 16,059,990,016 B.
+    # H200 reports 143,771 MiB = 150,754,820,096 B; ceil(× 0.92) = 138,694,434,489; − 16,059,990,016 = 122,634,444,473.
+    assert plan["weights_bytes"] == 16_059_990_016 and plan["weights_source"] == "estimate"
+    assert plan["kv_budget_bytes"] == 122_634_444_473 and plan["budget_source"] == "gpu"
+    assert any("estimated from the config" in e for e in plan["estimates"])
+    assert plan["verdict"].endswith("weights estimated from the config's parameter count")
+    # B_max at 4K: floor(122,634,444,473 / (4096 × 131072 = 536,870,912)) = 228
+    assert plan["contexts"][0]["max_concurrency"] == 228
+    # The decode bound reads the estimated weights: 4K → (16,059,990,016 + 536,870,912) / 4.8e12.
+    assert plan["decode_includes_weights"] is True
+    assert plan["contexts"][0]["decode_step_seconds"]["1"] == pytest.approx(16_596_860_928 / 4.8e12)
     bare = plan_serving(llama)
     assert bare["gpu"] is None and bare["contexts"][0]["decode_step_seconds"] is None
+    assert bare["verdict"] == "no verdict: give --gpu or --budget"
     with pytest.raises(UsageError):
         plan_serving(llama, gpu="Z80")
+
+
+def test_without_any_weights_the_budget_is_an_upper_bound():
+    report = _report("meta-llama__Meta-Llama-3.1-8B")
+    report._config = {"model_type": "llama"}  # no shapes: no parameter count either
+    plan = plan_serving(report, gpu="h200")
+    # Nothing subtracted: ceil(150,754,820,096 × 0.92) = 138,694,434,489 (138,694,434,488.32 rounded up).
+    assert plan["kv_budget_bytes"] == 138_694_434_489 and plan["weights_fit"] is None
+    assert plan["budget_source"] == "gpu-without-weights"
+    assert any("upper bound" in e for e in plan["estimates"])
+    # B_max at 4K: floor(138,694,434,489 / 536,870,912) = 258; the decode bound counts KV reads only.
+    assert plan["contexts"][0]["max_concurrency"] == 258
+    assert plan["decode_includes_weights"] is False
+    assert plan["contexts"][0]["decode_step_seconds"]["1"] == pytest.approx(536_870_912 / 4.8e12)
+    assert plan["verdict"].endswith("an upper bound: weights unknown")
 
 
 def test_windowed_model_is_unbounded_for_small_batches():
@@ -198,13 +224,14 @@ def test_windowed_model_is_unbounded_for_small_batches():
 
 def test_gpu_budgets_feed_the_markdown_columns(llama):
     budgets = gpu_budgets(["h100", "MI300X"], llama, weights_bytes=LLAMA_WEIGHTS)
-    # MI300X: ceil(206,158,430,208 × 0.92 = 189,665,755,791.36) = 189,665,755,792 − 16,060,522,496 = 173,605,233,296.
-    assert budgets == {"H100-SXM-80GB": H100_BUDGET_LLAMA, "MI300X-192GB": 173_605_233_296}
+    # MI300X as rocm-smi reports it: ceil(206,141,652,992 × 0.92 = 189,650,320,752.64) = 189,650,320,753
+    # − 16,060,522,496 = 173,589,798,257.
+    assert budgets == {"H100-SXM-80GB": H100_BUDGET_LLAMA, "MI300X-192GB": 173_589_798_257}
     text = render_markdown(llama, budgets=budgets)
-    # 32K row: 14 on H100; 173,605,233,296 / 4,294,967,296 = 40.42 → 40 on MI300X.
+    # 32K row: 62,618,622,690 / 4,294,967,296 = 14.58 → 14 on H100; 173,589,798,257 / 4,294,967,296 = 40.42 → 40.
     assert "| 32K | 4.00 GiB | 4.00 GiB | 14 | 40 |" in text
     unknown = gpu_budgets(["h100"], llama)
-    # No weights: 79,027,398,247 and the column says so.
-    assert unknown == {"H100-SXM-80GB (weights unknown)": 79_027_398_247}
+    # No weights: 78,679,145,186 and the column says so.
+    assert unknown == {"H100-SXM-80GB (weights unknown)": H100_USABLE}
     # Weights larger than the GPU: budget 0, never negative.
     assert gpu_budgets(["l4"], llama, weights_bytes=10**11) == {"L4-24GB": 0}

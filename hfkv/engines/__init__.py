@@ -48,6 +48,12 @@ name):
 - ``compute_capability`` (None = "9.0", an H200-class SM90): the GPU generation, ``MAJOR.MINOR``
   ("8.0", "9.0", "10.0"); both engines choose attention backends (and so block sizes) by it. The
   resolved knob is always a normalised string; ``enrich`` fills it from a ``--gpu`` preset.
+- ``data_parallel_size`` (1), ``enable_dp_attention`` (False), ``enable_expert_parallel`` (False),
+  ``pipeline_parallel_size`` (1): the parallel layout (``layout``). vLLM's DP ranks are engines of
+  TP GPUs each; SGLang's DP attention runs attention at TP/DP inside the TP group; PP stages each
+  size the pool of their own layers and the smallest stage's figures are returned (``stages`` lists
+  every stage). The result's ``deployment`` holds the layout and totals across the ranks that keep
+  their own requests; a layout the engine refuses raises ``layout.LayoutRefusal``.
 
 Result keys (besides ``name``, ``version``, ``assumptions``):
 
@@ -103,6 +109,13 @@ ENGINE_KNOBS: dict[str, tuple[Any, str]] = {
                                     "num_nextn_predict_layers); each adds one target layer's bytes per token"),
     "compute_capability": (None, "GPU compute capability the engine picks attention backends for, e.g. 8.0, 9.0, "
                                  "10.0 (default 9.0, H200; --gpu sets it from the preset)"),
+    "data_parallel_size": (1, "data-parallel ranks, each keeping its own requests (vLLM: one engine of TP GPUs "
+                              "per rank; SGLang with --enable-dp-attention: attention ranks inside the TP group)"),
+    "enable_dp_attention": (False, "SGLang DP attention: attention at TP/DP, each DP rank keeps the KV of its "
+                                   "own requests (true/false)"),
+    "enable_expert_parallel": (False, "shard routed experts over the EP group instead of slicing them by TP "
+                                      "(true/false)"),
+    "pipeline_parallel_size": (1, "pipeline stages, each holding and sizing the KV of its own layers"),
 }
 
 DEFAULT_COMPUTE_CAPABILITY = "9.0"
@@ -188,5 +201,23 @@ def simulate(
         from . import sglang as module
     else:
         from . import vllm as module
-    result = module.simulate(report, budget_bytes=budget_bytes, max_model_len=max_model_len, knobs=resolved)
-    return {"name": name, "version": VERSIONS[name], **result}
+    from . import layout as lay
+
+    shape = lay.resolve(resolved, report.tensor_parallel_size, name, len(report.layer_specs), report.config)
+    resolved.update(data_parallel_size=shape.dp, pipeline_parallel_size=shape.pp,
+                    enable_dp_attention=shape.dp_attention, enable_expert_parallel=shape.expert_parallel)
+    if shape.pp == 1 and shape.attention_tp == report.tensor_parallel_size:
+        result = module.simulate(report, budget_bytes=budget_bytes, max_model_len=max_model_len, knobs=resolved)
+    else:
+        result = lay.simulate_ranks(module.simulate, report, shape, budget_bytes, max_model_len,
+                                    rank_knobs(resolved, shape, name))
+    return {"name": name, "version": VERSIONS[name], **result, "deployment": lay.deployment(result, shape)}
+
+
+def rank_knobs(knobs: dict[str, Any], shape: Any, engine: str) -> dict[str, Any]:
+    """The knobs one DP-attention rank sees: SGLang divides an explicit --max-running-requests by the
+    attention DP size (``resolve_max_num_reqs``: per worker)."""
+    out = dict(knobs)
+    if engine == "sglang" and shape.dp_attention and out.get("max_running_requests") is not None:
+        out["max_running_requests"] = max(1, int(out["max_running_requests"]) // shape.dp)
+    return out

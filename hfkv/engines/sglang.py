@@ -270,8 +270,9 @@ def simulate(report: Any, *, budget_bytes: int | None, max_model_len: int | None
 
 def chunked_prefill_size(knobs: dict) -> int:
     """``memory_hook.handle_gpu_memory_settings``: 8192 below 160 GiB of GPU memory (H100/H200 class, SM90),
-    16384 above (B200, SM100)."""
-    return 16384 if sglang_backend.capability_major(knobs) >= 10 else 8192
+    16384 above (B200, SM100); under DP attention divided by the DP size (``_handle_data_parallelism``)."""
+    size = 16384 if sglang_backend.capability_major(knobs) >= 10 else 8192
+    return size // int(knobs.get("data_parallel_size") or 1) if knobs.get("enable_dp_attention") else size
 
 
 def pool_shape(full: Fraction, swa: Fraction, cell: Fraction, ratio: Fraction | None, page: int,

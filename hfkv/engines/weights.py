@@ -1,0 +1,122 @@
+"""Weights per GPU for a parallel layout, and a parameter count from the config when nothing better is known.
+
+Everything here is an **estimate** and says so: a config names shapes, not tensors. ``count``
+sums the usual transformer matrices (embeddings, attention or MLA projections, gated MLPs, routed
+and shared experts, routers); norms, biases, indexers, MTP heads and vision towers are left out,
+and non-attention mixers (Mamba, linear attention) are priced as attention. Exact weights come from
+the Hub's safetensors metadata or ``--weights-bytes``; the count is used for the split between
+routed experts and the rest (which no metadata gives) and, scaled by the dtype, when weights are
+unknown.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from .layout import Layout, expert_count
+
+# Bytes per parameter of the checkpoint's dtype (torch_dtype / dtype) and of quantised linears.
+DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float8_e4m3fn": 1}
+QUANT_BYTES = {"fp8": 1, "fbgemm_fp8": 1, "compressed-tensors": 1, "awq": 0.5, "gptq": 0.5, "mxfp4": 0.5}
+
+
+@dataclass(frozen=True)
+class ParamCount:
+    """Parameters by role: ``embedding`` (input + output), ``dense`` (attention, dense MLPs, shared
+    experts, routers) and ``experts`` (routed experts), for the whole model."""
+
+    embedding: int
+    dense: int
+    experts: int
+
+    @property
+    def total(self) -> int:
+        return self.embedding + self.dense + self.experts
+
+
+def _int(config: dict, *keys: str, default: int = 0) -> int:
+    for key in keys:
+        value = config.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return default
+
+
+def attention_params(c: dict, hidden: int) -> int:
+    """One layer's attention projections: MLA (q/kv LoRA) when the config has ``kv_lora_rank``, else GQA."""
+    heads = _int(c, "num_attention_heads", default=1)
+    if _int(c, "kv_lora_rank"):
+        rank, rope = _int(c, "kv_lora_rank"), _int(c, "qk_rope_head_dim")
+        nope, v = _int(c, "qk_nope_head_dim"), _int(c, "v_head_dim")
+        q_rank = _int(c, "q_lora_rank")
+        q = hidden * q_rank + q_rank * heads * (nope + rope) if q_rank else hidden * heads * (nope + rope)
+        return q + hidden * (rank + rope) + rank * heads * (nope + v) + heads * v * hidden
+    head_dim = _int(c, "head_dim", default=hidden // heads)
+    kv = _int(c, "num_key_value_heads", default=heads)
+    return 2 * hidden * heads * head_dim + 2 * hidden * kv * head_dim
+
+
+def moe_layers(c: dict, layers: int) -> int:
+    """Layers with routed experts: all but ``first_k_dense_replace``, or every ``decoder_sparse_step``-th."""
+    if not expert_count(c):
+        return 0
+    if "first_k_dense_replace" in c:
+        return max(layers - _int(c, "first_k_dense_replace"), 0)
+    step = _int(c, "decoder_sparse_step", "moe_layer_freq", default=1)
+    return layers // step
+
+
+def count(config: dict) -> ParamCount | None:
+    """The estimated parameter count of ``config`` (the text config), None without the basic shapes."""
+    hidden, layers, vocab = _int(config, "hidden_size"), _int(config, "num_hidden_layers"), _int(config, "vocab_size")
+    if not (hidden and layers and vocab):
+        return None
+    tied = config.get("tie_word_embeddings") is True
+    embedding = vocab * hidden * (1 if tied else 2)
+    experts, sparse = expert_count(config), moe_layers(config, layers)
+    expert_i = _int(config, "moe_intermediate_size", "intermediate_size")
+    shared_i = _int(config, "shared_expert_intermediate_size") or _int(config, "n_shared_experts") * expert_i
+    dense_i = _int(config, "intermediate_size")
+    dense = layers * attention_params(config, hidden) + (layers - sparse) * 3 * hidden * dense_i
+    dense += sparse * (3 * hidden * shared_i + hidden * experts)
+    return ParamCount(embedding=embedding, dense=dense, experts=sparse * experts * 3 * hidden * expert_i)
+
+
+def bytes_per_param(config: dict) -> tuple[float, str]:
+    """(bytes per linear-layer parameter, where it comes from): the quantisation method, else the dtype."""
+    quant = config.get("quantization_config") or {}
+    method = str(quant.get("quant_method") or "").lower() if isinstance(quant, dict) else ""
+    if method in QUANT_BYTES:
+        return QUANT_BYTES[method], f"quantization_config {method}"
+    dtype = str(config.get("torch_dtype") or config.get("dtype") or "bfloat16").removeprefix("torch.")
+    return DTYPE_BYTES.get(dtype, 2), f"dtype {dtype}"
+
+
+def estimate_bytes(config: dict) -> tuple[int, str] | None:
+    """(weights bytes, how it was estimated) from the parameter count; embeddings at 2 B under quantisation."""
+    params = count(config)
+    if params is None:
+        return None
+    per, source = bytes_per_param(config)
+    embedding_bytes = 2 if per < 2 else per
+    total = math.ceil(params.embedding * embedding_bytes + (params.dense + params.experts) * per)
+    how = (f"estimated from the config's shapes: {params.total / 1e9:.1f}B parameters ({params.experts / 1e9:.1f}B "
+           f"in routed experts) × {per:g} B ({source}); norms, biases, MTP heads and vision towers not counted")
+    return total, how
+
+
+def per_gpu(weights_bytes: int, layout: Layout, config: dict) -> tuple[int, str]:
+    """(weights per GPU of the fullest stage, the split used): routed experts ÷ expert shards, the rest ÷
+    attention TP, all ÷ PP; the share of routed experts comes from the parameter count."""
+    params = count(config)
+    expert_share = params.experts / params.total if params and params.total else 0.0
+    experts = weights_bytes * expert_share
+    rest = weights_bytes - experts
+    share = experts / layout.expert_shards + rest / layout.attention_tp
+    per = math.ceil(share / layout.pp)
+    how = (f"weights per GPU = (routed experts {expert_share:.1%} ÷ {layout.expert_shards} + the rest ÷ "
+           f"{layout.attention_tp}) ÷ PP {layout.pp}: an estimate (the expert share is from the config's shapes; "
+           "replicated norms, uneven stages and embeddings on the first/last stage are not placed)")
+    return per, how
