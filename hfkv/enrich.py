@@ -48,11 +48,14 @@ def enrich(
         from .serving import plan_serving
 
         if gpu is not None or report.budget_bytes is not None:
-            report.extra["serving"] = plan_serving(
-                report, gpu=gpu, gpu_memory_utilization=gpu_memory_utilization, weights_bytes=weights_bytes,
-                batch=report.batch, weights_read_bytes=weights_read_bytes, layout_knobs=engine_knobs,
-                engine=engine,
-            )
+            try:
+                report.extra["serving"] = plan_serving(
+                    report, gpu=gpu, gpu_memory_utilization=gpu_memory_utilization, weights_bytes=weights_bytes,
+                    batch=report.batch, weights_read_bytes=weights_read_bytes, layout_knobs=engine_knobs,
+                    engine=engine,
+                )
+            except UnsupportedModelError as err:  # a layout the engine refuses, named like every other error
+                raise err.with_source(report.model) from None
     if report.batch and report.budget_bytes is None and "serving" not in report.extra:
         report.warnings.append("--batch asks for the longest context within a budget: give --budget or --gpu")
     if engine != "theory":

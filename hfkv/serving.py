@@ -166,8 +166,32 @@ def _weights(report, weights_bytes: int | None, layout, estimates: list[str]) ->
         estimates.append(f"weights {how}")
     per_gpu, how = est.per_gpu(weights_bytes, layout, report.config or {})
     if layout.tp > 1 or layout.pp > 1:
-        estimates.append(how if layout.expert_shards != layout.attention_tp or layout.pp > 1 else _ESTIMATE_WEIGHTS_SPLIT)
+        simple = layout.expert_shards == layout.attention_tp == layout.tp and layout.pp == 1
+        estimates.append(_ESTIMATE_WEIGHTS_SPLIT if simple else how)
     return weights_bytes, per_gpu, source
+
+
+def _weights_read(report, weights_bytes: int | None, weights_read_bytes: int | None, layout, bandwidth,
+                  notes: list[str], estimates: list[str]) -> tuple[int | None, int]:
+    """(weights a decode step reads for the whole model, per GPU over all stages): the given figure,
+    else the active experts' share for MoE (an estimate), else every weight."""
+    from .engines import weights as est
+
+    read = weights_read_bytes
+    if read is None and weights_bytes is not None:
+        active = est.active_bytes(weights_bytes, report.config or {})
+        if active is not None:
+            read = active[0]
+            if bandwidth:
+                estimates.append(active[1])
+        else:
+            read = weights_bytes
+            if bandwidth:
+                notes.append("decode bound reads every weight each step (dense)")
+    if bandwidth and read is None:
+        notes.append("weights unknown: the decode bound counts KV/state reads only")
+    per_gpu = est.per_gpu(read, layout, report.config or {})[0] * layout.pp if read is not None else 0
+    return read, per_gpu
 
 
 def plan_serving(
@@ -242,18 +266,10 @@ def plan_serving(
                      "B_max is the fullest stage's")
 
     bandwidth = preset.bandwidth_bytes_per_s if preset else None
-    weights_read = weights_read_bytes if weights_read_bytes is not None else weights_bytes
-    weights_read_gpu = 0
-    if weights_read is not None:
-        from .engines import weights as est
-
-        weights_read_gpu = est.per_gpu(weights_read, layout, report.config or {})[0] * layout.pp
     if bandwidth:
         estimates.append(_ESTIMATE_DECODE)
-        if weights_read is None:
-            notes.append("weights unknown: the decode bound counts KV/state reads only")
-        elif weights_read_bytes is None:
-            notes.append("decode bound reads every weight each step (dense); for MoE pass weights_read_bytes")
+    weights_read, weights_read_gpu = _weights_read(report, weights_bytes, weights_read_bytes, layout, bandwidth,
+                                                   notes, estimates)
 
     extra = _per_request_extra(report)
     usable_budget = max(budget, 0) if budget is not None else None
@@ -312,6 +328,7 @@ def plan_serving(
         "weights_bytes": weights_bytes,
         "weights_source": weights_source,
         "weights_bytes_per_gpu": per_gpu_weights,
+        "weights_read_bytes": weights_read,
         "usable_bytes": usable,
         "kv_budget_bytes": budget,
         "budget_source": source,

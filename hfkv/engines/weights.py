@@ -24,16 +24,17 @@ QUANT_BYTES = {"fp8": 1, "fbgemm_fp8": 1, "compressed-tensors": 1, "awq": 0.5, "
 
 @dataclass(frozen=True)
 class ParamCount:
-    """Parameters by role: ``embedding`` (input + output), ``dense`` (attention, dense MLPs, shared
-    experts, routers) and ``experts`` (routed experts), for the whole model."""
+    """Parameters by role, for the whole model: ``embedding`` (input + output), ``attention``, ``dense``
+    (dense MLPs, shared experts, routers) and ``experts`` (routed experts)."""
 
     embedding: int
+    attention: int
     dense: int
     experts: int
 
     @property
     def total(self) -> int:
-        return self.embedding + self.dense + self.experts
+        return self.embedding + self.attention + self.dense + self.experts
 
 
 def _int(config: dict, *keys: str, default: int = 0) -> int:
@@ -79,9 +80,9 @@ def count(config: dict) -> ParamCount | None:
     expert_i = _int(config, "moe_intermediate_size", "intermediate_size")
     shared_i = _int(config, "shared_expert_intermediate_size") or _int(config, "n_shared_experts") * expert_i
     dense_i = _int(config, "intermediate_size")
-    dense = layers * attention_params(config, hidden) + (layers - sparse) * 3 * hidden * dense_i
-    dense += sparse * (3 * hidden * shared_i + hidden * experts)
-    return ParamCount(embedding=embedding, dense=dense, experts=sparse * experts * 3 * hidden * expert_i)
+    dense = (layers - sparse) * 3 * hidden * dense_i + sparse * (3 * hidden * shared_i + hidden * experts)
+    return ParamCount(embedding=embedding, attention=layers * attention_params(config, hidden), dense=dense,
+                      experts=sparse * experts * 3 * hidden * expert_i)
 
 
 def bytes_per_param(config: dict) -> tuple[float, str]:
@@ -101,22 +102,43 @@ def estimate_bytes(config: dict) -> tuple[int, str] | None:
         return None
     per, source = bytes_per_param(config)
     embedding_bytes = 2 if per < 2 else per
-    total = math.ceil(params.embedding * embedding_bytes + (params.dense + params.experts) * per)
+    total = math.ceil(params.embedding * embedding_bytes + (params.attention + params.dense + params.experts) * per)
     how = (f"estimated from the config's shapes: {params.total / 1e9:.1f}B parameters ({params.experts / 1e9:.1f}B "
            f"in routed experts) × {per:g} B ({source}); norms, biases, MTP heads and vision towers not counted")
     return total, how
 
 
-def per_gpu(weights_bytes: int, layout: Layout, config: dict) -> tuple[int, str]:
-    """(weights per GPU of the fullest stage, the split used): routed experts ÷ expert shards, the rest ÷
-    attention TP, all ÷ PP; the share of routed experts comes from the parameter count."""
+def shares(config: dict) -> tuple[float, float]:
+    """(routed-expert share, attention share) of the parameters, 0 when the config gives no count."""
     params = count(config)
-    expert_share = params.experts / params.total if params and params.total else 0.0
-    experts = weights_bytes * expert_share
-    rest = weights_bytes - experts
-    share = experts / layout.expert_shards + rest / layout.attention_tp
-    per = math.ceil(share / layout.pp)
-    how = (f"weights per GPU = (routed experts {expert_share:.1%} ÷ {layout.expert_shards} + the rest ÷ "
-           f"{layout.attention_tp}) ÷ PP {layout.pp}: an estimate (the expert share is from the config's shapes; "
-           "replicated norms, uneven stages and embeddings on the first/last stage are not placed)")
+    if not params or not params.total:
+        return 0.0, 0.0
+    return params.experts / params.total, params.attention / params.total
+
+
+def per_gpu(weights_bytes: int, layout: Layout, config: dict) -> tuple[int, str]:
+    """(weights per GPU of one stage, the split used): routed experts ÷ the expert shards, attention ÷
+    attention TP, the rest (embeddings, dense MLPs, shared experts) ÷ TP, all ÷ PP. The shares come
+    from the parameter count; with one divisor for everything the split is exact: ceil(w / (TP·PP))."""
+    if layout.expert_shards == layout.attention_tp == layout.tp:
+        return -(-int(weights_bytes) // (layout.tp * layout.pp)), "weights per GPU = weights / (TP × PP)"
+    expert_share, attention_share = shares(config)
+    experts, attention = weights_bytes * expert_share, weights_bytes * attention_share
+    rest = weights_bytes - experts - attention
+    per = math.ceil((experts / layout.expert_shards + attention / layout.attention_tp + rest / layout.tp) / layout.pp)
+    how = (f"weights per GPU = (routed experts {expert_share:.1%} ÷ {layout.expert_shards} + attention "
+           f"{attention_share:.1%} ÷ {layout.attention_tp} + the rest ÷ {layout.tp}) ÷ PP {layout.pp}: an estimate "
+           "(shares from the config's shapes; replicated norms and embeddings on the first/last stage not placed)")
     return per, how
+
+
+def active_bytes(weights_bytes: int, config: dict) -> tuple[int, str] | None:
+    """(weights one decode step reads, how) for a MoE config: every non-expert weight plus
+    ``num_experts_per_tok / experts`` of the routed ones; None for a dense model."""
+    experts, top_k = expert_count(config), config.get("num_experts_per_tok")
+    share, _ = shares(config)
+    if not experts or not isinstance(top_k, int) or not share:
+        return None
+    active = math.ceil(weights_bytes * (1 - share + share * top_k / experts))
+    return active, (f"decode reads the non-expert weights and {top_k} of {experts} routed experts per token "
+                    f"(an estimate; pass weights_read_bytes for the measured figure)")
