@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 from .layout import Layout, expert_count
@@ -108,12 +109,12 @@ def estimate_bytes(config: dict) -> tuple[int, str] | None:
     return total, how
 
 
-def shares(config: dict) -> tuple[float, float]:
-    """(routed-expert share, attention share) of the parameters, 0 when the config gives no count."""
+def shares(config: dict) -> tuple[Fraction, Fraction]:
+    """(routed-expert share, attention share) of the parameters, exact; 0 when the config gives no count."""
     params = count(config)
     if not params or not params.total:
-        return 0.0, 0.0
-    return params.experts / params.total, params.attention / params.total
+        return Fraction(0), Fraction(0)
+    return Fraction(params.experts, params.total), Fraction(params.attention, params.total)
 
 
 def per_gpu(weights_bytes: int, layout: Layout, config: dict) -> tuple[int, str]:
@@ -123,11 +124,11 @@ def per_gpu(weights_bytes: int, layout: Layout, config: dict) -> tuple[int, str]
     if layout.expert_shards == layout.attention_tp == layout.tp:
         return -(-int(weights_bytes) // (layout.tp * layout.pp)), "weights per GPU = weights / (TP × PP)"
     expert_share, attention_share = shares(config)
-    experts, attention = weights_bytes * expert_share, weights_bytes * attention_share
+    experts, attention = int(weights_bytes) * expert_share, int(weights_bytes) * attention_share
     rest = weights_bytes - experts - attention
     per = math.ceil((experts / layout.expert_shards + attention / layout.attention_tp + rest / layout.tp) / layout.pp)
-    how = (f"weights per GPU = (routed experts {expert_share:.1%} ÷ {layout.expert_shards} + attention "
-           f"{attention_share:.1%} ÷ {layout.attention_tp} + the rest ÷ {layout.tp}) ÷ PP {layout.pp}: an estimate "
+    how = (f"weights per GPU = (routed experts {float(expert_share):.1%} ÷ {layout.expert_shards} + attention "
+           f"{float(attention_share):.1%} ÷ {layout.attention_tp} + the rest ÷ {layout.tp}) ÷ PP {layout.pp}: an estimate "
            "(shares from the config's shapes; replicated norms and embeddings on the first/last stage not placed)")
     return per, how
 

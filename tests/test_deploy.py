@@ -1,0 +1,250 @@
+"""Deployments: parallel layouts (DP, SGLang DP attention, EP, PP), their refusals and the verdict line.
+
+Every expected figure is derived by hand below from the config's shapes and the engines' rules.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+from hfkv.engines import simulate
+from hfkv.engines import layout as lay
+from hfkv.engines import weights as est
+from hfkv.enrich import enrich
+from hfkv.errors import UnsupportedModelError, UsageError
+from hfkv.render import render_markdown, render_table
+from hfkv.report import Options, inspect_config
+from hfkv.serving import plan_serving
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+DSV32 = SHARED / "hub-configs" / "deepseek-ai__DeepSeek-V3.2.json"
+
+# H200 reports 143,771 MiB = 143,771 × 2^20 = 150,754,820,096 B (140.4 GiB; the datasheet's 141 GiB is
+# 151,397,597,184); × 0.92 = 138,694,434,488.32 → ceil 138,694,434,489 usable per GPU.
+H200_USABLE = 138_694_434_489
+# H100 reports 81,559 MiB = 85,520,809,984 B; × 0.92 = 78,679,145,185.28 → 78,679,145,186.
+H100_USABLE = 78_679_145_186
+
+# DeepSeek-V3.2 parameter count from its config (hidden 7168, 61 layers, vocab 129,280, 128 heads):
+#   attention per layer (MLA): q_a 7168·1536 = 11,010,048; q_b 1536·128·(128+64) = 37,748,736;
+#   kv_a 7168·(512+64) = 4,128,768; kv_b 512·128·(128+128) = 16,777,216; o 128·128·7168 = 117,440,512
+#   → 187,105,280 × 61 = 11,413,422,080
+#   routed experts: 58 MoE layers (61 − first_k_dense_replace 3) × 256 × 3·7168·2048 = 653,908,770,816
+#   rest: 3 dense MLPs 3·(3·7168·18432) = 1,189,085,184 + 58 × (shared 3·7168·2048 + router 7168·256)
+#   = 58 × 45,875,200 = 2,660,761,600 → 3,849,846,784; embeddings 2 × 129,280 × 7168 = 1,853,358,080
+#   total 671,025,397,760.
+DS_ATTENTION, DS_EXPERTS, DS_TOTAL = 11_413_422_080, 653_908_770_816, 671_025_397_760
+# Bytes: fp8 quantisation (1 B per linear parameter), embeddings kept at 2 B:
+# 1,853,358,080 × 2 + (671,025,397,760 − 1,853,358,080) × 1 = 672,878,755,840.
+DS_WEIGHTS = 672_878_755_840
+# fp8 KV on FlashMLA sparse: 656 B packed latent + 132 B indexer keys per layer: 61 × 788 = 48,068 B/token;
+# one 160K request: 163,840 × 48,068 = 7,875,461,120 B.
+DS_TOKEN, DS_160K = 48_068, 7_875_461_120
+
+
+def _ds(tp: int):
+    if not DSV32.exists():
+        pytest.skip(f"{DSV32} not present (the shared hub-configs)")
+    data = json.loads(DSV32.read_text())
+    return inspect_config(data, model="deepseek-ai/DeepSeek-V3.2",
+                          options=Options(tensor_parallel_size=tp, kv_cache_dtype="fp8"))
+
+
+def _fixture(folder: str, **options):
+    data = json.loads((ROOT / "fixtures" / folder / "config.json").read_text())
+    return inspect_config(data, model=folder, options=Options(**options))
+
+
+def _at(plan: dict, tokens: int) -> dict:
+    return next(c for c in plan["contexts"] if c["tokens"] == tokens)
+
+
+# -- DeepSeek-V3.2 fp8 on 8 × H200 ----------------------------------------------------------------
+
+
+def test_deepseek_parameter_count_from_the_config():
+    report = _ds(8)
+    params = est.count(report.config)
+    assert (params.attention, params.experts, params.total) == (DS_ATTENTION, DS_EXPERTS, DS_TOTAL)
+    assert est.estimate_bytes(report.config)[0] == DS_WEIGHTS
+
+
+def test_deepseek_tp8_one_copy_of_the_latents():
+    plan = plan_serving(_ds(8), gpu="H200:8")
+    # ceil(672,878,755,840 / 8) = 84,109,844,480 per GPU; 138,694,434,489 − that = 54,584,590,009.
+    assert plan["weights_bytes_per_gpu"] == 84_109_844_480 and plan["weights_source"] == "estimate"
+    assert plan["kv_budget_bytes"] == 54_584_590_009
+    # Every GPU of the TP group holds every request's latent: 54,584,590,009 / 7,875,461,120 = 6.93 → 6, 1 rank.
+    ctx = _at(plan, 163840)
+    assert ctx["bytes_per_request"] == DS_160K == 163840 * DS_TOKEN
+    assert (ctx["max_concurrency"], ctx["max_concurrency_total"], plan["request_ranks"]) == (6, 6, 1)
+    assert plan["verdict"] == ("fits on 8 × H200-141GB: 6 requests at 160K (hfkv, TP 8); "
+                               "weights estimated from the config's parameter count")
+
+
+def test_deepseek_tp8_dp8_dp_attention():
+    plan = plan_serving(_ds(8), gpu="H200:8", engine="sglang",
+                        layout_knobs={"data_parallel_size": 8, "enable_dp_attention": True})
+    # Attention at TP 8 / 8 = 1 is replicated on every GPU; experts and the rest stay ÷ 8:
+    # W/8 + (1 − 1/8)·W·attention/total = 84,109,844,480 + 7/8 × 672,878,755,840 × 11,413,422,080 / 671,025,397,760
+    expected = math.ceil(Fraction(DS_WEIGHTS, 8) + Fraction(7, 8) * DS_WEIGHTS * Fraction(DS_ATTENTION, DS_TOTAL))
+    assert plan["weights_bytes_per_gpu"] == expected == 94_124_171_979
+    # 138,694,434,489 − 94,124,171,979 = 44,570,262,510; / 7,875,461,120 = 5.66 → 5 per rank, × 8 ranks = 40.
+    assert plan["kv_budget_bytes"] == 44_570_262_510
+    ctx = _at(plan, 163840)
+    assert (ctx["max_concurrency"], ctx["max_concurrency_total"]) == (5, 40)
+    assert plan["layout"]["attention_tensor_parallel_size"] == 1 and plan["gpu_count"] == 8
+    assert plan["verdict"].startswith("fits on 8 × H200-141GB: 40 requests at 160K (SGLang, DP attention)")
+
+
+def test_deepseek_sglang_dp_attention_pools_per_rank():
+    report = _ds(8)
+    result = simulate(report, engine="sglang", budget_bytes=44_570_262_510, data_parallel_size=8,
+                      enable_dp_attention=True)
+    # Cell at attention TP 1: 48,068 B; floor(44,570,262,510 / 48,068) = 927,233 → page 64: 927,232 tokens.
+    assert result["bytes_per_token"] == DS_TOKEN and result["max_total_num_tokens"] == 927_232
+    # Running requests per worker: int(927,232 / 163,840 × 512) = 2897 within [2048, 4096] and ≤ 927,232 // 2.
+    assert result["max_running_requests"] == 2897
+    # 927,232 / 163,840 = 5.659 → 5.66 per rank; 8 ranks: 7,417,856 tokens, 45.28 requests of 160K.
+    assert result["max_concurrency"] == 5.66
+    assert result["deployment"]["kv_cache_tokens_total"] == 8 * 927_232 == 7_417_856
+    assert result["deployment"]["max_concurrency_total"] == 45.28
+
+
+def test_deepseek_engine_verdict_counts_whole_requests_per_rank():
+    report = _ds(8)
+    enrich(report, gpu="H200:8", engine="sglang", engine_knobs={"data_parallel_size": 8, "enable_dp_attention": True})
+    # 5.66 per rank → 5 whole 160K requests on each of 8 ranks = 40.
+    assert report.extra["serving"]["verdict"].startswith("fits on 8 × H200-141GB: 40 requests at 160K (SGLang, DP attention)")
+
+
+def test_deepseek_vllm_dp8_expert_parallel():
+    plan = plan_serving(_ds(1), gpu="H200:8", engine="vllm",
+                        layout_knobs={"data_parallel_size": 8, "enable_expert_parallel": True})
+    # TP 1 per DP rank: attention and the rest whole on each GPU, routed experts ÷ EP 8 (= TP 1 × DP 8):
+    # W·E/T/8 + W·(1 − E/T) with E = 653,908,770,816, T = 671,025,397,760.
+    share = Fraction(DS_WEIGHTS * DS_EXPERTS, DS_TOTAL)
+    assert plan["weights_bytes_per_gpu"] == math.ceil(share / 8 + DS_WEIGHTS - share) == 99_128_259_351
+    # 138,694,434,489 − 99,128,259,351 = 39,566,175,138; / 7,875,461,120 = 5.02 → 5 per rank × 8 = 40.
+    ctx = _at(plan, 163840)
+    assert plan["kv_budget_bytes"] == 39_566_175_138
+    assert (ctx["max_concurrency"], ctx["max_concurrency_total"]) == (5, 40)
+    assert plan["layout"]["expert_shards"] == 8 and plan["replicas"] == 8
+    assert "(vLLM, DP 8, EP)" in plan["verdict"]
+
+
+# -- pipeline parallelism -------------------------------------------------------------------------
+
+
+def test_stage_sizes_follow_get_pp_indices():
+    # 32 = 2 × 16; 36 = 5 × 7 + 1: the remainder goes to partitions[-2]; 62 = 4 × 15 + 2 → [-2] and [-3].
+    assert lay.stage_sizes(32, 2) == [16, 16]
+    assert lay.stage_sizes(36, 5) == [7, 7, 7, 8, 7]
+    assert lay.stage_sizes(62, 4) == [15, 16, 16, 15]
+
+
+def test_pp2_dense_llama():
+    report = _fixture("meta-llama__Meta-Llama-3.1-8B")
+    weights = 8_030_261_248 * 2  # 16,060,522,496 B of bf16 weights
+    plan = plan_serving(report, gpu="H100:2", weights_bytes=weights, layout_knobs={"pipeline_parallel_size": 2})
+    # Each stage: 16 layers and half the weights: 16,060,522,496 / 2 = 8,030,261,248; budget
+    # 78,679,145,186 − 8,030,261,248 = 70,648,883,938.
+    assert plan["weights_bytes_per_gpu"] == 8_030_261_248 and plan["kv_budget_bytes"] == 70_648_883_938
+    # Per GPU 16 × 8 × 128 × 2 × 2 = 65,536 B/token; 32K → 2,147,483,648 B; 70,648,883,938 / that = 32.9 → 32.
+    ctx = _at(plan, 32768)
+    assert ctx["bytes_per_request"] == 2_147_483_648 and ctx["max_concurrency"] == 32
+    # vLLM per stage: block 16 × 65,536 = 1,048,576 B; 70,648,883,938 // 1,048,576 = 67,376 blocks;
+    # 131,072 / 16 = 8,192 blocks per request → 67,376 / 8,192 = 8.22.
+    result = simulate(report, engine="vllm", budget_bytes=plan["kv_budget_bytes"], pipeline_parallel_size=2)
+    assert (result["bytes_per_block"], result["num_blocks"], result["max_concurrency"]) == (1_048_576, 67_376, 8.22)
+    assert [s["layers"] for s in result["stages"]] == [16, 16]
+
+
+def test_uneven_stages_size_the_fullest():
+    report = _fixture("Qwen__Qwen3-8B")
+    # 36 layers over PP 5: [7, 7, 7, 8, 7]; the 8-layer stage binds. Qwen3-8B: 8 KV heads × 128 × 2 × 2 B
+    # = 4,096 B per layer-token; 8 layers → 32,768 B/token; at 4K: 4096 × 32,768 = 134,217,728 B.
+    plan = plan_serving(report, kv_cache_memory_bytes=2**30, layout_knobs={"pipeline_parallel_size": 5})
+    assert _at(plan, 4096)["bytes_per_request"] == 134_217_728
+    # 2^30 / 134,217,728 = 8 requests.
+    assert _at(plan, 4096)["max_concurrency"] == 8
+    result = simulate(report, engine="sglang", budget_bytes=2**30, pipeline_parallel_size=5)
+    # SGLang's pool at the 8-layer stage: 2^30 // 32,768 = 32,768 tokens (page 1).
+    assert result["bytes_per_token"] == 32_768 and result["max_total_num_tokens"] == 32_768
+    assert [s["layers"] for s in result["stages"]] == [7, 7, 7, 8, 7]
+
+
+# -- refusals -------------------------------------------------------------------------------------
+
+
+def test_sglang_dp_attention_needs_tp_divisible_by_dp():
+    report = _fixture("Qwen__Qwen3-30B-A3B", tensor_parallel_size=8)
+    with pytest.raises(UnsupportedModelError, match=r"tp_size \(8\) must be divisible by the DP attention size \(3\)"):
+        simulate(report, engine="sglang", data_parallel_size=3, enable_dp_attention=True)
+    with pytest.raises(UnsupportedModelError, match="divisible"):
+        plan_serving(report, gpu="H200:8", layout_knobs={"data_parallel_size": 3, "enable_dp_attention": True})
+
+
+def test_vllm_has_no_dp_attention_flag():
+    report = _fixture("Qwen__Qwen3-30B-A3B", tensor_parallel_size=8)
+    with pytest.raises(UnsupportedModelError, match="vLLM has no --enable-dp-attention"):
+        simulate(report, engine="vllm", data_parallel_size=8, enable_dp_attention=True)
+
+
+def test_vllm_expert_parallel_needs_experts():
+    with pytest.raises(UnsupportedModelError, match="Number of experts in the model must be greater than 0"):
+        simulate(_fixture("Qwen__Qwen3-8B"), engine="vllm", enable_expert_parallel=True)
+
+
+def test_layout_values_and_gpu_counts():
+    report = _fixture("Qwen__Qwen3-8B")
+    with pytest.raises(UsageError, match="larger than the model's 36 layers"):
+        plan_serving(report, gpu="H100", layout_knobs={"pipeline_parallel_size": 37})
+    for knob, bad in (("data_parallel_size", 0), ("pipeline_parallel_size", "x"), ("enable_dp_attention", "maybe")):
+        with pytest.raises(UsageError):
+            plan_serving(report, gpu="H100", layout_knobs={knob: bad})
+    # TP 1 × DP 8 needs 8 GPUs: 4 cannot hold it; the default single GPU is raised to 8.
+    with pytest.raises(UsageError, match="4 GPUs cannot hold this layout: it needs 8"):
+        plan_serving(report, gpu="H100:4", layout_knobs={"data_parallel_size": 8})
+    assert plan_serving(report, gpu="H100", layout_knobs={"data_parallel_size": 8})["gpu_count"] == 8
+
+
+# -- the verdict, first in every format -----------------------------------------------------------
+
+
+def _planned(weights: int):
+    report = _fixture("meta-llama__Meta-Llama-3.1-8B")
+    return enrich(report, gpu="H100", weights_bytes=weights)
+
+
+@pytest.mark.parametrize("weights, expected", [
+    # 62,618,622,690 B budget (78,679,145,186 − 16,060,522,496); one 128K request is 17,179,869,184 B: 3 fit.
+    (16_060_522_496, "fits on 1 × H100-SXM-80GB: 3 requests at 128K (hfkv, TP 1)"),
+    # 200 × 10^9 B = 186.26 GiB of weights; usable 78,679,145,186 B = 73.28 GiB.
+    (200 * 10**9, "does not fit on 1 × H100-SXM-80GB: weights need 186.26 GiB per GPU of 73.28 GiB usable (hfkv, TP 1)"),
+])
+def test_verdict_first_in_every_format(weights, expected):
+    from rich.console import Console
+
+    report = _planned(weights)
+    assert report.to_dict()["serving"]["verdict"] == expected
+    assert render_markdown(report).splitlines()[2] == f"**{expected}**"
+    out = io.StringIO()
+    render_table(report, console=Console(file=out, width=200, highlight=False))
+    assert out.getvalue().splitlines()[0] == expected
+
+
+def test_verdict_never_counts_past_the_models_maximum():
+    # Contexts beyond max_position_embeddings (131,072) are not what the verdict reports.
+    report = _fixture("meta-llama__Meta-Llama-3.1-8B")
+    report.max_position_embeddings = 32768
+    plan = plan_serving(report, gpu="H100", weights_bytes=16_060_522_496)
+    # 62,618,622,690 / 4,294,967,296 = 14.58 → 14 at 32K.
+    assert plan["verdict"].startswith("fits on 1 × H100-SXM-80GB: 14 requests at 32K")
