@@ -81,7 +81,7 @@ def first_problem(err: ValidationError, words: dict[str, str] = SHAPE_WORDS) -> 
     ctx, value = first.get("ctx") or {}, first.get("input")
     given = repr(value)[:80]
     if isinstance(ctx.get("error"), ShapeError):  # a nested spec built from a dict said it already
-        return tuple(first["loc"]), f"({ctx['error']})"
+        return tuple(first["loc"]), str(ctx["error"])
     fields = {**ctx, "given": given, "value": value, "parts": ", ".join(PART_KINDS)}
     own = f"{first['msg'][:1].lower()}{first['msg'][1:]}, not {given}"  # pydantic's words, in the sentence
     try:
@@ -95,6 +95,10 @@ def shape_message(err: ValidationError) -> str:
     """One line for a bad spec: ``FullAttention.kv_heads must be ≥ 1, not 0``; a part given as a
     dict says where it sits: ``LayerSpec.parts[0] (FullAttention.kv_heads must be ≥ 1, not 0)``."""
     loc, what = first_problem(err)
+    if isinstance((err.errors()[0].get("ctx") or {}).get("error"), ShapeError):  # said by the spec itself
+        if not loc:  # ``model_validate``: the spec's own constructor
+            return what
+        what = f"({what})"
     where = err.title
     for step in loc:
         if step not in _CLASS_OF_KIND:  # the union's tag: the message names the class already

@@ -14,6 +14,7 @@ from hfkv.specs import (
     FullAttention,
     IndexerKeys,
     LayerSpec,
+    Layout,
     LinearAttentionState,
     MambaState,
     MLALatent,
@@ -307,6 +308,26 @@ def test_parts_as_dicts_are_validated_by_kind_with_one_line_naming_where():
         LayerSpec(index=0, kind="x", parts=["lstm"])
     with pytest.raises(ShapeError, match=r"^LayerSpec.index must be ≥ 0, not -1$"):
         LayerSpec(index=-1, kind="x")
+
+
+@pytest.mark.parametrize("build, message", [
+    (lambda: LayerSpec(index=0, kind="full", parts=[{"kind": "full", "kv_heads": 0, "head_dim": 128}]),
+     "invalid layer shape: LayerSpec.parts[0] (FullAttention.kv_heads must be ≥ 1, not 0)"),
+    (lambda: LayerSpec.model_validate({"index": -1, "kind": "full"}),  # pydantic's ValidationError path
+     "invalid layer shape: LayerSpec.index must be ≥ 0, not -1"),
+])
+def test_a_mapper_building_a_bad_spec_is_one_config_error_line(monkeypatch, build, message):
+    import hfkv.mappings
+    from hfkv import ConfigError, inspect_config
+
+    def mapper(view):
+        return Layout(layers=[build()])
+
+    mapper.name, mapper.family = "test.bad", "test"
+    monkeypatch.setattr(hfkv.mappings, "resolve", lambda view: mapper)
+    with pytest.raises(ConfigError) as err:
+        inspect_config({"model_type": "llama"}, model="bad-model")
+    assert str(err.value) == f"bad-model: {message}"
 
 
 def test_model_copy_validates_its_update():
