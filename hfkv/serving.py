@@ -7,24 +7,32 @@ bytes are per GPU, as in the report. The result of ``plan_serving`` is a JSON-ab
 ``gpu``                       preset name, or None when only an explicit budget was given
 ``gpu_count``                 GPUs of that kind (at least the tensor-parallel size)
 ``tensor_parallel_size``      TP of the report (all bytes per GPU)
-``replicas``                  gpu_count // TP: independent engine copies (data parallel)
+``layout``                    the parallel layout (``hfkv.engines.layout.Layout.to_dict``: TP, DP, PP, DP
+                              attention, EP, attention TP, GPUs it needs, expert shards, a description)
+``engine``                    whose rules checked the layout: "theory", "sglang" or "vllm"
+``replicas``                  independent engine copies (DP without DP attention, × copies of the layout)
+``request_ranks``             groups of GPUs that each keep their own requests (DP ranks × copies)
 ``memory_bytes``              datasheet memory per GPU (see ``hfkv.gpus`` for the GB/GiB reading), or None
 ``memory_reported_bytes``     what the device reports, when a public record exists, else None
+``memory_budget_bytes``       what budgets use: the reported memory, else the datasheet's
 ``bandwidth_bytes_per_s``     datasheet peak memory bandwidth per GPU, or None
 ``gpu_memory_utilization``    fraction of memory the engine may use (vLLM ``--gpu-memory-utilization``,
                               SGLang ``--mem-fraction-static``); None when the budget was explicit
-``weights_bytes``             whole-model weights, or None when unknown
-``weights_bytes_per_gpu``     ceil(weights_bytes / TP), or None
-``usable_bytes``              ceil(memory × utilization), or None when the budget was explicit
+``weights_bytes``             whole-model weights (given, from the Hub, or estimated), or None when unknown
+``weights_source``            "given" (Hub or --weights-bytes), "estimate" (the config's parameter count), None
+``weights_bytes_per_gpu``     weights of one GPU of the fullest stage (``hfkv.engines.weights.per_gpu``), or None
+``weights_read_bytes``        weights one decode step reads (given; MoE: active experts, an estimate), or None
+``usable_bytes``              ceil(reported memory × utilization), or None when the budget was explicit
 ``kv_budget_bytes``           KV budget per GPU (≤ 0: the weights do not fit, by that many bytes; then
                               ``weights_fit`` is False and the report's warnings say so), or None
 ``budget_source``             "explicit" (kv_cache_memory_bytes or the report's budget), "gpu",
                               "gpu-without-weights" (an upper bound: weights unknown) or None
 ``weights_fit``               False when weights alone exceed the usable memory; None when unknown
 ``contexts``                  one dict per report context: ``tokens``, ``bytes_per_request`` (KV +
-                              state + extra state copies), ``read_bytes_per_step`` r(S),
-                              ``max_concurrency`` (per replica; None without a budget or when a request
-                              costs nothing), ``max_concurrency_total`` (× replicas),
+                              state + extra state copies; the fullest stage, at attention TP),
+                              ``read_bytes_per_step`` r(S) (all stages), ``max_concurrency`` (per rank;
+                              None without a budget or when a request costs nothing),
+                              ``max_concurrency_total`` (× request_ranks),
                               ``decode_step_seconds`` {"1": t, "<batch>": t, "<B_max>": t} (lower bounds)
 ``batch``                     the concurrency asked about, or None
 ``max_context_for_batch``     longest context with ``batch`` requests in the budget (0: not even one
@@ -33,10 +41,12 @@ bytes are per GPU, as in the report. The result of ``plan_serving`` is a JSON-ab
 ``max_length``                {"tokens": S_max, "bytes_per_request": M, "fits": bool | None}: one
                               request at the model's maximum context
 ``decode_includes_weights``   whether the decode bound counts weight reads (False when weights unknown)
+``verdict``                   one line: "fits on 8 × H200-141GB: 40 requests at 160K (SGLang, DP attention)"
+                              or "does not fit ...", see ``verdict``; engine modes recount it (``enrich``)
 ``estimates``                 sentences naming every term that is an estimate or left out
 ``notes``                     other remarks
 
-KV budget per GPU = ceil(memory × utilization) − ceil(weights / TP), the way vLLM 0.33 requests
+KV budget per GPU = ceil(reported memory × utilization) − weights per GPU, the way vLLM 0.33 requests
 ``ceil(total × gpu_memory_utilization)`` and then subtracts what is not KV. Activations, CUDA graphs,
 NCCL buffers and fragmentation are not modelled, so the real budget is smaller.
 
@@ -140,11 +150,12 @@ def _resolve_layout(report, layout_knobs: dict | None, engine: str):
                        report.config)
 
 
-def _deployment_gpus(count: int, gpus_needed: int, notes: list[str]) -> int:
-    """Copies of the layout on ``count`` GPUs (the default single GPU is raised to the layout's)."""
+def _deployment_gpus(count: int, layout, notes: list[str]) -> int:
+    """GPUs of the deployment: ``count``, the default single GPU raised to what the layout needs."""
+    gpus_needed = layout.gpus
     if count < gpus_needed:
         if count != 1:
-            raise UsageError(f"{count} GPUs cannot hold this layout: it needs {gpus_needed}")
+            raise UsageError(f"{count} GPUs cannot hold this layout: {layout.describe()} needs {gpus_needed}")
         notes.append(f"gpu_count raised to the {gpus_needed} GPUs the layout needs")
         count = gpus_needed
     if count % gpus_needed:
@@ -218,7 +229,7 @@ def plan_serving(
     preset, count = _resolve_gpu(gpu, gpu_count)
     if not isinstance(count, int) or count < 1:
         raise UsageError(f"gpu_count must be a positive whole number, got {count}")
-    count = _deployment_gpus(count, layout.gpus, notes)
+    count = _deployment_gpus(count, layout, notes)
     copies = count // layout.gpus
     if weights_bytes is not None and weights_bytes < 0:
         raise UsageError(f"weights_bytes must not be negative, got {weights_bytes}")

@@ -211,7 +211,7 @@ def test_layout_values_and_gpu_counts():
         with pytest.raises(UsageError):
             plan_serving(report, gpu="H100", layout_knobs={knob: bad})
     # TP 1 × DP 8 needs 8 GPUs: 4 cannot hold it; the default single GPU is raised to 8.
-    with pytest.raises(UsageError, match="4 GPUs cannot hold this layout: it needs 8"):
+    with pytest.raises(UsageError, match="4 GPUs cannot hold this layout: TP 1 × DP 8 needs 8"):
         plan_serving(report, gpu="H100:4", layout_knobs={"data_parallel_size": 8})
     assert plan_serving(report, gpu="H100", layout_knobs={"data_parallel_size": 8})["gpu_count"] == 8
 
