@@ -29,6 +29,7 @@ SUBCOMMANDS = {
     "watch": "hfkv.watch:watch_command",
     "compare": "hfkv.compare:compare_command",
     "plot": "hfkv.plot:plot_command",
+    "serve": "hfkv.web:serve_command",
 }
 # What ``hfkv --help`` lists, written here so that listing imports none of the modules.
 SHORT_HELP = {
@@ -37,6 +38,7 @@ SHORT_HELP = {
     "watch": "A report for each new model of an organisation.",
     "compare": "Several models side by side, and where their costs cross.",
     "plot": "Memory and concurrency against context (needs hfkv[plot]).",
+    "serve": "Serve the calculator page on 127.0.0.1 (needs hfkv[app]).",
 }
 DTYPES = ["auto", "bf16", "fp16", "fp8", "fp4", "fp32"]
 
@@ -196,12 +198,15 @@ def _option_fields(params: dict[str, Any], contexts: list[int] | None) -> dict[s
 
 
 def build_hub(params: dict[str, Any]) -> Any:
-    """A ``HubClient`` from the Hub options, or None when no option asks for a non-default client."""
-    from .hub import HubClient
+    """The command's ``HubClient`` from its Hub options. Unless ``--no-weights`` is given, the
+    parameter-count request goes out together with the config GET (one round trip, not two)."""
+    from .hub import HubClient, sync_http_only
 
+    sync_http_only()  # a command-line process runs no async HTTP
     return HubClient(
         endpoint=params.get("endpoint"), token=params.get("token"), offline=bool(params.get("offline")),
         timeout=params.get("timeout"), retries=params.get("retries", 5),
+        prefetch_weights=not params.get("no_weights", True),
     )
 
 
@@ -248,6 +253,7 @@ def main() -> None:
     hfkv watch --author ORG   a report for each new model of an organisation
     hfkv compare A B ...      side by side
     hfkv plot A [B ...]       memory and concurrency against context
+    hfkv serve                the calculator page on http://127.0.0.1:7860
     """
     quiet_libraries()
 
@@ -257,7 +263,8 @@ def main() -> None:
 @accounting_options
 @planning_options
 @hub_options
-@click.option("--format", "fmt", type=click.Choice(["table", "json", "markdown"]), default="table", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "markdown", "html"]), default="table",
+              show_default=True, help="html: one self-contained page (several models: one section each).")
 def report_command(models: tuple[str, ...], fmt: str, **params: Any) -> None:
     """Report on each MODEL: layers by kind, α, γ, S*, and per context bytes, reads and B_max."""
     from .enrich import enrich
@@ -285,13 +292,17 @@ def report_command(models: tuple[str, ...], fmt: str, **params: Any) -> None:
             continue
         reports.append(report)
         rows.append(report.to_dict() if fmt == "json" else {})
-        if fmt != "json":  # the rendering stack (rich) is imported only for people
+        if fmt not in ("json", "html"):  # the rendering stack (rich) is imported only for people
             from . import render
 
             if fmt == "table":
                 render.render_table(report)
             else:
                 click.echo(render.render_markdown(report))
+    if fmt == "html" and reports:
+        from .html import render_html
+
+        click.echo(render_html(reports[0] if len(reports) == 1 else reports), nl=False)
     if fmt == "json" and rows:
         if len(models) == 1 and reports:
             click.echo(json.dumps(rows[0], indent=2))

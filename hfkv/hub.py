@@ -644,7 +644,8 @@ def install_deadlines() -> None:
     with _INSTALLED:
         if _installed:
             return
-        _import_sync_http()
+        if _sync_http_only:
+            _import_sync_http()
         from huggingface_hub.utils import _http, set_client_factory
 
         previous = getattr(_http, "_GLOBAL_CLIENT_FACTORY", _http.default_client_factory)
@@ -652,13 +653,27 @@ def install_deadlines() -> None:
         _installed = True
 
 
+_sync_http_only = False
+
+
+def sync_http_only() -> None:
+    """Declare that this process runs no async HTTP (hfkv's own command line calls this).
+
+    Then the first ``HubClient`` imports httpcore2 without trio (see ``_import_sync_http``). Only a
+    process that owns its whole HTTP stack may say so: a library user's application may run httpx2
+    under trio after importing hfkv, so ``import hfkv`` alone never does this.
+    """
+    global _sync_http_only
+    _sync_http_only = True
+
+
 def _import_sync_http() -> None:
     """Import httpcore2 (under huggingface_hub) without trio, unless the process already uses trio.
 
     hfkv's HTTP is synchronous, but httpcore2 imports trio, when it is installed, for its async
-    locks: ~40% of the Hub stack's import time, for nothing hfkv runs. trio itself stays
-    importable afterwards; only httpcore2's async primitives under trio are off in this process
-    (an application running httpx2 under trio imports trio, or httpcore2, before hfkv).
+    locks: ~40% of the Hub stack's import time (~110 ms here), for nothing hfkv runs. trio itself
+    stays importable afterwards; only httpcore2's async primitives under trio are off in this
+    process, which is why only ``sync_http_only`` processes do it.
     """
     if "httpcore2" in sys.modules or "trio" in sys.modules:
         return

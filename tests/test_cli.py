@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -244,3 +245,34 @@ def test_spec_and_option_models_are_built_on_first_use_not_at_import():
             "print(built, s.FullAttention.__pydantic_complete__, s.MambaState.__pydantic_complete__)")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert run.stdout.split() == ["[]", "True", "False"], run.stderr
+
+
+def test_html_format_is_one_self_contained_page():
+    one = hfkv(V32, "--format", "html")
+    assert one.returncode == 0, one.stderr
+    assert one.stdout.startswith("<!DOCTYPE html>") and one.stdout.count("<html") == 1
+    assert "78,324" in one.stdout  # DeepSeek-V3.2 α: 61 × ((512 + 64) × 2 + 132) B
+    urls = set(re.findall(r"https?://[^\"' <>]*", one.stdout))
+    assert urls <= {"http://www.w3.org/2000/svg"}, urls  # an XML namespace, never fetched: nothing to load
+    two = hfkv(V32, LLAMA, "--format", "html")
+    assert two.returncode == 0 and two.stdout.count("<html") == 1  # several models: sections of one page
+    assert "78,324" in two.stdout and "131,072" in two.stdout  # Llama-3.1-8B: 32 × 8 × 128 × 2 × 2 B
+
+
+def test_serve_is_listed_and_says_what_it_binds():
+    listed = hfkv("--help")
+    assert "serve" in listed.stdout and "hfkv[app]" in listed.stdout
+    usage = hfkv("serve", "--help")
+    assert usage.returncode == 0 and "127.0.0.1" in usage.stdout and "7860" in usage.stdout
+
+
+def test_only_the_command_line_imports_the_http_stack_without_trio():
+    pytest.importorskip("trio")
+    code = ("import sys, hfkv.hub as h\n"
+            "{}h.HubClient(offline=True)\n"
+            "import httpcore2._synchronization as s\n"
+            "print(getattr(s, 'trio', 'absent') is None)")
+    library = subprocess.run([sys.executable, "-c", code.format("")], capture_output=True, text=True, timeout=120)
+    cli = subprocess.run([sys.executable, "-c", code.format("h.sync_http_only()\n")], capture_output=True, text=True,
+                         timeout=120)
+    assert (library.stdout.split(), cli.stdout.split()) == (["False"], ["True"]), (library.stderr, cli.stderr)
