@@ -168,6 +168,7 @@ class Report:
     _layers: list[LayerSpec] | None = field(default=None, repr=False)
     _precision: dtypes.Precision | None = field(default=None, repr=False)
     _config: dict | None = field(default=None, repr=False)
+    _options: Options | None = field(default=None, repr=False)
 
     @property
     def layer_specs(self) -> list[LayerSpec]:
@@ -179,6 +180,12 @@ class Report:
     @property
     def precision(self) -> dtypes.Precision:
         return self._precision or dtypes.Precision()
+
+    @property
+    def options(self) -> Options | None:
+        """The options the report was built with (``--kv-cache-dtype`` as typed: ``auto`` is not
+        ``bf16`` for an engine that turns ``auto`` into fp8); None for a report built by hand."""
+        return self._options
 
     @property
     def config(self) -> dict:
@@ -495,7 +502,7 @@ def build_report(
         layers=layer_reports, groups=groups, contexts=contexts,
         transformers_defaults=list(view.defaults_used), notes=notes, warnings=warnings,
     )
-    report._layers, report._precision, report._config = list(layers), p, view.text
+    report._layers, report._precision, report._config, report._options = list(layers), p, view.text, options
     return report
 
 
@@ -523,7 +530,7 @@ def inspect_config(
     Raises ``HfkvError`` subclasses naming ``model`` (``UsageError`` for bad options).
     """
     from hfkv.mappings import resolve  # the mappers import the core, not the other way round
-    from hfkv.mappings.common import max_positions
+    from hfkv.mappings.attention_keys import max_positions
 
     options = make_options(options, **knobs)
     try:

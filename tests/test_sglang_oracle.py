@@ -33,10 +33,7 @@ SOURCES = {
 CAPABILITY = {"H200": "9.0", "B200": "10.0"}
 
 # Rows whose SGLang figure hfkv cannot reproduce yet, and why (each still checked as far as it goes).
-PENDING_ENCODER_ONLY = ("LFM2.5-Embedding is encoder-only in hfkv's mapper (being changed to produce layer specs); "
-                        "SGLang serves it: 12,288 B/token over 6 attention layers + 40,960 B/request conv state")
-PENDING_TYPED_DTYPE = ("the report keeps only the resolved KV dtype, not the --kv-cache-dtype typed: an explicit "
-                       "bf16 and auto differ in SGLang here (hfkv warns and sizes auto)")
+
 
 
 def rows(source: str) -> list[dict]:
@@ -85,6 +82,13 @@ def reason_words(row: dict) -> tuple[str, ...]:
     if "TensorRT-LLM MLA" in (row.get("error") or ""):
         return ("'bfloat16'",)  # the oracle typed bfloat16; SGLang's trtllm_mla check only takes bf16 / auto
     return ("no native class",)
+
+
+def expect_startup_refusal(row: dict, **kwargs) -> None:
+    """SGLang sizes the pools, then fails while allocating them: hfkv refuses with that reason."""
+    with pytest.raises(HfkvError) as err:
+        run(row, **kwargs)
+    assert startup_failure(row) in str(err.value) and "\n" not in str(err.value)
 
 
 def expect_refusal_or_warning(row: dict, reason_words: tuple[str, ...]) -> None:
@@ -147,17 +151,9 @@ def test_per_token_figures_match_sglang(row):
         expect_refusal_or_warning(row, reason_words(row))
         return
     if startup_failure(row):
-        expect_refusal_or_warning(row, (startup_failure(row),))
+        expect_startup_refusal(row)
         return
-    try:
-        out = run(row)
-    except HfkvError as err:
-        if "LFM2.5-Embedding" in row["config"] and "encoder-only" in str(err):
-            pytest.xfail(f"pending: {PENDING_ENCODER_ONLY}")
-        raise
-    if out["bytes_per_token"] != pytest.approx(row["bytes_per_token"]) and any(
-            "does not say which was given" in w for w in out.get("warnings") or []):
-        pytest.xfail(f"pending: {PENDING_TYPED_DTYPE}")
+    out = run(row)
     check_cell(row, out)
     check_index_map_note(row, out)
     check_context_length(row, out)
@@ -190,19 +186,17 @@ def test_pool_sizes_for_a_budget_match_sglang(row):
             run(row, budget=row["budget_bytes"], **knobs)
         assert "\n" not in str(err.value)
         return
+    if startup_failure(row):
+        expect_startup_refusal(row, budget=row["budget_bytes"], **knobs)
+        return
     if row["status"] != "ok" or "max_total_num_tokens" not in row:
         reason = row.get("error")
         pytest.fail(f"stored budget row without pool sizes: {row_id(row)} {reason}")
-    try:
-        out = run(row, budget=row["budget_bytes"], **knobs)
-        if any(NO_CONTEXT_KEY in w for w in out["warnings"]):  # as the warning says: give the context length
-            out = run(row, budget=row["budget_bytes"], max_model_len=row["context_len"], **knobs)
-        else:
-            assert out["context_length"] == row["context_len"]
-    except HfkvError as err:
-        if "LFM2.5-Embedding" in row["config"] and "encoder-only" in str(err):
-            pytest.xfail(f"pending: {PENDING_ENCODER_ONLY}")
-        raise
+    out = run(row, budget=row["budget_bytes"], **knobs)
+    if any(NO_CONTEXT_KEY in w for w in out["warnings"]):  # as the warning says: give the context length
+        out = run(row, budget=row["budget_bytes"], max_model_len=row["context_len"], **knobs)
+    else:
+        assert out["context_length"] == row["context_len"]
     assert out["configurator"] == row["configurator"]
     assert out["max_total_num_tokens"] == row["max_total_num_tokens"]
     assert out["max_running_requests"] == row["max_running_requests"]
