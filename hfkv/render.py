@@ -77,6 +77,10 @@ def extra_lines(report: Report) -> list[str]:
         if serving.get("weights_bytes_per_gpu") is not None:
             lines.append(f"  weights per GPU {format_bytes(serving['weights_bytes_per_gpu'])}"
                          + (" (estimated from the parameter count)" if serving.get("weights_source") == "estimate" else ""))
+        overhead = serving.get("engine_overhead")
+        if overhead and serving.get("weights_fit") is not False:
+            lines.append(f"  after the engine's own ~{format_bytes(overhead['bytes'])} (activations, CUDA graphs, "
+                         f"non-torch; an estimate from startup logs): {format_bytes(max(overhead['kv_budget_bytes'], 0))} per GPU")
         ranks = serving.get("request_ranks") or serving.get("replicas") or 1
         for ctx in serving.get("contexts", []):
             if ctx.get("max_concurrency") is not None:

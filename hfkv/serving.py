@@ -41,6 +41,10 @@ bytes are per GPU, as in the report. The result of ``plan_serving`` is a JSON-ab
 ``max_length``                {"tokens": S_max, "bytes_per_request": M, "fits": bool | None}: one
                               request at the model's maximum context
 ``decode_includes_weights``   whether the decode bound counts weight reads (False when weights unknown)
+``engine_overhead``           {"bytes", "kv_budget_bytes", "source"}: what an engine keeps besides weights
+                              and KV (activations, CUDA graphs, non-torch), an estimate calibrated on
+                              startup logs, and the KV budget after it; not subtracted elsewhere. None
+                              with an explicit budget
 ``verdict``                   one line: "fits on 8 × H200-141GB: 40 requests at 160K (SGLang, DP attention)"
                               or "does not fit ...", see ``verdict``; engine modes recount it (``enrich``)
 ``estimates``                 sentences naming every term that is an estimate or left out
@@ -71,6 +75,17 @@ _ESTIMATE_OVERHEADS = (
     "activations, CUDA graphs, NCCL buffers and allocator fragmentation are not modelled: "
     "the engine's real KV budget is smaller (vLLM also subtracts its profiled peak activation "
     "and a CUDA-graph estimate)"
+)
+# What vLLM keeps besides weights and KV (profiled activation peak, CUDA graphs, non-torch memory),
+# read off the two startup logs of ../shared/docs/engine-logs.tsv that print both "Model loading took"
+# and "Available KV cache memory": R04 (Qwen3-14B, 46 GB-class GPU read as an L40S, 0.9): 44.99 × 0.9
+# − 27.52 − 11.57 = 1.40 GiB; R27 (gpt-oss-120b, 80 GB-class read as an H100, 0.96): 79.65 × 0.96
+# − 65.97 − 8.99 = 1.51 GiB. 1.5 GiB puts both within 1% of the printed KV memory (docs/deployments.md).
+ENGINE_OVERHEAD_BYTES = 3 * (1 << 29)
+_OVERHEAD_SOURCE = (
+    "about 1.5 GiB per GPU for activations, CUDA graphs and non-torch memory: a constant read off two vLLM "
+    "startup logs (engine-logs.tsv R04, R27; 2,048–8,192 batched tokens, GPUs inferred); larger batches "
+    "(--max-num-batched-tokens 16384) and larger models keep more"
 )
 _ESTIMATE_WEIGHTS_SPLIT = (
     "weights per GPU = weights / TP; replicated tensors (norms, sometimes embeddings) make the real share larger"
@@ -350,11 +365,20 @@ def plan_serving(
         "max_context_unbounded": unbounded,
         "max_length": max_length,
         "decode_includes_weights": bool(bandwidth) and weights_read is not None,
+        "engine_overhead": _overhead(budget, source),
         "estimates": estimates,
         "notes": notes,
     }
     plan["verdict"] = verdict(plan)
     return plan
+
+
+def _overhead(budget: int | None, source: str | None) -> dict[str, Any] | None:
+    """The engine's own keep (an estimate, not subtracted from ``kv_budget_bytes``) and the budget after it."""
+    if budget is None or source == "explicit":
+        return None
+    return {"bytes": ENGINE_OVERHEAD_BYTES, "kv_budget_bytes": budget - ENGINE_OVERHEAD_BYTES,
+            "source": _OVERHEAD_SOURCE}
 
 
 def _rank_views(report, layout):

@@ -248,3 +248,47 @@ def test_verdict_never_counts_past_the_models_maximum():
     plan = plan_serving(report, gpu="H100", weights_bytes=16_060_522_496)
     # 62,618,622,690 / 4,294,967,296 = 14.58 → 14 at 32K.
     assert plan["verdict"].startswith("fits on 1 × H100-SXM-80GB: 14 requests at 32K")
+
+
+# -- what the engine keeps besides weights and KV: calibration on startup logs --------------------
+
+LOGS = SHARED / "docs" / "engine-logs.tsv"
+# (row, GPU the log's "N GB-class" is read as, gpu_memory_utilization the run used)
+CALIBRATION_ROWS = [("R04", "L40S", 0.9), ("R27", "H100", 0.96)]
+
+
+def _gib(text: str, label: str) -> float:
+    import re
+
+    match = re.search(label + r"\D*([0-9.]+) GiB", text)
+    assert match, f"{label} not in {text!r}"
+    return float(match.group(1))
+
+
+@pytest.mark.parametrize("row, gpu, util", CALIBRATION_ROWS)
+def test_engine_overhead_within_5_percent_of_the_printed_kv_memory(row, gpu, util):
+    from hfkv import gpus
+    from hfkv.serving import ENGINE_OVERHEAD_BYTES, usable_bytes
+
+    if not LOGS.exists():
+        pytest.skip(f"{LOGS} not present (the shared engine logs)")
+    line = next(l for l in LOGS.read_text().splitlines() if l.startswith(row + "\t"))
+    printed = line.split("\t")[12] + " " + line.split("\t")[1]
+    weights, available = _gib(printed, "Model loading took"), _gib(printed, "Available KV cache memory")
+    # R04: L40S reports 46,068 MiB = 44.99 GiB; × 0.9 = 40.49; − 27.52 − 1.5 = 11.47 GiB vs 11.57 printed (−0.9%).
+    # R27: H100 reports 81,559 MiB = 79.65 GiB; × 0.96 = 76.46; − 65.9651 − 1.5 = 9.00 GiB vs 8.99 printed (+0.1%).
+    usable = usable_bytes(gpus.get_gpu(gpu).device_bytes, Fraction(str(util)))
+    predicted = (usable - weights * 2**30 - ENGINE_OVERHEAD_BYTES) / 2**30
+    assert predicted == pytest.approx(available, rel=0.05)
+    # Without the overhead, hfkv's budget is 12–17% above what the engine printed: the estimate matters.
+    assert (usable / 2**30 - weights) / available > 1.1
+
+
+def test_engine_overhead_is_reported_not_subtracted():
+    report = _fixture("meta-llama__Meta-Llama-3.1-8B")
+    plan = plan_serving(report, gpu="H100", weights_bytes=16_060_522_496)
+    # 62,618,622,690 − 1.5 × 2^30 (1,610,612,736) = 61,008,009,954; the budget itself is unchanged.
+    assert plan["kv_budget_bytes"] == 62_618_622_690
+    assert plan["engine_overhead"]["kv_budget_bytes"] == 61_008_009_954
+    assert "startup logs" in plan["engine_overhead"]["source"]
+    assert plan_serving(report, kv_cache_memory_bytes=2**30)["engine_overhead"] is None
