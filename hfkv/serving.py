@@ -287,6 +287,9 @@ def plan_serving(
     if layout.dp_attention:
         notes.append(f"DP attention: each of the {layout.dp} attention ranks keeps the KV of its own requests, at "
                      f"attention TP {attn_tp}; B_max is per rank, the total counts every rank")
+    if layout.expert_parallel and engine == "sglang":
+        notes.append("SGLang spells expert parallelism --ep-size: read as --ep-size = TP (experts over the TP group, "
+                     "the same share per GPU as TP-sliced experts)")
     if layout.pp > 1:
         notes.append(f"PP {layout.pp}: stages of {', '.join(str(len(s)) for s in stages)} layers (get_pp_indices); "
                      "B_max is the fullest stage's")

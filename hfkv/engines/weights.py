@@ -14,8 +14,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
-
 from .layout import Layout, expert_count
 
 # Bytes per parameter of the checkpoint's dtype (torch_dtype / dtype) and of quantised linears.
