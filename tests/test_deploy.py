@@ -140,6 +140,19 @@ def test_deepseek_vllm_dp8_expert_parallel():
     assert "(vLLM, DP 8, EP)" in plan["verdict"]
 
 
+def test_deepseek_vllm_dp_ranks_are_engines_of_their_own():
+    result = simulate(_ds(1), engine="vllm", budget_bytes=39_566_175_138, data_parallel_size=8,
+                      enable_expert_parallel=True)
+    # FlashMLA-sparse block 64 × 48,068 B = 3,076,352 B; 39,566,175,138 // 3,076,352 = 12,861 blocks;
+    # 163,840 / 64 = 2,560 blocks per request → 12,861 / 2,560 = 5.0238 → 5.02; int(5.0238 × 163,840) = 823,104.
+    assert (result["bytes_per_block"], result["num_blocks"], result["max_concurrency"]) == (3_076_352, 12_861, 5.02)
+    assert result["kv_cache_tokens"] == 823_104
+    # 8 DP engines, each its own pool: 8 × 823,104 = 6,584,832 tokens, 5.02 × 8 = 40.16 requests.
+    deployment = result["deployment"]
+    assert (deployment["request_ranks"], deployment["kv_cache_tokens_total"]) == (8, 6_584_832)
+    assert deployment["max_concurrency_total"] == 40.16
+
+
 # -- pipeline parallelism -------------------------------------------------------------------------
 
 
