@@ -236,9 +236,15 @@ class _HeadsPart(_TokenPart):
 
 
 class FullAttention(_HeadsPart):
-    """MHA / GQA / MQA over the whole context: n = S, E = K·(H_k + H_v)·e."""
+    """MHA / GQA / MQA over the whole context: n = S, E = K·(H_k + H_v)·e.
+
+    ``declared_window``: a sliding window the config declares that covers every position the model
+    takes (W ≥ its maximum): it bounds nothing, so every token is kept, but an engine may still build
+    a windowed cache for the layer (vLLM: one more block per request), so it is kept for engine modes.
+    """
 
     kind: Literal["full"] = "full"
+    declared_window: Size | None = None
 
     def entry_rule(self) -> Rule:
         return EVERY_TOKEN

@@ -211,10 +211,16 @@ def sliding_window(cfg: ConfigView, *, default: int | None = None, keys: Sequenc
     return window or None
 
 
+def covers_every_position(cfg: ConfigView, window: int | None) -> bool:
+    """True when ``window`` is at least the longest context the model takes: it bounds nothing."""
+    limit = max_positions(cfg)
+    return window is not None and limit is not None and window >= limit
+
+
 def effective_window(cfg: ConfigView, window: int | None, notes: list[str]) -> int | None:
     """Drop a window that covers every position the model supports (it bounds nothing)."""
     limit = max_positions(cfg)
-    if window is not None and limit is not None and window >= limit:
+    if covers_every_position(cfg, window):
         notes.append(
             f"sliding window {window} ≥ max_position_embeddings {limit}: accounted as full attention"
         )
@@ -233,8 +239,10 @@ def attention_part(
     value_dim: int | None = None,
     source_layer: int | None = None,
     head_dim_defaults: bool = False,
+    declared_window: int | None = None,
 ) -> FullAttention | SlidingWindow | ChunkedLocal:
-    """A standard attention part with the config's geometry unless overridden."""
+    """A standard attention part with the config's geometry unless overridden (``declared_window``:
+    see ``FullAttention``; only for a part with neither window nor chunk)."""
     heads = heads or num_heads(cfg)
     kv = kv or kv_heads(cfg, heads)
     key_dim = key_dim or head_dim(cfg, heads, defaults=head_dim_defaults)
@@ -245,7 +253,7 @@ def attention_part(
         return ChunkedLocal(chunk=chunk, **shape)
     if window is not None:
         return SlidingWindow(window=window, **shape)
-    return FullAttention(**shape)
+    return FullAttention(declared_window=declared_window, **shape)
 
 
 def heads_part(kv: int, key_dim: int, value_dim: int, *, window: int | None = None, chunk: int | None = None) -> Part:

@@ -15,6 +15,7 @@ from hfkv.specs import LayerSpec, Layout, MambaState
 from .attention_keys import (
     Part,
     attention_part,
+    covers_every_position,
     effective_window,
     num_layers,
     per_layer_heads,
@@ -28,20 +29,28 @@ PartsFactory = Callable[[], tuple]
 
 
 def attention_layers(
-    cfg: ConfigView, n: int, window: int | None, is_sliding: Callable[[int], bool], *, head_dim_defaults: bool = False
+    cfg: ConfigView, n: int, window: int | None, is_sliding: Callable[[int], bool], *, head_dim_defaults: bool = False,
+    declared_window: int | None = None,
 ) -> list[LayerSpec]:
     """n standard attention layers; layer i is sliding (window W) when ``is_sliding(i)`` and W is set.
 
     Heads written per layer (``per_layer_heads``) give each layer its own query and KV head count.
+    ``declared_window``: a window that covers every position (no W): the layers ``is_sliding`` names
+    are full attention that keep it as ``FullAttention.declared_window``.
     """
     counts = per_layer_heads(cfg, n)
     if counts is not None:
         return _per_layer_attention(cfg, counts, window, is_sliding, head_dim_defaults)
     full = attention_part(cfg, head_dim_defaults=head_dim_defaults)
-    sliding = attention_part(cfg, window=window, head_dim_defaults=head_dim_defaults) if window is not None else full
+    if window is not None:
+        sliding = attention_part(cfg, window=window, head_dim_defaults=head_dim_defaults)
+    elif declared_window is not None:
+        sliding = attention_part(cfg, declared_window=declared_window, head_dim_defaults=head_dim_defaults)
+    else:
+        sliding = full
     layers = []
     for i in range(n):
-        part = sliding if window is not None and is_sliding(i) else full
+        part = sliding if is_sliding(i) else full
         layers.append(LayerSpec(index=i, kind=part.kind, parts=(part,)))
     return layers
 
@@ -76,6 +85,7 @@ def pattern_layout(
     if window is not None and inclusive_window:
         notes.append(f"sliding layers attend to [pos − {window}, pos]: {window + 1} keys cached (vLLM: W + 1)")
         window += 1
+    declared = window if covers_every_position(cfg, window) else None
     window = effective_window(cfg, window, notes)
     types = layer_types(cfg, n)
     if types is not None:
@@ -86,7 +96,7 @@ def pattern_layout(
             notes.append("no layer_types in config: the model type's default sliding pattern applies")
     else:
         rule = lambda i: True  # noqa: E731
-    layers = attention_layers(cfg, n, window, rule, head_dim_defaults=head_dim_defaults)
+    layers = attention_layers(cfg, n, window, rule, head_dim_defaults=head_dim_defaults, declared_window=declared)
     return Layout(layers=layers, notes=notes + mtp_note(cfg))
 
 

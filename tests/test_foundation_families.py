@@ -112,6 +112,9 @@ def test_phi3_windows():
     long = report("microsoft__Phi-3.5-mini-instruct")  # window 262144 ≥ 131072 positions: bounds nothing
     assert long.alpha_bytes_per_token == 32 * 2 * 32 * 96 * 2 == 393216
     assert long.gamma_bytes_per_request == 0
+    # ... but the declared window is kept on the full-attention parts, for engines that window the cache anyway
+    assert {part.declared_window for layer in long.layer_specs for part in layer.parts} == {262144}
+    assert {part.kind for layer in mini.layer_specs for part in layer.parts} == {"sliding"}
 
 
 # -- MLA / DSA --------------------------------------------------------------------------------------------
