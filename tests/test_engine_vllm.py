@@ -357,3 +357,19 @@ def test_vllm_blackwell_serves_alibi_fp8_on_flashinfer():
                    max_model_len=2048, compute_capability="10.0")
     assert (out["attention_backend"], out["block_size"], out["blocks_per_request"]) == ("FLASHINFER", 16, 2048 // 16)
     assert out["bytes_per_block"] == 16 * 70 * 112 * 256 == 32_112_640
+
+
+def test_vllm_window_covering_the_context_is_still_a_sliding_spec():
+    # Phi-3.5-mini: sliding_window 262144 ≥ 131072 positions. hfkv keeps every token (full attention), but
+    # vLLM builds a SlidingWindowSpec: admission cdiv(min(W − 1 + 2 × 8192, L), 16) + 1 blocks, not cdiv(L, 16).
+    out = simulate(report("microsoft__Phi-3.5-mini-instruct"), engine="vllm", budget_bytes=40 * GiB,
+                   max_model_len=4096)
+    assert [(g["kind"], g["window"]) for g in out["kv_cache_groups"]] == [("sliding", 262144)]
+    assert out["blocks_per_request"] == ceil_div(min(262144 - 1 + 2 * 8192, 4096), 16) + 1 == 257
+
+
+def test_vllm_cohere2_window_is_the_mappers_w_plus_one_once():
+    # Cohere 2 attends to W + 1 keys; the mapper already stores 4096 + 1, vLLM's spec window is that, not + 2.
+    out = simulate(report("CohereForAI__c4ai-command-r-v01-transformers-defaults"), engine="vllm",
+                   budget_bytes=None, max_model_len=8192)
+    assert {g["window"] for g in out["kv_cache_groups"] if g["kind"] == "sliding"} == {4096 + 1}

@@ -38,13 +38,6 @@ NOT_COMPARABLE = {
     "replit__replit-code-v1_5-3b.json": "transformers' built-in MptConfig rejects the repo's attn_type; the repo's own "
                                         "config class (remote code) is not run",
 }
-# Rows that differ because hfkv's mapper builds other layer specs than vLLM's model (the mapper's to fix,
-# not worked around in vLLM mode). Swept by a strict xfail: it fails as soon as they match.
-MAPPER_GAPS = {
-    "microsoft__Phi-3.5-mini-instruct.json": "sliding_window 262144 >= max_position_embeddings: the mapper makes "
-                                             "the layers full attention; vLLM keeps a SlidingWindowSpec (one more "
-                                             "block per request: 257, not 256)",
-}
 OFFLINE_ERRORS = {
     "Input device meta does not match TP device": "meta-device limitation: Kimi-K3's SM100 TP>1 layers check their "
                                                   "input device, and the oracle builds on torch.device('meta')",
@@ -164,11 +157,11 @@ def mismatches(row: dict, out: dict | None, err: HfkvError | None) -> list[str]:
     return diffs
 
 
-def sweep(selected) -> tuple[int, list[str]]:
-    """(rows compared, one line per mismatch) over the comparable rows ``selected`` picks."""
+def sweep() -> tuple[int, list[str]]:
+    """(rows compared, one line per mismatch) over the comparable rows."""
     failures, compared = [], 0
     for row in rows():
-        if offline_reason(row) or not selected(row):
+        if offline_reason(row):
             continue
         compared += 1
         out, err = run_hfkv(row)
@@ -180,17 +173,9 @@ def sweep(selected) -> tuple[int, list[str]]:
 def test_every_oracle_row_is_matched_or_listed():
     if not HUB_CONFIGS.is_dir() or not rows():
         pytest.skip(f"{SHARED} is absent: the vLLM oracle rows cannot be swept")
-    compared, failures = sweep(lambda row: row["config"] not in MAPPER_GAPS)
+    compared, failures = sweep()
     assert compared
     assert not failures, f"{len(failures)} mismatch(es) over {compared} rows:\n" + "\n".join(failures)
-
-
-@pytest.mark.xfail(strict=True, reason="mapper gaps (MAPPER_GAPS): remove the entry once the mapper is fixed")
-def test_mapper_gap_rows_match_too():
-    if not HUB_CONFIGS.is_dir() or not rows():
-        pytest.skip(f"{SHARED} is absent")
-    compared, failures = sweep(lambda row: row["config"] in MAPPER_GAPS)
-    assert compared and not failures, "\n".join(failures)
 
 
 def test_not_comparable_rows_really_failed_offline():

@@ -43,8 +43,6 @@ DEFAULT_MAX_NUM_BATCHED_TOKENS = 8192  # get_batch_defaults: API server, >=70 Gi
 # Packed fp8 / fp4 latents of the FlashMLA-sparse backend (DSA), engines.md §2.2d.
 FP8_DS_MLA = 656
 NVFP4_DS_MLA = 352
-# commandr.py, cohere2_moe.py: the window passed to the kernel is W + 1 (engines.md §2.4c).
-WINDOW_PLUS_ONE_MODEL_TYPES = frozenset({"cohere2", "cohere2_moe"})
 # State dtype rules of MambaStateDtypeCalculator (engines.md §2.8d).
 SSM_FP32_ARCH_PREFIXES = ("NemotronH",)  # NemotronHForCausalLMConfig: fp32 or mamba_ssm_cache_dtype
 SSM_FROM_CONFIG_MODEL_TYPE_PREFIXES = ("qwen3_5",)  # Qwen3_5ForConditionalGenerationConfig
@@ -110,11 +108,12 @@ def part_spec(part: Any, report: Any, kv: str, knobs: dict, packed: bool) -> Spe
     if isinstance(part, FullAttention):
         if part.v_head_dim == 0 and sparse_128(report):  # MiniMax-M3's index keys (K only) stay in the model dtype
             kv = report.precision.conv
+        if part.declared_window is not None:  # a window covering every position is still a SlidingWindowSpec
+            return Spec("sliding", token_bytes=attention_bytes(part, kv, tp), window=part.declared_window,
+                        head_dim=part.head_dim)
         return Spec("full", token_bytes=attention_bytes(part, kv, tp), head_dim=part.head_dim)
-    if isinstance(part, SlidingWindow):
-        extra = 1 if report.model_type in WINDOW_PLUS_ONE_MODEL_TYPES else 0
-        return Spec("sliding", token_bytes=attention_bytes(part, kv, tp), window=part.window + extra,
-                    head_dim=part.head_dim)
+    if isinstance(part, SlidingWindow):  # Cohere 2's W + 1 keys (commandr.py) are already the mapper's window
+        return Spec("sliding", token_bytes=attention_bytes(part, kv, tp), window=part.window, head_dim=part.head_dim)
     if isinstance(part, ChunkedLocal):
         return Spec("chunked", token_bytes=attention_bytes(part, kv, tp), window=part.chunk, head_dim=part.head_dim)
     if isinstance(part, MLALatent):
