@@ -60,12 +60,12 @@ def test_first_run_writes_a_report_per_new_model_and_the_index(two_models, tmp_p
     assert report_a["model"] == f"{ORG}/new-a" and report_a["alpha_bytes_per_token"] == 131072
     assert report_a["weights"]["total_parameters"] == 1_000_000
     assert report_a["weights_bytes"] == 2_000_000  # 1,000,000 × 2 B
-    # H100 budget: ceil(80 × 2^30 × 0.92) = 79,027,398,247 − 2,000,000 = 79,025,398,247.
-    assert report_a["watch"]["gpu_budgets"]["H100-SXM-80GB"] == 79_025_398_247
+    # H100 budget: the 81,559 MiB it reports, ceil(81,559 × 2^20 × 0.92) = 78,679,145,186 − 2,000,000 = 78,677,145,186.
+    assert report_a["watch"]["gpu_budgets"]["H100-SXM-80GB"] == 78_677_145_186
     md_a = (out / f"{ORG}__new-a.md").read_text()
     assert "parameters: 1,000,000" in md_a and "weights: 2,000,000 B" in md_a
-    # 4K row: 79,025,398,247 / (4096 × 131,072 = 536,870,912) = 147.2 → 147 on the H100.
-    assert re.search(r"^\| 4K \| 512\.00 MiB \| 512\.00 MiB \| 147 \|", md_a, re.M)
+    # 4K row: 78,677,145,186 / (4096 × 131,072 = 536,870,912) = 146.5 → 146 on the H100.
+    assert re.search(r"^\| 4K \| 512\.00 MiB \| 512\.00 MiB \| 146 \|", md_a, re.M)
     md_b = (out / f"{ORG}__new-b.md").read_text()
     assert "not listed by the Hub" in md_b and "(weights unknown)" in md_b
 

@@ -377,9 +377,10 @@ def test_browser_link_reproduces_the_page_with_engines(server, driver, fake_hub,
     wait_for(driver, "#hfkv-headline")
     driver.save_screenshot(str(SHOTS / "hfkv-web-link.png"))
     assert shown(driver, '[data-field="alpha_bytes_per_token"]') == ["48,068 B (46.94 KiB)"]  # 61 × (656 + 132)
-    # KV budget per GPU: ceil(141 GiB × 0.92) − 689e9 / 8 = 139,285,789,410 − 86,125,000,000 = 53,160,789,410 B
-    # (49.51 GiB); at 160K a request holds 163,840 × 48,068 = 7,875,461,120 B → 6 requests (6.75).
-    assert shown(driver, "#hfkv-headline") == ["On 8 × H200-141GB (TP 8, 1 replica): KV budget 49.51 GiB per GPU "
+    # KV budget per GPU: ceil(143,771 MiB (what the H200 reports) × 0.92) − 689e9 / 8 = 138,694,434,489
+    # − 86,125,000,000 = 52,569,434,489 B (48.96 GiB); at 160K a request holds 163,840 × 48,068 = 7,875,461,120 B
+    # → 6 requests (6.68).
+    assert shown(driver, "#hfkv-headline") == ["On 8 × H200-141GB (TP 8, 1 replica): KV budget 48.96 GiB per GPU "
                                                "→ 6 requests at 160K per replica"]
     assert wait_for(driver, "#hfkv-link").get_attribute("href") == server + query
     assert shown(driver, "#hfkv-cli") == [f"hfkv {repo} --kv-cache-dtype fp8 --tp 8 --gpu H200-141GB:8"]
