@@ -200,7 +200,8 @@ def _option_fields(params: dict[str, Any], contexts: list[int] | None) -> dict[s
 def build_hub(params: dict[str, Any]) -> Any:
     """The command's ``HubClient`` from its Hub options. Unless ``--no-weights`` is given, the
     parameter-count request goes out together with the config GET (one round trip, not two)."""
-    from .hub import HubClient, sync_http_only
+    from .deadlines import sync_http_only
+    from .hub import HubClient
 
     sync_http_only()  # a command-line process runs no async HTTP
     return HubClient(

@@ -268,11 +268,11 @@ def test_serve_is_listed_and_says_what_it_binds():
 
 def test_only_the_command_line_imports_the_http_stack_without_trio():
     pytest.importorskip("trio")
-    code = ("import sys, hfkv.hub as h\n"
+    code = ("import sys, hfkv.deadlines as d, hfkv.hub as h\n"
             "{}h.HubClient(offline=True)\n"
             "import httpcore2._synchronization as s\n"
             "print(getattr(s, 'trio', 'absent') is None)")
     library = subprocess.run([sys.executable, "-c", code.format("")], capture_output=True, text=True, timeout=120)
-    cli = subprocess.run([sys.executable, "-c", code.format("h.sync_http_only()\n")], capture_output=True, text=True,
+    cli = subprocess.run([sys.executable, "-c", code.format("d.sync_http_only()\n")], capture_output=True, text=True,
                          timeout=120)
     assert (library.stdout.split(), cli.stdout.split()) == (["False"], ["True"]), (library.stderr, cli.stderr)
