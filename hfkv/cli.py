@@ -131,8 +131,11 @@ _KNOB_TYPES: dict[str, Any] = {
     "max_running_requests": click.IntRange(min=1), "mamba_full_memory_ratio": click.FloatRange(min=0, min_open=True),
     "max_num_batched_tokens": click.IntRange(min=1), "mamba_ssm_dtype": click.Choice(DTYPES[1:]),
     "speculative_draft_layers": click.IntRange(min=0),
+    "data_parallel_size": click.IntRange(min=1), "pipeline_parallel_size": click.IntRange(min=1),
 }
-_KNOB_FLAGS = ("enable_prefix_caching", "async_scheduling", "disable_hybrid_kv_cache_manager", "chunked_local_hybrid")
+_KNOB_FLAGS = ("enable_prefix_caching", "async_scheduling", "disable_hybrid_kv_cache_manager", "chunked_local_hybrid",
+               "enable_dp_attention", "enable_expert_parallel")
+_KNOB_ALIASES = {"data_parallel_size": ("--dp",), "pipeline_parallel_size": ("--pp",)}  # vLLM's -dp / -pp
 
 
 def planning_options(fn: Callable) -> Callable:
@@ -148,6 +151,8 @@ def planning_options(fn: Callable) -> Callable:
         click.option("--no-weights", is_flag=True, help="Do not fetch parameter counts from the Hub."),
         click.option("--weights-bytes", callback=_convert(parse_size),
                      help="Model weights (e.g. 16GB), for budgets when the Hub has no metadata (local files)."),
+        click.option("--weights-read-bytes", callback=_convert(parse_size),
+                     help="Weights one decode step reads per GPU (MoE: the active experts), for the decode bound."),
     ]
     for name, (default, text) in ENGINE_KNOBS.items():
         if name == "num_speculative_tokens":
@@ -156,7 +161,8 @@ def planning_options(fn: Callable) -> Callable:
         if name in _KNOB_FLAGS:
             opt = click.option(f"{flag}/--no-{flag[2:]}", name, default=None, help=f"[engine] {text}")
         else:
-            opt = click.option(flag, name, type=_KNOB_TYPES.get(name), default=None, help=f"[engine] {text}")
+            opt = click.option(flag, *_KNOB_ALIASES.get(name, ()), name, type=_KNOB_TYPES.get(name), default=None,
+                               help=f"[engine] {text}")
         options.append(opt)
     return functools.reduce(lambda f, opt: opt(f), reversed(options), fn)
 
@@ -283,7 +289,7 @@ def report_command(models: tuple[str, ...], fmt: str, **params: Any) -> None:
                 report, hub=None if params.get("no_weights") or loaded.source != "hub" else hub,
                 repo_id=loaded.name, revision=loaded.revision, gpu=params.get("gpu"),
                 gpu_memory_utilization=params.get("gpu_memory_utilization"), weights_bytes=params.get("weights_bytes"),
-                engine=params["engine"],
+                weights_read_bytes=params.get("weights_read_bytes"), engine=params["engine"],
                 max_model_len=params.get("max_model_len"), engine_knobs=engine_knobs(params),
             )
         except HfkvError as err:

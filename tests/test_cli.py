@@ -276,3 +276,26 @@ def test_only_the_command_line_imports_the_http_stack_without_trio():
     cli = subprocess.run([sys.executable, "-c", code.format("d.sync_http_only()\n")], capture_output=True, text=True,
                          timeout=120)
     assert (library.stdout.split(), cli.stdout.split()) == (["False"], ["True"]), (library.stderr, cli.stderr)
+
+
+def test_parallel_layout_flags_are_spelled_like_the_engines():
+    # DeepSeek-V3.2 fp8 on 8 × H200, TP 8 with SGLang's DP attention over 8 ranks, 689 GB of weights given
+    # (the figures themselves are derived in test_deploy.py): --dp is vLLM's short -dp, the switches take no value.
+    shared = Path(__file__).resolve().parents[2] / "shared" / "hub-configs" / "deepseek-ai__DeepSeek-V3.2.json"
+    if not shared.is_file():
+        pytest.skip(f"{shared} is absent")
+    args = [str(shared), "--kv-cache-dtype", "fp8", "--gpu", "H200:8", "--tp", "8", "--engine", "sglang",
+            "--weights-bytes", "689GB", "--context", "160k", "--format", "json"]
+    long = json.loads(hfkv(*args, "--data-parallel-size", "8", "--enable-dp-attention").stdout)
+    short = json.loads(hfkv(*args, "--dp", "8", "--enable-dp-attention").stdout)
+    assert long["serving"]["layout"] == short["serving"]["layout"]
+    assert short["serving"]["layout"]["attention_tensor_parallel_size"] == 1  # TP 8 / DP 8
+    assert short["serving"]["verdict"].startswith("fits on 8 × H200-141GB")
+    bad = hfkv(*args, "--pp", "0")
+    assert bad.returncode == 2 and ("--pp" in bad.stderr or "--pipeline-parallel-size" in bad.stderr)
+
+
+def test_weights_read_bytes_sets_the_decode_bound_input():
+    out = hfkv(LLAMA, "--gpu", "H100", "--weights-bytes", "16GB", "--weights-read-bytes", "8GB", "--format", "json")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["serving"]["weights_read_bytes"] == 8 * 10**9
