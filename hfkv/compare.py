@@ -43,6 +43,7 @@ class Collected:
     labels: list[str] = field(default_factory=list)
     errors: list[dict[str, str]] = field(default_factory=list)
     exit_code: int = 0
+    configs: list[Any] = field(default_factory=list)  # the loaded configs, for plots that re-inspect them
 
     @property
     def contexts(self) -> list[int]:
@@ -112,6 +113,7 @@ def collect_reports(models: tuple[str, ...] | list[str], params: dict[str, Any])
         # Same configs, other contexts: what read once reads again.
         done = [(m, cfg, _inspect(m, cfg, shared, out)) for m, cfg, _ in done]
     out.reports = [r for _, _, r in done if r is not None]
+    out.configs = [cfg for _, cfg, r in done if r is not None]
     out.labels = unique_labels([m for m, _, r in done if r is not None])
     return out
 
@@ -162,39 +164,58 @@ def _lead_change(a: RequestCost, b: RequestCost, lo: int, hi: int) -> int:
     return hi
 
 
+def served_limit(a: Report, b: Report) -> int | None:
+    """The longest context both models serve (the smaller max_position_embeddings), None when unknown."""
+    limits = [r.max_position_embeddings for r in (a, b) if r.max_position_embeddings]
+    return min(limits) if limits else None
+
+
 @dataclass(frozen=True)
 class PairVerdict:
     """Which of two models fits more requests at each context, and where the lead changes.
 
-    ``winners`` holds, per context, 0 (first model), 1 (second) or -1 (same bytes per request, or
-    the same B_max under ``--budget``). ``changes`` are (context, winner before, winner from there)
-    found on the exact M(S) between 1 token and the longest context shown.
+    ``winners`` holds, per context, 0 (first model), 1 (second), -1 (same bytes per request, or
+    the same B_max under ``--budget``) or None (past either model's max_position_embeddings: not
+    compared, since one of them cannot serve it). ``changes`` are (context, winner before, winner
+    from there) found on the exact M(S) between 1 token and the longest context both serve that is
+    shown. ``identical``: the two need the same bytes per request at every context compared and the
+    lead never changes (a model compared with itself), so there is no "more requests fit" to say.
     """
 
     first: int
     second: int
-    winners: list[int]
+    winners: list[int | None]
     changes: list[tuple[int, int, int]]
+    limit: int | None = None
+    identical: bool = False
+
+
+def _context_winner(ca: Any, cb: Any, cost_a: RequestCost, cost_b: RequestCost, budget: int | None) -> int:
+    if budget and ca.max_concurrency is not None and cb.max_concurrency is not None:
+        n_a, n_b = ca.max_concurrency, cb.max_concurrency
+        return -1 if n_a == n_b else (0 if n_a > n_b else 1)
+    return _winner(cost_a, cost_b, ca.tokens)
 
 
 def compare_pair(reports: list[Report], i: int, j: int, budget: int | None) -> PairVerdict:
     a, b = reports[i], reports[j]
     cost_a, cost_b = RequestCost(a), RequestCost(b)
-    winners = []
-    for ca, cb in zip(a.contexts, b.contexts):
-        if budget and ca.max_concurrency is not None and cb.max_concurrency is not None:
-            n_a, n_b = ca.max_concurrency, cb.max_concurrency
-            winners.append(-1 if n_a == n_b else (0 if n_a > n_b else 1))
-        else:
-            winners.append(_winner(cost_a, cost_b, ca.tokens))
-    # Where the lead changes: between 1 token and the first context, then between shown contexts.
-    points = [1] + [c.tokens for c in a.contexts]
+    limit = served_limit(a, b)
+    winners: list[int | None] = [
+        None if limit and ca.tokens > limit else _context_winner(ca, cb, cost_a, cost_b, budget)
+        for ca, cb in zip(a.contexts, b.contexts)
+    ]
+    # Where the lead changes: between 1 token and the first context, then between shown contexts,
+    # never past the longest context both models serve.
+    points = [1] + [c.tokens for c in a.contexts if not limit or c.tokens <= limit]
     changes = []
     for lo, hi in zip(points, points[1:]):
         if lo < hi and _winner(cost_a, cost_b, lo) != _winner(cost_a, cost_b, hi):
             S = _lead_change(cost_a, cost_b, lo, hi)
             changes.append((S, _winner(cost_a, cost_b, S - 1), _winner(cost_a, cost_b, S)))
-    return PairVerdict(first=i, second=j, winners=winners, changes=changes)
+    compared = [c.tokens for c, w in zip(a.contexts, winners) if w is not None]
+    identical = bool(compared) and not changes and all(cost_a(S) == cost_b(S) for S in compared)
+    return PairVerdict(first=i, second=j, winners=winners, changes=changes, limit=limit, identical=identical)
 
 
 def all_pairs(reports: list[Report], budget: int | None) -> list[PairVerdict]:
@@ -213,35 +234,66 @@ def exact_bytes(value: float | int | None) -> str:
 
 
 def pair_line(verdict: PairVerdict, reports: list[Report], labels: list[str]) -> str:
-    """One sentence per pair: α and γ side by side, the winner per context, where the lead changes."""
+    """One sentence per pair: α and γ side by side, the winner per context, where the lead changes.
+
+    Contexts past either model's maximum are left out of the verdict (and named); two models with
+    the same bytes per request everywhere get "the same bytes per request at every context".
+    """
     a, b = reports[verdict.first], reports[verdict.second]
     names = (labels[verdict.first], labels[verdict.second])
+    line = (
+        f"{names[0]} vs {names[1]}: α {format_bytes(a.alpha_bytes_per_token)} vs "
+        f"{format_bytes(b.alpha_bytes_per_token)} per token, γ {format_bytes(a.gamma_bytes_per_request)} vs "
+        f"{format_bytes(b.gamma_bytes_per_request)} per request → "
+    )
+    if verdict.identical:
+        line += "the same bytes per request at every context compared"
+    elif any(w is not None for w in verdict.winners):
+        line += "more requests fit " + _per_context(verdict, a, names) + _changes(verdict, names)
+    else:
+        line += "no context shown that both serve"
+    return line + _not_compared(verdict, a, b, names)
 
-    def who(w: int) -> str:
-        return "tie" if w == -1 else names[w]
 
+def _per_context(verdict: PairVerdict, a: Report, names: tuple[str, str]) -> str:
+    """'with A at 4K, as many with either at 32K': runs of consecutive compared contexts."""
     runs: list[tuple[int, list[str]]] = []  # consecutive contexts with the same winner
     for c, w in zip(a.contexts, verdict.winners):
+        if w is None:
+            continue
         if runs and runs[-1][0] == w:
             runs[-1][1].append(format_tokens(c.tokens))
         else:
             runs.append((w, [format_tokens(c.tokens)]))
-    per_context = ", ".join(
+    return ", ".join(
         ("as many with either" if w == -1 else f"with {names[w]}") + f" at {_and_list(ctxs)}" for w, ctxs in runs
     )
-    line = (
-        f"{names[0]} vs {names[1]}: α {format_bytes(a.alpha_bytes_per_token)} vs "
-        f"{format_bytes(b.alpha_bytes_per_token)} per token, γ {format_bytes(a.gamma_bytes_per_request)} vs "
-        f"{format_bytes(b.gamma_bytes_per_request)} per request → more requests fit {per_context}"
-    )
+
+
+def _changes(verdict: PairVerdict, names: tuple[str, str]) -> str:
+    def who(w: int) -> str:
+        return "tie" if w == -1 else names[w]
+
+    text = ""
     for S, before, after in verdict.changes:
         if after == -1:
-            line += f"; equal at {S:,} tokens"
+            text += f"; equal at {S:,} tokens"
         elif before == -1:
-            line += f"; {who(after)} fits more from {S:,} tokens on"
+            text += f"; {who(after)} fits more from {S:,} tokens on"
         else:
-            line += f"; {who(before)} fits more below {S:,} tokens, {who(after)} from {S:,} on"
-    return line
+            text += f"; {who(before)} fits more below {S:,} tokens, {who(after)} from {S:,} on"
+    return text
+
+
+def _not_compared(verdict: PairVerdict, a: Report, b: Report, names: tuple[str, str]) -> str:
+    """'; not compared past 128K (gpt-oss-120b's maximum): 160K, 256K' when some contexts were left out."""
+    skipped = [format_tokens(c.tokens) for c, w in zip(a.contexts, verdict.winners) if w is None]
+    if not skipped or not verdict.limit:
+        return ""
+    whose = [n for n, r in zip(names, (a, b)) if r.max_position_embeddings == verdict.limit]
+    owner = "both models'" if len(whose) == 2 else f"{whose[0]}'s"
+    return (f"; not compared past {format_tokens(verdict.limit)} ({owner} maximum): "
+            f"{_and_list(skipped)}")
 
 
 def _and_list(items: list[str]) -> str:
@@ -331,7 +383,12 @@ def render_markdown(out: Collected, pairs: list[PairVerdict], budget: int | None
 
 
 def to_json(out: Collected, pairs: list[PairVerdict]) -> str:
-    """``{"models": [report dicts], "contexts": [...], "errors": [...], "pairs": [...]}``."""
+    """``{"models": [report dicts], "contexts": [...], "errors": [...], "pairs": [...]}``.
+
+    A pair's ``more_requests`` ({tokens, model: the one that fits more, null on a tie}) covers only
+    contexts both models serve; ``not_compared`` lists the others; ``identical`` is true when the
+    two need the same bytes per request at every context compared.
+    """
 
     def name(w: int, v: PairVerdict) -> str | None:
         return None if w == -1 else out.reports[(v.first, v.second)[w]].model
@@ -339,8 +396,11 @@ def to_json(out: Collected, pairs: list[PairVerdict]) -> str:
     pair_rows = [
         {
             "models": [out.reports[v.first].model, out.reports[v.second].model],
-            "more_requests": [{"tokens": S, "model": name(w, v)} for S, w in zip(out.contexts, v.winners)],
+            "more_requests": [{"tokens": S, "model": name(w, v)} for S, w in zip(out.contexts, v.winners)
+                              if w is not None],
             "lead_changes": [{"tokens": S, "model": name(after, v)} for S, _, after in v.changes],
+            "not_compared": [S for S, w in zip(out.contexts, v.winners) if w is None],
+            "identical": v.identical,
         }
         for v in pairs
     ]

@@ -284,3 +284,36 @@ def test_plot_of_two_models_marks_where_the_lead_changes(matplotlib_installed, t
     assert result.exit_code == 0, result.stderr
     assert ET.parse(target).getroot().tag == "{http://www.w3.org/2000/svg}svg"
     assert "equal near 726 tokens" in target.read_text()
+
+
+# -- compare: only contexts both models serve, and a model against itself ---------------------------
+
+
+def test_verdicts_stop_at_the_shorter_maximum():
+    # gpt-oss-120b serves 131,072 tokens, Qwen3-Next 262,144: the shared default contexts are 4K, 32K,
+    # 128K, 256K (each model's maximum); 256K is past gpt-oss's, so no verdict there.
+    # 4K: gpt-oss 36,864 × 4,096 + 4,718,592 = 155,713,536 < Qwen3-Next 24,576 × 4,096 + 77,266,944 = 177,930,240.
+    # Equal at (77,266,944 − 4,718,592) / (36,864 − 24,576) = 72,548,352 / 12,288 = 5,904: gpt-oss needs
+    # less below, the same at 5,904, Qwen3-Next less from 5,905.
+    data = compare_json(GPT_OSS, QWEN_NEXT)
+    (pair,) = data["pairs"]
+    assert data["contexts"] == [4096, 32768, 131072, 262144]
+    assert [row["tokens"] for row in pair["more_requests"]] == [4096, 32768, 131072]
+    assert pair["not_compared"] == [262144]
+    assert pair["identical"] is False
+    assert pair["lead_changes"][-1] == {"tokens": 5905, "model": QWEN_NEXT}
+    assert all(change["tokens"] <= 131072 for change in pair["lead_changes"])
+    line = next(line for line in run("compare", GPT_OSS, QWEN_NEXT).stdout.splitlines() if " vs " in line)
+    assert "256K" not in line.split("not compared")[0]
+    assert line.endswith("not compared past 128K (gpt-oss-120b's maximum): 256K")
+
+
+def test_a_model_compared_with_itself_says_so():
+    # Same config twice: the same bytes per request at every context, no "more requests fit".
+    data = compare_json(LLAMA, LLAMA, "--context", "4k,32k", "--budget", "60GiB")
+    (pair,) = data["pairs"]
+    assert pair["identical"] is True and pair["lead_changes"] == []
+    result = run("compare", LLAMA, LLAMA, "--context", "4k,32k")
+    line = next(line for line in result.stdout.splitlines() if " vs " in line)
+    assert "more requests fit" not in line and "as many with either" not in line
+    assert "the same bytes per request at every context compared" in line
