@@ -22,8 +22,8 @@ from typing import Any
 
 import click
 
-from .cli import accounting_options, fail, hub_options
-from .compare import Collected, RequestCost, collect_reports, compare_pair
+from .cli import accounting_options, fail, hub_options, planning_options
+from .compare import Collected, RequestCost, all_pairs, collect_reports
 from .report import Report
 from .units import format_bytes, format_tokens
 
@@ -237,22 +237,45 @@ def draw_lines(ax: Any, reports: list[Report], labels: list[str], all_curves: li
         ys_all += [y for y in ys if y > 0]
     if ys_all:
         style_bytes_axis(ax, min(ys_all), max(ys_all), "memory per request (KV cache + state)")
-    if len(reports) == 2:
-        mark_lead_changes(ax, reports, all_curves)
+    mark_lead_changes(ax, reports, labels, all_curves)
     ax.legend(loc="upper left", fontsize=8, frameon=False)
     ax.set_title("Memory per request (a dot marks the model's maximum context)", fontsize=10)
 
 
-def mark_lead_changes(ax: Any, reports: list[Report], all_curves: list[Curves]) -> None:
-    """Two models: circle each context where the other model starts to need less memory."""
+@dataclass(frozen=True)
+class Crossing:
+    """Where the lead between models ``first`` and ``second`` changes: S tokens, y bytes per request."""
+
+    tokens: int
+    bytes_per_request: Fraction
+    first: int
+    second: int
+
+
+def crossings(reports: list[Report], lo: int, hi: int) -> list[Crossing]:
+    """Every pair's lead changes inside [lo, hi] (``compare.all_pairs``: never past either maximum)."""
+    found = []
+    for verdict in all_pairs(reports, None):
+        cost = RequestCost(reports[verdict.first])
+        found += [Crossing(S, cost(S), verdict.first, verdict.second)
+                  for S, _, _ in verdict.changes if lo <= S <= hi]
+    return found
+
+
+def mark_lead_changes(ax: Any, reports: list[Report], labels: list[str], all_curves: list[Curves]) -> None:
+    """Circle each context where one model starts to need less memory than another, for every pair.
+
+    Two models: "equal near S tokens"; more: the pair is named too ("A = B near S"), the label
+    staggered vertically so that neighbouring crossings do not print over each other.
+    """
     lo, hi = min(c.xs[0] for c in all_curves), max(c.xs[-1] for c in all_curves)
-    verdict = compare_pair(reports, 0, 1, None)
-    for S, _, _ in verdict.changes:
-        if lo <= S <= hi:
-            y = float(RequestCost(reports[0])(S))
-            ax.plot([S], [y], "o", markersize=9, markerfacecolor="none", markeredgecolor="0.2")
-            ax.annotate(f"equal near {S:,} tokens", (S, y), xytext=(8, -12), textcoords="offset points",
-                        fontsize=8, color="0.2")
+    for k, cross in enumerate(crossings(reports, lo, hi)):
+        S, y = cross.tokens, float(cross.bytes_per_request)
+        ax.plot([S], [y], "o", markersize=9, markerfacecolor="none", markeredgecolor="0.2")
+        text = f"equal near {S:,} tokens"
+        if len(reports) > 2:
+            text = f"{labels[cross.first]} = {labels[cross.second]} near {S:,}"
+        ax.annotate(text, (S, y), xytext=(8, -12 - 10 * (k % 3)), textcoords="offset points", fontsize=7, color="0.2")
 
 
 def draw_concurrency(ax: Any, labels: list[str], all_curves: list[Curves], budget: int, given: bool) -> None:
@@ -272,22 +295,108 @@ def draw_concurrency(ax: Any, labels: list[str], all_curves: list[Curves], budge
         ax.legend(loc="upper right", fontsize=8, frameon=False)
 
 
-def build_figure(out: Collected, lo: int, hi: int, budget: int | None) -> Any:
-    """The two-panel figure (a matplotlib ``Figure``, not attached to pyplot)."""
+def draw_bands_log(ax: Any, c: Curves) -> None:
+    """One model: each kind of storage alone, as a line on a log y axis, beside the linear stack.
+
+    Why a panel of its own rather than a log stack or an inset: stacked areas on a log axis misstate
+    the shares (the top band looks thin however large it is), and an inset hides the curve it sits
+    on; here a 74 MiB recurrent state next to 12 GiB of attention is as readable as the attention.
+    """
+    ys_all = []
+    for band, values in c.bands.items():
+        ys = [float(v) for v in values]
+        ax.plot(c.xs, ys, color=STACK[band], linewidth=2, label=band)
+        ys_all += [y for y in ys if y > 0]
+    if ys_all:
+        style_bytes_axis(ax, min(ys_all), max(ys_all), "memory per request, each kind alone")
+    ax.legend(loc="upper left", fontsize=8, frameon=False)
+    ax.set_title("Each kind of storage on its own (log scale: small bands readable)", fontsize=10)
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """Requests in flight across a deployment at each context (``hfkv.serving.plan_serving``'s totals)."""
+
+    xs: list[int]
+    requests: list[int | None]  # max_concurrency_total per context; None without a budget
+    verdict: str
+    layout: str  # "(hfkv, DP attention)"
+    where: str  # "8 × H200-141GB"
+
+
+def deployment(cfg: Any, model: str, xs: list[int], params: dict[str, Any], hub: Any) -> Deployment:
+    """Plan serving ``cfg`` on ``params``' GPU and layout at the contexts ``xs`` (the same knobs as the
+    report command; weights from the Hub, ``--weights-bytes`` or the config's parameter count)."""
+    from .cli import build_options, engine_knobs
+    from .enrich import enrich
+    from .report import inspect_loaded
+    from .serving import layout_label, plan_serving
+
+    report = inspect_loaded(cfg, build_options(params).model_copy(update={"contexts": tuple(xs)}))
+    from_hub = hub if getattr(cfg, "source", None) == "hub" and not params.get("no_weights") else None
+    enrich(report, hub=from_hub, repo_id=getattr(cfg, "name", model), revision=getattr(cfg, "revision", None),
+           weights_bytes=params.get("weights_bytes"))
+    plan = plan_serving(
+        report, gpu=params["gpu"], gpu_memory_utilization=params.get("gpu_memory_utilization"),
+        weights_bytes=report.extra.get("weights_bytes"), weights_read_bytes=params.get("weights_read_bytes"),
+        layout_knobs=engine_knobs(params), engine=params.get("engine") or "theory",
+    )
+    return Deployment(
+        xs=[c["tokens"] for c in plan["contexts"]], requests=[c["max_concurrency_total"] for c in plan["contexts"]],
+        verdict=plan["verdict"], layout=layout_label(plan), where=f"{plan['gpu_count']} × {plan['gpu']}",
+    )
+
+
+def draw_deployment(ax: Any, labels: list[str], plans: list[Deployment]) -> None:
+    """Requests that fit across the deployment against the context, one line per model, with its verdict."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
+
+    for label, d in zip(labels, plans):
+        ys = [float(n) if n else math.nan for n in d.requests]
+        ax.plot(d.xs, ys, linewidth=2, drawstyle="steps-post", label=textwrap.fill(f"{label}: {d.verdict}", 60))
+    ax.set_yscale("log")
+    ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    ax.yaxis.set_minor_locator(NullLocator())
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
+    ax.set_ylabel("requests in flight across the deployment")
+    ax.set_title(f"Requests that fit on {plans[0].where} {plans[0].layout}", fontsize=10)
+    ax.legend(loc="upper right", fontsize=7, frameon=False)  # the lines fall to the right
+
+
+def deployments(out: Collected, grid: list[int], params: dict[str, Any]) -> list[Deployment]:
+    """One ``Deployment`` per model on its usable part of ``grid``; a refused layout: one line, exit 2."""
+    from .cli import build_hub
+    from .errors import HfkvError
+
+    hub = build_hub(params) if any(getattr(c, "source", None) == "hub" for c in out.configs) else None
+    try:
+        return [deployment(cfg, r.model, usable(r, grid), params, hub) for cfg, r in zip(out.configs, out.reports)]
+    except HfkvError as err:
+        fail(str(err), err.exit_code)
+
+
+def build_figure(out: Collected, lo: int, hi: int, budget: int | None, params: dict[str, Any] | None = None) -> Any:
+    """The figure (a matplotlib ``Figure``, not attached to pyplot): memory per request, then for one
+    model each kind of storage on a log scale, then requests that fit (the deployment's with ``--gpu``)."""
     from matplotlib.figure import Figure
 
     reports, labels = out.reports, out.labels
     grid = context_grid(lo, hi, reports)
     all_curves = [curves(r, grid) for r in reports]
     dtypes = sorted({r.kv_cache_dtype for r in reports})
-    fig = Figure(figsize=(13, 5.2), layout="constrained")
-    left, right = fig.subplots(1, 2)
-    if len(reports) == 1:
-        draw_stacked(left, reports[0], all_curves[0])
+    single = len(reports) == 1
+    fig = Figure(figsize=(19 if single else 13, 5.4), layout="constrained")
+    axes = list(fig.subplots(1, 3 if single else 2))
+    if single:
+        draw_stacked(axes[0], reports[0], all_curves[0])
+        draw_bands_log(axes[1], all_curves[0])
     else:
-        draw_lines(left, reports, labels, all_curves, mixed=len(dtypes) > 1)
-    draw_concurrency(right, labels, all_curves, budget or DEFAULT_BUDGET, given=budget is not None)
-    for ax in (left, right):
+        draw_lines(axes[0], reports, labels, all_curves, mixed=len(dtypes) > 1)
+    if params and params.get("gpu"):
+        draw_deployment(axes[-1], labels, deployments(out, grid, params))
+    else:
+        draw_concurrency(axes[-1], labels, all_curves, budget or DEFAULT_BUDGET, given=budget is not None)
+    for ax in axes:
         style_context_axis(ax, lo, hi)
     tps = sorted({r.tensor_parallel_size for r in reports})
     dtype = dtypes[0] if len(dtypes) == 1 else "per model (see legend)"
@@ -312,9 +421,14 @@ def context_range(out: Collected, params: dict[str, Any]) -> tuple[int, int]:
 @click.option("--output", "-o", required=True, type=click.Path(dir_okay=False),
               help="Image file to write: .png or .svg.")
 @accounting_options
+@planning_options
 @hub_options
 def plot_command(models: tuple[str, ...], output: str, **params: Any) -> None:
-    """Plot memory per request and B_max against context length for MODELS."""
+    """Plot memory per request and the requests that fit against context length for MODELS.
+
+    With --gpu (and the report's layout options: --tp, --dp, --enable-dp-attention, --pp, ...) the
+    right panel is the deployment's: requests in flight across every rank, from hfkv.serving.
+    """
     if Path(output).suffix.lower() not in FORMATS:
         raise click.BadParameter(f"'{output}': the file name must end in .png or .svg", param_hint="--output")
     try:
@@ -324,7 +438,7 @@ def plot_command(models: tuple[str, ...], output: str, **params: Any) -> None:
     out = collect_reports(models, params)
     if not out.reports:
         sys.exit(out.exit_code)
-    fig = build_figure(out, *context_range(out, params), params.get("budget"))
+    fig = build_figure(out, *context_range(out, params), params.get("budget"), params)
     try:
         fig.savefig(output, dpi=150)
     except OSError as err:

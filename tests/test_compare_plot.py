@@ -317,3 +317,76 @@ def test_a_model_compared_with_itself_says_so():
     line = next(line for line in result.stdout.splitlines() if " vs " in line)
     assert "more requests fit" not in line and "as many with either" not in line
     assert "the same bytes per request at every context compared" in line
+
+
+# -- plot: crossings of every pair, small bands, the deployment panel -------------------------------
+
+
+def _reports(*paths: str, contexts: str = "4k,128k"):
+    from hfkv.compare import collect_reports
+
+    params = {"kv_cache_dtype": "auto", "state_dtype": "fp32", "conv_dtype": "auto", "indexer_dtype": "fp8",
+              "tp": 1, "contexts": None, "budget": None, "batch": None, "prefix_cache": None,
+              "snapshot_interval": None, "spec_tokens": 0}
+    from hfkv.units import parse_token_list
+
+    params["contexts"] = parse_token_list(contexts)
+    return collect_reports(list(paths), params)
+
+
+def test_crossings_are_found_for_every_pair_not_only_two():
+    from hfkv.plot import crossings
+
+    # Qwen3-Next 24,576·S + 77,266,944 against: Llama 131,072·S (equal at 725.5 → 726, see above),
+    # gpt-oss 36,864·S + 4,718,592 (equal at 5,904 → Qwen3-Next less from 5,905); Llama vs gpt-oss:
+    # 4,718,592 / (131,072 − 36,864) = 50.1 → 51, below the plotted 512.
+    out = _reports(LLAMA, GPT_OSS, QWEN_NEXT)
+    found = {(c.first, c.second): c.tokens for c in crossings(out.reports, 512, 131072)}
+    assert found == {(0, 2): 726, (1, 2): 5905}
+    (cross,) = [c for c in crossings(out.reports, 512, 131072) if c.first == 1]
+    assert cross.bytes_per_request == 36864 * 5905 + 4718592  # where gpt-oss's line is circled
+
+
+def test_small_bands_keep_their_exact_figures():
+    from hfkv.plot import curves
+
+    # The log panel draws Curves.bands as they are: Qwen3-Next's state 36 × 2,146,304 = 77,266,944 at
+    # every context, full attention 24,576 × S (4,096: 100,663,296; 131,072: 3,221,225,472).
+    out = _reports(QWEN_NEXT)
+    c = curves(out.reports[0], [4096, 131072])
+    assert c.bands == {"recurrent state": [77266944, 77266944], "full attention": [100663296, 3221225472]}
+
+
+def test_deployment_figures_come_from_the_serving_plan():
+    from hfkv.plot import deployment
+
+    # Llama-3.1-8B, 16 GB of weights, H200 reporting 143,771 MiB = 150,754,820,096 B:
+    # ceil(150,754,820,096 × 0.92) = 138,694,434,489; − 16,000,000,000 = 122,694,434,489 B of KV.
+    # 4,096 tokens: 131,072 × 4,096 = 536,870,912 B → 228.5 → 228 requests; 32,768: 4 GiB → 28.5 → 28.
+    # DP 2 on 2 GPUs (one engine per rank): twice each.
+    out = _reports(LLAMA)
+    params = {"kv_cache_dtype": "auto", "state_dtype": "fp32", "conv_dtype": "auto", "indexer_dtype": "fp8",
+              "tp": 1, "contexts": None, "budget": None, "batch": None, "prefix_cache": None,
+              "snapshot_interval": None, "spec_tokens": 0, "gpu": "H200", "weights_bytes": 16 * 10**9}
+    d = deployment(out.configs[0], LLAMA, [4096, 32768], params, hub=None)
+    assert (d.xs, d.requests) == ([4096, 32768], [228, 28])
+    d2 = deployment(out.configs[0], LLAMA, [4096, 32768], {**params, "gpu": "H200:2", "data_parallel_size": 2}, None)
+    assert d2.requests == [456, 56] and d2.where.startswith("2 × H200")
+    assert d2.verdict.startswith("fits on 2 × H200")
+
+
+def test_plot_of_a_deployment_writes_the_layout_and_verdict(matplotlib_installed, tmp_path):
+    target = tmp_path / "deploy.svg"
+    result = run("plot", LLAMA, "-o", str(target), "--gpu", "H200:2", "--dp", "2", "--weights-bytes", "16GB",
+                 "--context", "4k,32k")
+    assert result.exit_code == 0, result.stderr
+    text = target.read_text()
+    assert "Requests that fit on 2 × H200" in text and "DP 2" in text
+
+
+def test_plot_of_a_refused_layout_is_one_line(tmp_path, matplotlib_installed):
+    # 3 GPUs cannot hold DP 2 × TP 2 (4 GPUs): serving's own refusal, one line, no traceback.
+    result = run("plot", LLAMA, "-o", str(tmp_path / "x.png"), "--gpu", "H200:3", "--tp", "2", "--dp", "2")
+    assert result.exit_code == 2
+    assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
+    assert not (tmp_path / "x.png").exists()
