@@ -2,9 +2,12 @@
 
 Left panel: bytes one request holds against the context (log x from 1K to the longest maximum
 context). One model: the memory stacked by kind of storage (full attention, window, compressed,
-indexer keys, recurrent state), so one sees which part grows and which stays fixed. Several models:
-one line each, on a log y axis, so that a small γ (short requests) and a small α (long requests)
-both show. Right panel: B_max, the requests that fit in the KV budget, against the context.
+indexer keys, recurrent state), so one sees which part grows and which stays fixed, and beside it
+each kind alone on a log y axis, so that a band of a few percent (a recurrent state) stays readable.
+Several models: one line each, on a log y axis, so that a small γ (short requests) and a small α
+(long requests) both show, with every pair's crossing circled (``compare``'s lead changes, never
+past either model's maximum). Right panel: B_max, the requests that fit in the KV budget, against
+the context; with ``--gpu`` and a layout, the deployment's requests in flight (``hfkv.serving``).
 
 matplotlib is an optional extra (``hfkv[plot]``), imported only here, with the Agg backend and no
 pyplot (no global figure state, no display needed).
@@ -385,11 +388,13 @@ def build_figure(out: Collected, lo: int, hi: int, budget: int | None, params: d
     all_curves = [curves(r, grid) for r in reports]
     dtypes = sorted({r.kv_cache_dtype for r in reports})
     single = len(reports) == 1
-    fig = Figure(figsize=(19 if single else 13, 5.4), layout="constrained")
-    axes = list(fig.subplots(1, 3 if single else 2))
+    by_kind = single and len(all_curves[0].bands) > 1  # one kind alone: the log panel would repeat the stack
+    fig = Figure(figsize=(19 if by_kind else 13, 5.4), layout="constrained")
+    axes = list(fig.subplots(1, 3 if by_kind else 2))
     if single:
         draw_stacked(axes[0], reports[0], all_curves[0])
-        draw_bands_log(axes[1], all_curves[0])
+        if by_kind:
+            draw_bands_log(axes[1], all_curves[0])
     else:
         draw_lines(axes[0], reports, labels, all_curves, mixed=len(dtypes) > 1)
     if params and params.get("gpu"):

@@ -322,16 +322,16 @@ def test_a_model_compared_with_itself_says_so():
 # -- plot: crossings of every pair, small bands, the deployment panel -------------------------------
 
 
-def _reports(*paths: str, contexts: str = "4k,128k"):
+# The parsed CLI parameters of `hfkv plot` with every option left at its default.
+DEFAULT_PARAMS = {"kv_cache_dtype": "auto", "state_dtype": "fp32", "conv_dtype": "auto", "indexer_dtype": "fp8",
+                  "tp": 1, "contexts": None, "budget": None, "batch": None, "prefix_cache": None,
+                  "snapshot_interval": None, "spec_tokens": 0}
+
+
+def _reports(*paths: str, contexts: tuple[int, ...] = (4096, 131072)):
     from hfkv.compare import collect_reports
 
-    params = {"kv_cache_dtype": "auto", "state_dtype": "fp32", "conv_dtype": "auto", "indexer_dtype": "fp8",
-              "tp": 1, "contexts": None, "budget": None, "batch": None, "prefix_cache": None,
-              "snapshot_interval": None, "spec_tokens": 0}
-    from hfkv.units import parse_token_list
-
-    params["contexts"] = parse_token_list(contexts)
-    return collect_reports(list(paths), params)
+    return collect_reports(list(paths), {**DEFAULT_PARAMS, "contexts": list(contexts)})
 
 
 def test_crossings_are_found_for_every_pair_not_only_two():
@@ -365,9 +365,7 @@ def test_deployment_figures_come_from_the_serving_plan():
     # 4,096 tokens: 131,072 × 4,096 = 536,870,912 B → 228.5 → 228 requests; 32,768: 4 GiB → 28.5 → 28.
     # DP 2 on 2 GPUs (one engine per rank): twice each.
     out = _reports(LLAMA)
-    params = {"kv_cache_dtype": "auto", "state_dtype": "fp32", "conv_dtype": "auto", "indexer_dtype": "fp8",
-              "tp": 1, "contexts": None, "budget": None, "batch": None, "prefix_cache": None,
-              "snapshot_interval": None, "spec_tokens": 0, "gpu": "H200", "weights_bytes": 16 * 10**9}
+    params = {**DEFAULT_PARAMS, "gpu": "H200", "weights_bytes": 16 * 10**9}
     d = deployment(out.configs[0], LLAMA, [4096, 32768], params, hub=None)
     assert (d.xs, d.requests) == ([4096, 32768], [228, 28])
     d2 = deployment(out.configs[0], LLAMA, [4096, 32768], {**params, "gpu": "H200:2", "data_parallel_size": 2}, None)
