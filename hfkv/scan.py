@@ -446,6 +446,7 @@ def claim_output(path: Path, fingerprint: dict[str, Any], resume: bool) -> int |
         import fcntl
     except ImportError:  # not POSIX
         return None
+    path = path.resolve()  # a symlink to the output is the output: one side file for both names
     side = path.with_name(f".{path.name}.hfkv-scan")
     try:
         fd = os.open(side, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
@@ -475,12 +476,14 @@ def _read_fingerprint(fd: int) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
-def fingerprint(options: Any, weights: bool) -> dict[str, Any]:
-    """What a row's figures depend on besides the model: the report options and ``--weights``."""
-    import dataclasses
-
-    data = dataclasses.asdict(options) if dataclasses.is_dataclass(options) else options.model_dump(mode="json")
-    return json.loads(json.dumps({**data, "weights": weights}, default=str))  # as read back from the file
+def fingerprint(options: Any, weights: bool, revision: str | None = None) -> dict[str, Any]:
+    """What a row's figures depend on besides the model: the report options, ``--weights`` and the
+    ``--revision`` the configs were read at (recorded only when given, so files of runs without one
+    keep matching)."""
+    data = {**options.model_dump(mode="json"), "weights": weights}
+    if revision is not None:
+        data["revision"] = revision
+    return json.loads(json.dumps(data, default=str))  # as read back from the file
 
 
 # -- output ---------------------------------------------------------------------------------------
@@ -646,11 +649,29 @@ def interrupted(out: Output) -> None:
 
 
 def open_output(path: str, append: bool) -> IO[str]:
-    """The --output file (``Output`` flushes it after every row); ``UsageError`` when it cannot be opened."""
+    """The --output file (``Output`` flushes it after every row); ``UsageError`` when it cannot be opened.
+
+    The file itself is locked (``flock``) before it is truncated: ``claim_output``'s side file
+    knows the output by its name, so a second scan writing the same file under another name (a
+    hard link) is refused here, before it can empty the first scan's rows.
+    """
+    flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if append else 0)
     try:
-        return open(path, "a" if append else "w", encoding="utf-8")
+        fd = os.open(path, flags, 0o644)
     except OSError as err:
         raise UsageError(f"cannot write {path}: {err.strerror or type(err).__name__}") from None
+    try:
+        import fcntl
+
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except ImportError:  # not POSIX: no lock
+        pass
+    except OSError:
+        os.close(fd)
+        raise UsageError(f"another hfkv scan is writing {path} (under another name); wait for it to end") from None
+    if not append and stat.S_ISREG(os.fstat(fd).st_mode):  # a device or a pipe has nothing to empty
+        os.ftruncate(fd, 0)
+    return os.fdopen(fd, "a" if append else "w", encoding="utf-8")
 
 
 def check_not_the_list(list_name: str, output: str) -> None:
@@ -709,7 +730,7 @@ def scan_command(list_name: str, jobs: int, fmt: str | None, output: str | None,
         try:
             if output:
                 check_not_the_list(list_name, output)
-                lock = claim_output(Path(output), fingerprint(options, weights), resume)
+                lock = claim_output(Path(output), fingerprint(options, weights, params.get("revision")), resume)
             entries = read_list(list_name)
             done = resume_file(Path(output), writer) if resume else {}
             stream = open_output(output, resume) if output else sys.stdout

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from fakehub import Fault
 from hfkv.cli import main
 from hfkv.report import Options
-from hfkv.scan import claim_output, fingerprint
+from hfkv.scan import claim_output, fingerprint, open_output
 
 QWEN3 = "Qwen/Qwen3-8B"
 LLAMA2 = "meta-llama/Llama-2-7b-hf"
@@ -51,6 +51,24 @@ def test_a_second_writer_of_the_same_output_is_refused(fake_hub, tmp_path):
     assert scan(write_list(tmp_path, QWEN3), "--endpoint", fake_hub.url, "-o", str(out)).exit_code == 0
 
 
+def test_another_name_for_the_same_output_is_refused_too(fake_hub, tmp_path):
+    out = tmp_path / "rows.jsonl"
+    held = claim_output(out, fingerprint(Options(), False), resume=False)  # another scan, writing its rows
+    stream = open_output(str(out), append=False)
+    stream.write('{"model": "theirs"}\n')
+    stream.flush()
+    try:
+        os.symlink(out, tmp_path / "alias.jsonl")
+        os.link(out, tmp_path / "hard.jsonl")
+        for name in ("alias.jsonl", "hard.jsonl"):
+            result = scan(write_list(tmp_path, QWEN3), "--endpoint", fake_hub.url, "-o", str(tmp_path / name))
+            assert result.exit_code == 2 and "another hfkv scan is writing" in result.stderr, name
+        assert out.read_text() == '{"model": "theirs"}\n'  # not emptied, not mixed
+    finally:
+        stream.close()
+        os.close(held)
+
+
 def test_the_lock_file_is_never_followed_through_a_symlink(fake_hub, tmp_path):
     victim = tmp_path / "victim.txt"
     victim.write_text("precious\n")
@@ -83,7 +101,7 @@ def test_resume_with_other_report_options_is_refused(fake_hub, tmp_path):
     listing = write_list(tmp_path, QWEN3)
     assert scan(listing, "--endpoint", fake_hub.url, "-o", str(out)).exit_code == 0
     before = out.read_text()
-    for args in (["--tp", "2"], ["--kv-cache-dtype", "fp8"], ["--weights"]):
+    for args in (["--tp", "2"], ["--kv-cache-dtype", "fp8"], ["--weights"], ["--revision", "v1"]):
         result = scan(write_list(tmp_path, QWEN3, LLAMA2), "--endpoint", fake_hub.url, "-o", str(out), "--resume", *args)
         assert result.exit_code == 2 and "other report options" in result.stderr, (args, result.stderr)
         assert out.read_text() == before
