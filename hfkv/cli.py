@@ -336,6 +336,9 @@ def entry() -> None:
     except BrokenPipeError:  # `hfkv ... | head`: the reader left; say nothing more
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         sys.exit(0)
+    except HfkvError as err:  # raised outside a command's own per-model handling (e.g. a bad --endpoint)
+        click.echo(f"hfkv: error: {err}", err=True)
+        sys.exit(err.exit_code)
     except Exception as err:  # a bug in hfkv: still one line, and a non-zero exit
         detail = str(err).splitlines()[0][:300] if str(err) else ""
         click.echo(f"hfkv: error: internal error ({type(err).__name__}: {detail}); please report it", err=True)

@@ -44,7 +44,7 @@ from urllib.parse import quote, urlencode, urlsplit, urlunsplit
 
 from . import __version__, hubcache
 from .deadlines import install_deadlines, request_deadline
-from .errors import SourceError, add_secret, redact
+from .errors import SourceError, UsageError, add_secret, redact
 from .source import MAX_CONFIG_BYTES, LoadedConfig, parse_config_bytes, too_large
 
 log = logging.getLogger(__name__)
@@ -105,6 +105,7 @@ class HubClient:
 
         self.endpoint = (endpoint or os.environ.get("HF_ENDPOINT") or constants.ENDPOINT).rstrip("/")
         _register_userinfo(self.endpoint)
+        _check_endpoint(self.endpoint)
         self._token = token  # private: never shown (see __repr__)
         if isinstance(token, str):
             add_secret(token)
@@ -573,10 +574,29 @@ def scrub(text: Any) -> str:
 
 def _register_userinfo(endpoint: str) -> None:
     """The user and password of an endpoint URL are secrets too (``errors.add_secret``)."""
-    parts = urlsplit(endpoint)
-    for secret in (parts.username, parts.password):
+    try:
+        parts = urlsplit(endpoint)
+    except ValueError:  # an unparsable URL: hide whatever stands between :// and @
+        parts = None
+    users = [parts.username, parts.password] if parts else [m.group(0)[:-1] for m in _USERINFO.finditer(endpoint)]
+    for secret in users:
         if secret:
             add_secret(secret)
+
+
+def _check_endpoint(endpoint: str) -> None:
+    """An http(s) URL with a host (and a numeric port, if any), else one ``UsageError`` line."""
+    try:
+        parts = urlsplit(endpoint)
+        ok = parts.scheme in ("http", "https") and bool(parts.hostname)
+        parts.port  # noqa: B018  (raises ValueError for a port that is not a number)
+    except ValueError as err:
+        ok, why = False, str(err)
+    else:
+        why = "it needs http:// or https:// and a host"
+    if not ok:
+        shown = scrub(_USERINFO.sub("", endpoint))[:120]
+        raise UsageError(f"--endpoint / HF_ENDPOINT {shown!r} is not a Hub URL: {why}")
 
 
 def same_origin(url: str, endpoint: str) -> bool:

@@ -299,3 +299,15 @@ def test_weights_read_bytes_sets_the_decode_bound_input():
     out = hfkv(LLAMA, "--gpu", "H100", "--weights-bytes", "16GB", "--weights-read-bytes", "8GB", "--format", "json")
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["serving"]["weights_read_bytes"] == 8 * 10**9
+
+
+@pytest.mark.parametrize("endpoint, why", [
+    ("http://user:pa55w0rd@[bad", "Invalid IPv6 URL"),
+    ("http://user:pa55w0rd@127.0.0.1:notaport", "Port could not be cast"),
+    ("ftp://127.0.0.1:1", "needs http:// or https://"),
+])
+def test_a_malformed_endpoint_is_one_usage_line_without_its_credentials(endpoint, why):
+    run = hfkv("org/model", "--endpoint", endpoint)
+    assert run.returncode == 2 and run.stderr.count("\n") == 1, run.stderr
+    assert "is not a Hub URL" in run.stderr and why in run.stderr and "internal error" not in run.stderr
+    assert "pa55w0rd" not in run.stderr and "user" not in run.stderr
