@@ -493,9 +493,8 @@ class _Handler(BaseHTTPRequestHandler):
         repo = self._find(repo_id, "resolve")
         if repo is None:
             return
-        sha = repo.refs.get(revision) or (revision if revision in repo.commits else None)
+        sha = self._commit_of(repo, revision)
         if sha is None:
-            self._error(404, "RevisionNotFound", f"Invalid rev id: {revision}")
             return
         files = repo.commits[sha]
         if filename not in files:
@@ -572,6 +571,13 @@ class _Handler(BaseHTTPRequestHandler):
             return
         self._send(200, json.dumps(self._model_json(repo, sha, self._query.get("expand"))).encode())
 
+    def _commit_of(self, repo: Any, revision: str) -> str | None:
+        """The commit ``revision`` (a ref or a commit) names in ``repo``; None after a 404 answer."""
+        sha = repo.refs.get(revision) or (revision if revision in repo.commits else None)
+        if sha is None:
+            self._error(404, "RevisionNotFound", f"Invalid rev id: {revision}")
+        return sha
+
     def _tree(self, repo_id: str, revision: str) -> None:
         """``GET /api/models/{repo}/tree/{revision}``: the files of a commit (what hf-mem lists first)."""
         self._entry.update(repo=repo_id)
@@ -580,9 +586,8 @@ class _Handler(BaseHTTPRequestHandler):
         repo = self._find(repo_id, "api")
         if repo is None:
             return
-        sha = repo.refs.get(revision) or (revision if revision in repo.commits else None)
+        sha = self._commit_of(repo, revision)
         if sha is None:
-            self._error(404, "RevisionNotFound", f"Invalid rev id: {revision}")
             return
         files = repo.commits[sha]
         body = [{"type": "file", "path": name, "size": len(data), "oid": hashlib.sha1(data).hexdigest()}
