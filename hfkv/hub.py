@@ -436,7 +436,9 @@ class HubClient:
         if isinstance(err, OfflineModeIsEnabled):
             return self._offline_error(repo_id, revision)
         if isinstance(err, HFValidationError):
-            return fail("not-found", "not a valid Hub repo id or revision: " + self._scrub(str(err).splitlines()[0]))
+            # The library's sentence ends by quoting the id again (whole, however long): the line names it once.
+            reason = re.sub(r":\s*'[^']*'?\s*\.?$", "", str(err).splitlines()[0])
+            return fail("not-found", "not a valid Hub repo id or revision: " + self._scrub(reason))
         http = self._http_error(err, repo_id)
         if http is not None:
             return http

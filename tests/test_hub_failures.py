@@ -308,3 +308,12 @@ def test_the_real_hubs_resolve_cache_redirect_is_followed_with_the_token(fake_hu
     path = hf_hub_download("org/rc", "config.json", endpoint=fake_hub.url, cache_dir=hub_cache + "-lib",
                            token=fake_hub.token)
     assert Path(path).parent.name == loaded.commit
+
+
+def test_a_very_long_invalid_id_is_named_once_in_a_bounded_line(hub_client):
+    repo = "org/" + "a" * 2000  # over the Hub's 96-character limit
+    with pytest.raises(SourceError) as err:
+        hub_client.load_config(repo)
+    line = str(err.value)
+    assert "\n" not in line and len(line) < 400 and line.count("org/aaaa") == 1  # named once, not re-quoted
+    assert "not a valid Hub repo id" in line and "maximum length is 96" in line
