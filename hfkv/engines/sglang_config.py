@@ -18,7 +18,6 @@ when the config has none of the keys).
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 from hfkv.errors import UsageError
@@ -79,9 +78,9 @@ def sglang_layers(report: Any) -> tuple[list[LayerSpec], list[str]]:
 
 def with_kv_heads(layer: LayerSpec, heads: int) -> LayerSpec:
     """``layer`` with every full-attention part holding ``heads`` KV heads."""
-    parts = tuple(replaced(part, kv_heads=heads) if isinstance(part, FullAttention) else part
+    parts = tuple(part.model_copy(update={"kv_heads": heads}) if isinstance(part, FullAttention) else part
                   for part in layer.parts)
-    return replaced(layer, parts=parts)
+    return layer.model_copy(update={"parts": parts})
 
 
 def fill_empty_layers(layers: list[LayerSpec]) -> tuple[list[LayerSpec], int]:
@@ -89,12 +88,5 @@ def fill_empty_layers(layers: list[LayerSpec]) -> tuple[list[LayerSpec], int]:
     template = next((layer for layer in layers if layer.parts), None)
     if template is None:
         return layers, 0
-    filled = [layer if layer.parts else replaced(layer, parts=tuple(template.parts)) for layer in layers]
+    filled = [layer if layer.parts else layer.model_copy(update={"parts": tuple(template.parts)}) for layer in layers]
     return filled, sum(1 for layer in layers if not layer.parts)
-
-
-def replaced(spec: Any, **changes: Any) -> Any:
-    """A copy of a spec (frozen dataclass or pydantic model) with ``changes``."""
-    if dataclasses.is_dataclass(spec):
-        return dataclasses.replace(spec, **changes)
-    return spec.model_copy(update=changes)
