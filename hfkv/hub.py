@@ -336,10 +336,12 @@ class HubClient:
         return response
 
     def list_models(self, author: str, *, limit: int, expand: list[str]) -> tuple[list["ListedModel"], list[str]]:
-        """The newest ``limit`` models of ``author`` (newest first) and warnings about the listing.
+        """The newest ``limit`` models of ``author`` (newest first) and why the listing is incomplete.
 
         One request per page of the Hub's listing; "next" pages are followed only on the
         endpoint's own origin (the token goes nowhere else) and at most ``MAX_LISTING_PAGES``.
+        Each returned message (``"AUTHOR: ..."``) names a point where the listing was cut short; an
+        empty list means every page was read (``hfkv watch`` counts each message as a listing error).
         Raises the library's HTTP and transport errors (the caller reports a failed listing).
         """
         query = urlencode([("author", author), ("sort", "createdAt"), ("direction", "-1"), ("limit", str(limit))]

@@ -270,16 +270,34 @@ def _error_line(err: BaseException) -> str:
 
 def list_new_models(client: Any, author: str, since: dt.datetime, limit: int, summary: PollSummary) -> list[Any]:
     """One listing (``HubClient.list_models``): the author's models created at or after ``since``,
-    newest first. An empty listing of an author the Hub does not know says so."""
-    listed, warnings = client.list_models(author, limit=limit, expand=EXPAND)
-    summary.warnings += warnings
+    newest first.
+
+    A listing that did not see everything it was asked to is a listing error (``summary.list_errors``,
+    so ``--once`` exits 1), never a warning: a listing cut short (every message ``list_models``
+    returns names such a cut; the models listed before it are still returned and reported) and an
+    empty listing of an author the Hub does not know (a typo'd ``--author`` would otherwise give
+    green runs forever).
+    """
+    listed, cuts = client.list_models(author, limit=limit, expand=EXPAND)
+    summary.list_errors += [f"{cut}: listing incomplete, only the models listed before it were reported"
+                            for cut in cuts]
     fresh = [m for m in listed if getattr(m, "created_at", None) is None or m.created_at >= since]
     if len(listed) >= limit and len(fresh) == len(listed):
         summary.warnings.append(f"{author}: all {limit} models listed are newer than the cut-off; "
                                 "older new models may be missed: raise --limit")
-    if not listed and getattr(client, "author_exists", None) and client.author_exists(author) is False:
-        summary.warnings.append(f"{author}: no such user or organisation on the Hub")
+    if not listed:
+        check_author(client, author, summary)
     return fresh
+
+
+def check_author(client: Any, author: str, summary: PollSummary) -> None:
+    """After an empty listing: an author the Hub does not know is a listing error; one whose
+    existence cannot be checked (the Hub did not answer) is a warning; a known one is a clean run."""
+    exists = client.author_exists(author) if hasattr(client, "author_exists") else True  # stubs: no check
+    if exists is False:
+        summary.list_errors.append(f"{author}: no such user or organisation on the Hub")
+    elif exists is None:
+        summary.warnings.append(f"{author}: nothing listed, and the Hub could not say whether {author} exists")
 
 
 def _weights(info: Any) -> dict[str, Any] | None:
@@ -570,7 +588,9 @@ def _echo_summary(summary: PollSummary) -> None:
         click.echo(f"hfkv: warning: {escape_id(repo_id)}: {escape_id(error)} (recorded; not retried)", err=True)
     written = ", ".join(escape_id(r) for r in summary.written) if summary.written else "nothing new"
     skipped = f"; {len(summary.skipped)} skipped" if summary.skipped else ""
-    click.echo(f"hfkv watch: {len(summary.written)} report(s) written ({written}); {len(summary.failed)} failed{skipped}")
+    listing = f"; {len(summary.list_errors)} listing error(s)" if summary.list_errors else ""  # why the exit is 1
+    click.echo(f"hfkv watch: {len(summary.written)} report(s) written ({written}); {len(summary.failed)} failed"
+               f"{skipped}{listing}")
 
 
 @click.command("watch")
@@ -596,7 +616,8 @@ def watch_command(authors: tuple[str, ...], out_dir: Path, once: bool, interval:
     """Write a KV-cache report for each new model of the --author organisations.
 
     Failed models are recorded in the state and retried on the next run. Exit 0 when every listing
-    worked (even if some models failed), 1 when a listing failed, 2 on bad usage.
+    worked (even if some models failed), 1 when a listing failed, was cut short or named an author
+    the Hub does not know, 2 on bad usage.
     """
     from .cli import fail
 

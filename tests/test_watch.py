@@ -24,8 +24,8 @@ ORG = "watchorg"  # an author no other test lists
 SINCE = "2026-01-01"
 
 
-def run(fake_hub, out: Path, *extra: str):
-    args = ["--author", ORG, "--out", str(out), "--since", SINCE, "--endpoint", fake_hub.url, "--once", *extra]
+def run(fake_hub, out: Path, *extra: str, authors: tuple[str, ...] = (ORG,)):
+    args = [*(a for author in authors for a in ("--author", author)), "--out", str(out), "--since", SINCE, "--endpoint", fake_hub.url, "--once", *extra]
     return CliRunner().invoke(watch.watch_command, args, catch_exceptions=False)
 
 
@@ -398,3 +398,86 @@ def test_without_html_no_page_is_written(two_models, tmp_path):
     out = tmp_path / "out"
     assert run(two_models, out).exit_code == 0
     assert not list(out.glob("*.html"))
+
+
+# -- a listing that did not see everything it was asked to is not a clean run ---------------------------
+
+
+MISSING = "nobody-watch-typo"  # no repo, user or organisation of this name on the fake Hub
+
+
+def test_a_missing_author_is_a_failed_listing_and_the_other_authors_are_reported(two_models, tmp_path):
+    out = tmp_path / "out"
+    result = run(two_models, out, "--author", MISSING)
+    assert result.exit_code == 1, result.output
+    lines = [line for line in result.stderr.splitlines() if MISSING in line]
+    assert lines == [f"hfkv: error: {MISSING}: no such user or organisation on the Hub"]
+    assert "Traceback" not in result.output and result.output.endswith("; 0 failed; 1 listing error(s)\n")
+    # The other author of the run is still reported: a batch never loses rows that succeeded.
+    assert (out / f"{ORG}__new-a.md").is_file() and (out / f"{ORG}__new-b.md").is_file()
+    state = json.loads((out / watch.STATE_FILE).read_text())
+    assert sorted(state["models"]) == [f"{ORG}/new-a", f"{ORG}/new-b"]
+
+
+def test_an_existing_author_with_nothing_listed_is_a_clean_run(fake_hub, tmp_path):
+    for kind, name in (("organizations", "empty-watch-org"), ("users", "empty-watch-user")):
+        getattr(fake_hub, kind).add(name)
+        result = run(fake_hub, tmp_path / name, authors=(name,))
+        assert result.exit_code == 0, result.output
+        assert "error" not in result.stderr and "no such user" not in result.stderr
+        assert "0 report(s) written (nothing new)" in result.output
+
+
+class UnsureClient(StubClient):
+    """Lists nothing; whether the author exists cannot be told (the overview requests failed)."""
+
+    def author_exists(self, author: str) -> bool | None:
+        return None
+
+
+def test_an_empty_listing_whose_author_cannot_be_checked_says_so_and_is_not_a_failure(tmp_path):
+    summary = watch.poll(UnsureClient([]), _config(tmp_path / "out"))
+    assert summary.list_errors == []
+    assert summary.warnings == [f"{ORG}: nothing listed, and the Hub could not say whether {ORG} exists"]
+
+
+@pytest.mark.parametrize("cut", ["other-host", "page-limit"])
+def test_a_truncated_listing_reports_what_was_listed_and_exits_1(fake_hub, tmp_path, monkeypatch, cut):
+    for n in range(3):
+        fake_hub.add_model(f"{ORG}/t{n}", {"config.json": LLAMA}, created_at=f"2026-06-0{n + 1}T00:00:00.000Z")
+    fake_hub.page_size = 1  # one model per page, newest first: t2, then t1, then t0
+    if cut == "other-host":
+        fake_hub.next_link_base = fake_hub.cdn_url  # page 2 is on another origin: not followed
+        seen, reason = [f"{ORG}/t2"], "listing page on another host"
+    else:
+        monkeypatch.setattr("hfkv.hub.MAX_LISTING_PAGES", 2)  # pages 1 and 2 read, a 3rd one linked
+        seen, reason = [f"{ORG}/t2", f"{ORG}/t1"], "listing stopped after 2 pages"
+    out = tmp_path / "out"
+    result = run(fake_hub, out)
+    assert result.exit_code == 1, result.output
+    errors = [line for line in result.stderr.splitlines() if line.startswith("hfkv: error:")]
+    assert len(errors) == 1 and errors[0].startswith(f"hfkv: error: {ORG}: {reason}") and "incomplete" in errors[0]
+    # What was listed is reported and recorded; the rest is listed again next run.
+    state = json.loads((out / watch.STATE_FILE).read_text())
+    assert sorted(state["models"]) == sorted(seen)
+    assert all((out / f"{watch.safe_name(r)}.md").is_file() for r in seen)
+
+
+def test_the_interval_loop_reports_a_failed_listing_at_every_poll(two_models, tmp_path, monkeypatch):
+    import time as real_time
+
+    sleeps: list[float] = []
+
+    def sleep(seconds: float) -> None:  # the third wait ends the loop (a scheduler stopping it)
+        sleeps.append(seconds)
+        if len(sleeps) == 3:
+            raise SystemExit(0)
+
+    monkeypatch.setattr(watch, "time", SimpleNamespace(sleep=sleep, monotonic=real_time.monotonic))
+    out = tmp_path / "out"
+    args = ["--author", MISSING, "--author", ORG, "--out", str(out), "--since", SINCE,
+            "--endpoint", two_models.url, "--interval", "1"]
+    result = CliRunner().invoke(watch.watch_command, args, catch_exceptions=False)
+    assert sleeps == [60, 60, 60]  # three polls, the loop alive after each failed listing
+    assert result.stderr.count(f"hfkv: error: {MISSING}: no such user or organisation on the Hub\n") == 3
+    assert (out / f"{ORG}__new-a.md").is_file() and (out / f"{ORG}__new-b.md").is_file()
