@@ -8,6 +8,7 @@ says which rule applies to which layer.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Sequence
 
 from hfkv.config import MAX_LAYERS, MAX_SIZE, ConfigView
@@ -228,6 +229,46 @@ def effective_window(cfg: ConfigView, window: int | None, notes: list[str]) -> i
     return window
 
 
+def latent_window_warnings(cfg: ConfigView, window: int | None) -> list[str]:
+    """A warning when an MLA latent's window covers every position: the latent spec cannot keep it as a
+    declared window, so ``--engine vllm`` counts a full latent cache where vLLM builds a sliding one."""
+    if not covers_every_position(cfg, window):
+        return []
+    return [f"MLA sliding window {window} covers every position: --engine vllm counts a full latent cache, but "
+            "vLLM still builds a sliding-window one (about one block per request more than shown)"]
+
+
+@dataclass(frozen=True)
+class Window:
+    """A sliding window as a config declares it, sorted for the part builders.
+
+    ``bound``: W when it bounds the context (a ``SlidingWindow``); ``declared``: W when it covers every
+    position (full attention for the figures, kept as ``FullAttention.declared_window`` because vLLM
+    still builds a sliding-window cache for it); both None without a window.
+    """
+
+    bound: int | None = None
+    declared: int | None = None
+
+    @property
+    def kind(self) -> str:
+        """The layer kind label a sliding layer gets: 'sliding' only when W bounds something."""
+        return "sliding" if self.bound is not None else "full"
+
+    def args(self) -> dict:
+        """Keywords for ``attention_part`` / ``heads_part`` that make a sliding layer's part."""
+        if self.bound is not None:
+            return {"window": self.bound}
+        return {"declared_window": self.declared} if self.declared is not None else {}
+
+
+def layer_window(cfg: ConfigView, window: int | None, notes: list[str]) -> Window:
+    """``window`` (already read; None or 0: none) sorted into a ``Window``, with ``effective_window``'s note."""
+    window = window or None
+    declared = window if covers_every_position(cfg, window) else None
+    return Window(bound=effective_window(cfg, window, notes), declared=declared)
+
+
 def attention_part(
     cfg: ConfigView,
     *,
@@ -247,6 +288,16 @@ def attention_part(
     kv = kv or kv_heads(cfg, heads)
     key_dim = key_dim or head_dim(cfg, heads, defaults=head_dim_defaults)
     value_dim = value_dim if value_dim is not None else v_head_dim(cfg, key_dim)
+    return heads_part(kv, key_dim, value_dim, window=window, chunk=chunk, source_layer=source_layer,
+                      declared_window=declared_window)
+
+
+def heads_part(
+    kv: int, key_dim: int, value_dim: int, *, window: int | None = None, chunk: int | None = None,
+    source_layer: int | None = None, declared_window: int | None = None,
+) -> Part:
+    """The part for explicit heads and dims: chunked, sliding (``window``) or full (``declared_window``:
+    see ``FullAttention``)."""
     shape = dict(kv_heads=kv, head_dim=key_dim, v_head_dim=None if value_dim == key_dim else value_dim,
                  source_layer=source_layer)
     if chunk is not None:
@@ -256,27 +307,22 @@ def attention_part(
     return FullAttention(declared_window=declared_window, **shape)
 
 
-def heads_part(kv: int, key_dim: int, value_dim: int, *, window: int | None = None, chunk: int | None = None) -> Part:
-    shape = dict(kv_heads=kv, head_dim=key_dim, v_head_dim=None if value_dim == key_dim else value_dim)
-    if chunk is not None:
-        return ChunkedLocal(chunk=chunk, **shape)
-    if window is not None:
-        return SlidingWindow(window=window, **shape)
-    return FullAttention(**shape)
-
-
 def per_layer_override(cfg: ConfigView, i: int) -> dict:
     """Layer i's entry of ``per_layer_config`` (transformers 5.24's saved form of per-type geometry), or {}.
 
     transformers folds keys such as Gemma 4's ``global_head_dim`` or Dots3's ``swa_kv_lora_rank`` into
-    ``{"<layer index>": {"head_dim": ..., "num_key_value_heads": ...}}`` when it saves a config.
+    ``{"<layer index>": {"head_dim": ..., "num_key_value_heads": ...}}`` when it saves a config; a list
+    of per-layer objects (Domyn-Edge's, read by index as vLLM does) is read the same way.
     """
     table = cfg.value("per_layer_config")
     if table is None:
         return {}
-    if not isinstance(table, dict):
+    if isinstance(table, list):
+        entry = table[i] if i < len(table) else None
+    elif isinstance(table, dict):
+        entry = table.get(str(i), table.get(i))
+    else:
         raise ConfigError(cfg.path("per_layer_config"), f"expected an object, got {type(table).__name__}")
-    entry = table.get(str(i), table.get(i))
     if entry is None:
         return {}
     if not isinstance(entry, dict):
@@ -294,5 +340,4 @@ OVERRIDE_SIZES = frozenset({"head_dim", "num_key_value_heads", "kv_lora_rank", "
 
 def windowed_attention(cfg: ConfigView, key_dim: int | None = None) -> tuple:
     """The attention part of a hybrid, windowed when ``sliding_window`` is set (vLLM applies it)."""
-    window = effective_window(cfg, sliding_window(cfg), [])
-    return (attention_part(cfg, window=window, key_dim=key_dim),)
+    return (attention_part(cfg, key_dim=key_dim, **layer_window(cfg, sliding_window(cfg), []).args()),)

@@ -35,11 +35,12 @@ from hfkv.errors import ConfigError
 from hfkv.specs import LayerSpec, Layout, MambaState
 
 from .attention_keys import (
+    Window,
     attention_part,
-    effective_window,
     head_dim,
     hidden_size,
     kv_heads,
+    layer_window,
     num_heads,
     num_layers,
     per_layer_override,
@@ -120,14 +121,14 @@ def gemma3n(cfg: ConfigView) -> Layout:
     notes: list[str] = []
     warnings: list[str] = []
     n = num_layers(cfg)
-    window = effective_window(cfg, sliding_window(cfg, default=512), notes)
+    window = layer_window(cfg, sliding_window(cfg, default=512), notes)
     flags = _sliding_flags(cfg, n, lambda i: (i + 1) % 5 != 0, notes)
     first = _first_shared(cfg, n, default=15)  # transformers' Gemma3nTextConfig default
     sources = _gemma3n_sources(cfg, flags, first, warnings)
     layers = []
     for i, sliding in enumerate(flags):
         part = attention_part(
-            cfg, window=window if sliding else None, source_layer=sources.get(i), head_dim_defaults=True
+            cfg, source_layer=sources.get(i), head_dim_defaults=True, **(window.args() if sliding else {})
         )
         layers.append(LayerSpec(index=i, kind=part.kind, parts=(part,)))
     notes += _sharing_notes(first, n, sources)
@@ -138,14 +139,14 @@ def gemma3n(cfg: ConfigView) -> Layout:
 _GEMMA4_WINDOW = {"gemma4": 512, "gemma4_text": 512, "gemma4_unified": 1024, "gemma4_unified_text": 1024}
 
 
-def _gemma4_window(cfg: ConfigView, notes: list[str]) -> int | None:
+def _gemma4_window(cfg: ConfigView, notes: list[str]) -> Window:
     model_type = cfg.text_model_type if cfg.text_model_type in _GEMMA4_WINDOW else cfg.model_type
     window = sliding_window(cfg, default=_GEMMA4_WINDOW.get(model_type or "", 512))
     if window is not None and cfg.value("use_bidirectional_attention") == "all":
         # transformers halves the window (exclusive bounds) when every token attends both ways.
         notes.append(f"use_bidirectional_attention 'all': sliding window {window} → {window // 2 + 1}")
         window = window // 2 + 1
-    return effective_window(cfg, window, notes)
+    return layer_window(cfg, window, notes)
 
 
 def _gemma4_flags(cfg: ConfigView, n: int, notes: list[str]) -> list[bool]:
@@ -225,8 +226,8 @@ def gemma4(cfg: ConfigView) -> Layout:
     for i, sliding in enumerate(flags):
         shape = shapes[i]
         part = attention_part(
-            cfg, window=window if sliding else None, heads=heads, kv=shape["kv"], key_dim=shape["key_dim"],
-            value_dim=shape["key_dim"], source_layer=sources.get(i),
+            cfg, heads=heads, kv=shape["kv"], key_dim=shape["key_dim"], value_dim=shape["key_dim"],
+            source_layer=sources.get(i), **(window.args() if sliding else {}),
         )
         layers.append(LayerSpec(index=i, kind=part.kind, parts=(part,)))
     notes += _sharing_notes(first, n, sources)
@@ -261,10 +262,10 @@ def recurrent_gemma(cfg: ConfigView) -> Layout:
         raise ConfigError(cfg.path("block_types"), "missing or empty (needed to find the attention blocks)")
     roles = named_roles(cfg, "block_types", [blocks[i % len(blocks)] for i in range(n)], _GEMMA_BLOCKS)
     notes: list[str] = ["block_types repeats over the layers: layer i has block_types[i % len(block_types)]"]
-    window = effective_window(cfg, window_of(cfg, "attention_window_size", "sliding_window"), notes)
+    window = layer_window(cfg, window_of(cfg, "attention_window_size", "sliding_window"), notes)
     parts = {
         LINEAR: ("rglru", lambda: (rglru_state(cfg),)),
-        SLIDING: ("sliding" if window else "full", lambda: (attention_part(cfg, window=window),)),
+        SLIDING: (window.kind, lambda: (attention_part(cfg, **window.args()),)),
     }
     notes.append("neither SGLang nor vLLM serves RecurrentGemma: figures follow the model's own cache")
     return hybrid_layout(cfg, roles, parts, notes)

@@ -11,10 +11,11 @@ from hfkv.config import ConfigView
 from hfkv.specs import Layout, ShortConvState
 
 from .attention_keys import (
+    Window,
     attention_part,
     attention_shape,
-    effective_window,
     hidden_size,
+    layer_window,
     num_layers,
     window_of,
 )
@@ -73,14 +74,14 @@ def inkling(cfg: ConfigView) -> Layout:
         notes.append("no sconv_kernel_size / conv_kernel_size: no short-conv state counted")
     elif not (cfg.present("sconv_kernel_size") or cfg.present("conv_kernel_size")):
         warnings.append(f"short-conv kernel {kernel} is the transformers default (the config writes none)")
-    window = None
+    window = Window()
     if SLIDING in roles:
-        window = effective_window(cfg, window_of(cfg, "sliding_window_size", "sliding_window"), notes)
+        window = layer_window(cfg, window_of(cfg, "sliding_window_size", "sliding_window"), notes)
     parts: dict[str, tuple[str, PartsFactory]] = {
         ATTENTION: ("full", lambda: (attention_part(cfg, kv=kv, key_dim=dim, value_dim=dim),)
                     + inkling_conv(cfg, kv, dim, kernel)),
-        SLIDING: ("sliding" if window else "full",
-                  lambda: (attention_part(cfg, kv=swa_kv, key_dim=swa_dim, value_dim=swa_dim, window=window),)
+        SLIDING: (window.kind,
+                  lambda: (attention_part(cfg, kv=swa_kv, key_dim=swa_dim, value_dim=swa_dim, **window.args()),)
                   + inkling_conv(cfg, swa_kv, swa_dim, kernel)),
     }
     if kernel is not None:

@@ -14,9 +14,9 @@ from hfkv.specs import LayerSpec, Layout, MambaState
 
 from .attention_keys import (
     Part,
+    Window,
     attention_part,
-    covers_every_position,
-    effective_window,
+    layer_window,
     num_layers,
     per_layer_heads,
     sliding_window,
@@ -29,42 +29,26 @@ PartsFactory = Callable[[], tuple]
 
 
 def attention_layers(
-    cfg: ConfigView, n: int, window: int | None, is_sliding: Callable[[int], bool], *, head_dim_defaults: bool = False,
-    declared_window: int | None = None,
+    cfg: ConfigView, n: int, window: Window, is_sliding: Callable[[int], bool], *, head_dim_defaults: bool = False,
 ) -> list[LayerSpec]:
-    """n standard attention layers; layer i is sliding (window W) when ``is_sliding(i)`` and W is set.
+    """n standard attention layers; the layers ``is_sliding`` names get ``window`` (a ``SlidingWindow``
+    when it bounds the context, a ``FullAttention`` that keeps it as ``declared_window`` when it covers
+    every position); the others, and every layer without a window, are full.
 
     Heads written per layer (``per_layer_heads``) give each layer its own query and KV head count.
-    ``declared_window``: a window that covers every position (no W): the layers ``is_sliding`` names
-    are full attention that keep it as ``FullAttention.declared_window``.
     """
     counts = per_layer_heads(cfg, n)
-    if counts is not None:
-        return _per_layer_attention(cfg, counts, window, is_sliding, head_dim_defaults)
-    full = attention_part(cfg, head_dim_defaults=head_dim_defaults)
-    if window is not None:
-        sliding = attention_part(cfg, window=window, head_dim_defaults=head_dim_defaults)
-    elif declared_window is not None:
-        sliding = attention_part(cfg, declared_window=declared_window, head_dim_defaults=head_dim_defaults)
+    if counts is None:
+        full = attention_part(cfg, head_dim_defaults=head_dim_defaults)
+        local = attention_part(cfg, head_dim_defaults=head_dim_defaults, **window.args()) if window.args() else full
+        parts = [local if is_sliding(i) else full for i in range(n)]
     else:
-        sliding = full
-    layers = []
-    for i in range(n):
-        part = sliding if is_sliding(i) else full
-        layers.append(LayerSpec(index=i, kind=part.kind, parts=(part,)))
-    return layers
-
-
-def _per_layer_attention(
-    cfg: ConfigView, counts: tuple[list[int], list[int]], window: int | None, is_sliding: Callable[[int], bool],
-    head_dim_defaults: bool,
-) -> list[LayerSpec]:
-    layers = []
-    for i, (heads, kv) in enumerate(zip(*counts)):
-        layer_window = window if window is not None and is_sliding(i) else None
-        part = attention_part(cfg, heads=heads, kv=kv, window=layer_window, head_dim_defaults=head_dim_defaults)
-        layers.append(LayerSpec(index=i, kind=part.kind, parts=(part,)))
-    return layers
+        parts = [
+            attention_part(cfg, heads=heads, kv=kv, head_dim_defaults=head_dim_defaults,
+                           **(window.args() if is_sliding(i) else {}))
+            for i, (heads, kv) in enumerate(zip(*counts))
+        ]
+    return [LayerSpec(index=i, kind=part.kind, parts=(part,)) for i, part in enumerate(parts)]
 
 
 def pattern_layout(
@@ -85,18 +69,17 @@ def pattern_layout(
     if window is not None and inclusive_window:
         notes.append(f"sliding layers attend to [pos − {window}, pos]: {window + 1} keys cached (vLLM: W + 1)")
         window += 1
-    declared = window if covers_every_position(cfg, window) else None
-    window = effective_window(cfg, window, notes)
+    window = layer_window(cfg, window, notes)
     types = layer_types(cfg, n)
     if types is not None:
         rule = lambda i: is_sliding_type(types[i], cfg)  # noqa: E731
     elif default_rule is not None:
         rule = lambda i: default_rule(i, n)  # noqa: E731
-        if window is not None:
+        if window.bound is not None:
             notes.append("no layer_types in config: the model type's default sliding pattern applies")
     else:
         rule = lambda i: True  # noqa: E731
-    layers = attention_layers(cfg, n, window, rule, head_dim_defaults=head_dim_defaults, declared_window=declared)
+    layers = attention_layers(cfg, n, window, rule, head_dim_defaults=head_dim_defaults)
     return Layout(layers=layers, notes=notes + mtp_note(cfg))
 
 
@@ -172,10 +155,8 @@ def gqa_parts(cfg: ConfigView, *, head_dim_defaults: bool = False, windowed: boo
     """Standard attention for the full layers; ``windowed`` honours ``sliding_window`` (vLLM applies it)."""
 
     def make() -> tuple:
-        window = None
-        if windowed:
-            window = effective_window(cfg, sliding_window(cfg), [])
-        return (attention_part(cfg, window=window, head_dim_defaults=head_dim_defaults),)
+        window = layer_window(cfg, sliding_window(cfg), []) if windowed else Window()
+        return (attention_part(cfg, head_dim_defaults=head_dim_defaults, **window.args()),)
 
     cfg.mark("use_sliding_window", "sliding_window")
     return ("full", make)

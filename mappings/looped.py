@@ -8,8 +8,9 @@ from typing import Callable
 
 from hfkv.config import MAX_LAYERS, ConfigView
 from hfkv.errors import ConfigError
-from hfkv.specs import CachePart, FullAttention, LayerSpec, Layout, SlidingWindow
+from hfkv.specs import CachePart, FullAttention, LayerSpec, Layout
 
+from .attention_keys import Window, heads_part, layer_window
 from .layer_builders import pattern_layout
 from .registry import register
 
@@ -29,13 +30,13 @@ def _repeat_passes(base: list[LayerSpec], loops: int, later: PartRewrite | None 
     return layers
 
 
-def _windowed(window: int) -> PartRewrite:
-    """Turn a full-attention part into the same heads over a window (IQuest's later passes)."""
+def _windowed(window: Window) -> PartRewrite:
+    """Turn a full-attention part into the same heads over ``window`` (IQuest's later passes)."""
 
     def rewrite(part: CachePart) -> CachePart:
         if isinstance(part, FullAttention):
-            return SlidingWindow(kv_heads=part.kv_heads, head_dim=part.head_dim, v_head_dim=part.v_head_dim,
-                                 window=window, source_layer=part.source_layer)
+            value_dim = part.v_head_dim if part.v_head_dim is not None else part.head_dim
+            return heads_part(part.kv_heads, part.head_dim, value_dim, source_layer=part.source_layer, **window.args())
         return part
 
     return rewrite
@@ -71,8 +72,9 @@ def iquest_loopcoder(cfg: ConfigView) -> Layout:
     n = len(base.layers)
     loops = _loop_count(cfg, "loop_num", 2, n)
     window = cfg.integer("loop_window_size", default=64, minimum=1)
-    layers = _repeat_passes(base.layers, loops, _windowed(window))
-    notes = base.notes + [_loop_note(loops, n)]
+    notes = list(base.notes)
+    layers = _repeat_passes(base.layers, loops, _windowed(layer_window(cfg, window, notes)))
+    notes.append(_loop_note(loops, n))
     if loops > 1:
         notes.append(
             f"passes 1..{loops - 1} keep a {window}-token window (loop_window_size); a pool that "

@@ -14,7 +14,7 @@ from hfkv.config import ConfigView
 from hfkv.errors import ConfigError
 from hfkv.specs import Layout
 
-from .attention_keys import attention_shape, effective_window, heads_part, num_layers
+from .attention_keys import Window, attention_shape, heads_part, layer_window, num_layers
 from .layer_builders import layers_from_flags, mtp_note
 from .layer_patterns import cut_note, is_sliding_type, layer_types
 from .registry import register
@@ -36,7 +36,7 @@ def _mimo_flags(cfg: ConfigView, n: int, notes: list[str]) -> list[bool]:
     return [not (i == 0 or (i + 1) % 6 == 0) for i in range(n)]
 
 
-def _mimo_window(cfg: ConfigView, notes: list[str]) -> int | None:
+def _mimo_window(cfg: ConfigView, notes: list[str]) -> Window:
     window = cfg.optional_int("sliding_window_size")
     if window is None:
         window = cfg.optional_int("sliding_window", defaults=True)
@@ -44,7 +44,7 @@ def _mimo_window(cfg: ConfigView, notes: list[str]) -> int | None:
             notes.append(
                 f"no sliding_window_size: sliding_window {window} used as W (transformers stores size + 1)"
             )
-    return effective_window(cfg, window or None, notes)
+    return layer_window(cfg, window, notes)
 
 
 @register(
@@ -69,5 +69,6 @@ def mimo_v2(cfg: ConfigView) -> Layout:
     flags = _mimo_flags(cfg, n, notes)
     window = _mimo_window(cfg, notes)
     full = heads_part(kv, key_dim, value_dim)
-    local = heads_part(swa_kv, swa_key, swa_value, window=window) if window else full
+    # An SWA layer keeps its own geometry even when its window bounds nothing (or is missing).
+    local = heads_part(swa_kv, swa_key, swa_value, **window.args())
     return Layout(layers=layers_from_flags(flags, local, full), notes=notes + mtp_note(cfg))

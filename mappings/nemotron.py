@@ -18,8 +18,8 @@ from hfkv.specs import LayerSpec, Layout, LinearAttentionState
 
 from .attention_keys import (
     attention_part,
-    effective_window,
     head_dim,
+    layer_window,
     num_heads,
     num_layers,
     positive_number,
@@ -110,15 +110,16 @@ def _nas_kv_heads(cfg: ConfigView, attention: dict, i: int, heads: int) -> int:
     return heads // group
 
 
-def _nas_window(cfg: ConfigView, attention: dict, i: int) -> int | None:
+def _nas_window(cfg: ConfigView, attention: dict, i: int, notes: list[str]) -> dict:
+    """The part keywords of block i's ``window_length`` (see ``layer_window``)."""
     window = attention.get("window_length")
     if window is None:
-        return None
+        return {}
     if isinstance(window, bool) or not isinstance(window, int) or not 1 <= window <= MAX_SIZE:
         raise ConfigError(
             cfg.path(f"block_configs[{i}].attention.window_length"), f"expected a positive integer, got {window!r}"[:200]
         )
-    return window
+    return layer_window(cfg, window, notes).args()
 
 
 @register(
@@ -150,7 +151,7 @@ def nemotron_nas(cfg: ConfigView) -> Layout:
             continue
         kv = _nas_kv_heads(cfg, attention, i, heads)
         kv_counts.add(kv)
-        part = attention_part(cfg, heads=heads, kv=kv, key_dim=dim, window=_nas_window(cfg, attention, i))
+        part = attention_part(cfg, heads=heads, kv=kv, key_dim=dim, **_nas_window(cfg, attention, i, notes))
         layers.append(LayerSpec(index=i, kind=part.kind, parts=(part,)))
         if attention.get("num_sink_tokens"):
             warnings.append(f"layer {i}: num_sink_tokens ignored (sink tokens are not counted)")
@@ -163,7 +164,7 @@ def nemotron_nas(cfg: ConfigView) -> Layout:
             f"KV heads vary by layer ({', '.join(map(str, sorted(kv_counts)))}): SGLang refuses variable "
             "GQA, and vLLM's head count takes the first attention block"
         )
-    return Layout(layers=layers, notes=notes, warnings=warnings)
+    return Layout(layers=layers, notes=list(dict.fromkeys(notes)), warnings=warnings)  # one note per window
 
 
 _JET_ROLES = {"attn": ATTENTION, "swa": SLIDING, "jet": LINEAR}
@@ -206,8 +207,8 @@ def jet_nemotron(cfg: ConfigView) -> Layout:
         LINEAR: ("jetblock", lambda: (jetblock_state(cfg),)),
     }
     if SLIDING in roles:
-        window = effective_window(cfg, window_of(cfg, "efficient_attention_config.swa.window_size"), notes)
-        parts[SLIDING] = ("sliding" if window else "full", lambda: (attention_part(cfg, window=window),))
+        window = layer_window(cfg, window_of(cfg, "efficient_attention_config.swa.window_size"), notes)
+        parts[SLIDING] = (window.kind, lambda: (attention_part(cfg, **window.args()),))
         notes.append("swa layers counted over their window; SGLang (no hybrid-SWA pool for this model) "
                      "allocates them as full attention")
     cfg.mark("efficient_attention_config")

@@ -12,7 +12,7 @@ from hfkv.config import ConfigView
 from hfkv.errors import ConfigError
 from hfkv.specs import LayerSpec, Layout
 
-from .attention_keys import attention_shape, effective_window, heads_part, num_layers
+from .attention_keys import attention_shape, heads_part, layer_window, num_layers
 from .layer_builders import mtp_note
 from .layer_patterns import cut_note, is_sliding_type, layer_types
 from .registry import register
@@ -60,7 +60,7 @@ def step3p5(cfg: ConfigView) -> Layout:
     window = cfg.optional_int("sliding_window")
     if any(sliding) and not window:
         raise ConfigError(cfg.path("sliding_window"), "missing, but layer_types has sliding layers")
-    window = effective_window(cfg, window, notes)
+    window = layer_window(cfg, window, notes)
     cfg.mark("num_sliding_attention_heads")  # query heads only: no effect on the cache
     other_kv = _positive(cfg, "attention_other_setting.num_attention_groups", other.get("num_attention_groups"), kv)
     other_dim = _positive(cfg, "attention_other_setting.head_dim", other.get("head_dim"), key_dim)
@@ -68,6 +68,6 @@ def step3p5(cfg: ConfigView) -> Layout:
     for i, name in enumerate(types):
         # attention_other_setting reshapes the layers of its attention_type; the type decides the window.
         layer_kv, layer_dim = (other_kv, other_dim) if name == other_type else (kv, key_dim)
-        part = heads_part(layer_kv, layer_dim, layer_dim, window=window if sliding[i] else None)
+        part = heads_part(layer_kv, layer_dim, layer_dim, **(window.args() if sliding[i] else {}))
         layers.append(LayerSpec(index=i, kind=part.kind, parts=(part,)))
     return Layout(layers=layers, notes=notes + mtp_note(cfg))

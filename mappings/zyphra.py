@@ -16,11 +16,12 @@ from hfkv.errors import ConfigError
 from hfkv.specs import FullAttention, Layout, ShortConvState
 
 from .attention_keys import (
+    Window,
     attention_part,
-    effective_window,
     head_dim,
     hidden_size,
     kv_heads,
+    layer_window,
     num_heads,
     num_layers,
     sliding_window,
@@ -115,15 +116,15 @@ def zaya(cfg: ConfigView) -> Layout:
     )
     notes: list[str] = []
 
-    def with_cca(window: int | None) -> Callable[[], tuple]:
-        return lambda: (attention_part(cfg, window=window, head_dim_defaults=True),) + cca_states(cfg)
+    def with_cca(window: Window) -> Callable[[], tuple]:
+        return lambda: (attention_part(cfg, head_dim_defaults=True, **window.args()),) + cca_states(cfg)
 
-    parts: dict[str, tuple[str, PartsFactory]] = {ATTENTION: ("full+cca", with_cca(None)), MLP: ("mlp", lambda: ())}
+    parts: dict[str, tuple[str, PartsFactory]] = {ATTENTION: ("full+cca", with_cca(Window())), MLP: ("mlp", lambda: ())}
     if SLIDING in roles:
-        window = effective_window(cfg, sliding_window(cfg), notes)
-        if window is None:
+        window = layer_window(cfg, sliding_window(cfg), notes)
+        if not window.args():
             raise ConfigError(cfg.path("sliding_window"), "missing, but layer_types has hybrid_sliding layers")
-        parts[SLIDING] = ("sliding+cca", with_cca(window))
+        parts[SLIDING] = (f"{window.kind}+cca", with_cca(window))
     if MLP in roles:
         notes.append("layers that are not 'a' in zaya_layers keep no cache")
     return hybrid_layout(cfg, roles, parts, notes, warnings)
