@@ -256,7 +256,8 @@ def test_since_with_a_bad_date_has_no_doubled_prefix(tmp_path):
 def test_a_watch_author_that_does_not_exist_says_so(fake_hub, tmp_path):
     result = CliRunner().invoke(main, ["watch", "--author", "nobody-at-all", "--out", str(tmp_path / "o"), "--once",
                                        "--endpoint", fake_hub.url])
-    assert result.exit_code == 0 and "nobody-at-all: no such user or organisation" in result.stderr
+    # Not a clean run: the author a scheduler watches does not exist (one line, exit 1).
+    assert result.exit_code == 1 and "hfkv: error: nobody-at-all: no such user or organisation" in result.stderr
     fake_hub.reset()
     fake_hub.add_model(f"{ORG}/old", {"config.json": CONFIG}, created_at="2020-01-01T00:00:00.000Z")
     quiet = CliRunner().invoke(main, ["watch", "--author", ORG, "--out", str(tmp_path / "p"), "--once",
