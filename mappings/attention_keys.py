@@ -262,11 +262,16 @@ class Window:
         return {"declared_window": self.declared} if self.declared is not None else {}
 
 
-def layer_window(cfg: ConfigView, window: int | None, notes: list[str]) -> Window:
-    """``window`` (already read; None or 0: none) sorted into a ``Window``, with ``effective_window``'s note."""
+def layer_window(cfg: ConfigView, window: int | None, notes: list[str] | None = None) -> Window:
+    """``window`` (already read; None or 0: none) sorted into a ``Window``; ``effective_window``'s note
+    goes to ``notes``, or to the config's own notes (``cfg.note``, once) without a list."""
     window = window or None
     declared = window if covers_every_position(cfg, window) else None
-    return Window(bound=effective_window(cfg, window, notes), declared=declared)
+    found: list[str] = []
+    bound = effective_window(cfg, window, found)
+    for note in found:
+        notes.append(note) if notes is not None else cfg.note(note)
+    return Window(bound=bound, declared=declared)
 
 
 def attention_part(
@@ -340,4 +345,4 @@ OVERRIDE_SIZES = frozenset({"head_dim", "num_key_value_heads", "kv_lora_rank", "
 
 def windowed_attention(cfg: ConfigView, key_dim: int | None = None) -> tuple:
     """The attention part of a hybrid, windowed when ``sliding_window`` is set (vLLM applies it)."""
-    return (attention_part(cfg, key_dim=key_dim, **layer_window(cfg, sliding_window(cfg), []).args()),)
+    return (attention_part(cfg, key_dim=key_dim, **layer_window(cfg, sliding_window(cfg)).args()),)

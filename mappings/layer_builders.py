@@ -155,7 +155,7 @@ def gqa_parts(cfg: ConfigView, *, head_dim_defaults: bool = False, windowed: boo
     """Standard attention for the full layers; ``windowed`` honours ``sliding_window`` (vLLM applies it)."""
 
     def make() -> tuple:
-        window = layer_window(cfg, sliding_window(cfg), []) if windowed else Window()
+        window = layer_window(cfg, sliding_window(cfg)) if windowed else Window()
         return (attention_part(cfg, head_dim_defaults=head_dim_defaults, **window.args()),)
 
     cfg.mark("use_sliding_window", "sliding_window")

@@ -110,7 +110,7 @@ def _nas_kv_heads(cfg: ConfigView, attention: dict, i: int, heads: int) -> int:
     return heads // group
 
 
-def _nas_window(cfg: ConfigView, attention: dict, i: int, notes: list[str]) -> dict:
+def _nas_window(cfg: ConfigView, attention: dict, i: int) -> dict:
     """The part keywords of block i's ``window_length`` (see ``layer_window``)."""
     window = attention.get("window_length")
     if window is None:
@@ -119,7 +119,7 @@ def _nas_window(cfg: ConfigView, attention: dict, i: int, notes: list[str]) -> d
         raise ConfigError(
             cfg.path(f"block_configs[{i}].attention.window_length"), f"expected a positive integer, got {window!r}"[:200]
         )
-    return layer_window(cfg, window, notes).args()
+    return layer_window(cfg, window).args()  # its note once, via cfg.note
 
 
 @register(
@@ -151,7 +151,7 @@ def nemotron_nas(cfg: ConfigView) -> Layout:
             continue
         kv = _nas_kv_heads(cfg, attention, i, heads)
         kv_counts.add(kv)
-        part = attention_part(cfg, heads=heads, kv=kv, key_dim=dim, **_nas_window(cfg, attention, i, notes))
+        part = attention_part(cfg, heads=heads, kv=kv, key_dim=dim, **_nas_window(cfg, attention, i))
         layers.append(LayerSpec(index=i, kind=part.kind, parts=(part,)))
         if attention.get("num_sink_tokens"):
             warnings.append(f"layer {i}: num_sink_tokens ignored (sink tokens are not counted)")
@@ -164,7 +164,7 @@ def nemotron_nas(cfg: ConfigView) -> Layout:
             f"KV heads vary by layer ({', '.join(map(str, sorted(kv_counts)))}): SGLang refuses variable "
             "GQA, and vLLM's head count takes the first attention block"
         )
-    return Layout(layers=layers, notes=list(dict.fromkeys(notes)), warnings=warnings)  # one note per window
+    return Layout(layers=layers, notes=notes, warnings=warnings)
 
 
 _JET_ROLES = {"attn": ATTENTION, "swa": SLIDING, "jet": LINEAR}

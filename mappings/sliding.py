@@ -70,7 +70,6 @@ _TABLE: dict[str, tuple[int | None, Callable[[ConfigView], Rule], bool]] = {
     "apertus": (None, _every_layer, False),
     "rnj1": (None, _every_layer, False),
     "dory": (None, _every_layer, False),
-    "domyn_edge": (None, _every_layer, False),
     "flint": (None, _every_layer, False),
     "iquest_q1": (None, _every_layer, False),
     "spark2_5": (None, _every_layer, False),
@@ -82,7 +81,7 @@ _TABLE: dict[str, tuple[int | None, Callable[[ConfigView], Rule], bool]] = {
 # Architecture -> the model type whose row applies (a config whose model_type is new still lands right).
 _ARCHITECTURES = {
     "AfmoeForCausalLM": "afmoe", "ApertusForCausalLM": "apertus", "BeamForCausalLM": "beam",
-    "Cohere2ForCausalLM": "cohere2", "Cohere2MoeForCausalLM": "cohere2_moe", "DomynEdgeForCausalLM": "domyn_edge",
+    "Cohere2ForCausalLM": "cohere2", "Cohere2MoeForCausalLM": "cohere2_moe",
     "DoryForCausalLM": "dory", "Exaone4ForCausalLM": "exaone4", "Exaone4_5_ForConditionalGeneration": "exaone4",
     "ExaoneMoEForCausalLM": "exaone_moe", "ExaoneMoeForCausalLM": "exaone_moe", "FlintForCausalLM": "flint",
     "Gemma2ForCausalLM": "gemma2", "Gemma3ForCausalLM": "gemma3_text", "Gemma3ForConditionalGeneration": "gemma3",

@@ -198,3 +198,166 @@ def test_dots3_swa_latent_from_per_layer_config():
     rep = report(data)
     # MLA-SWA: (256 + 64) × 2 = 640 B over W = 512: γ = 33 × 512 × 640 = 10813440; α unchanged 16692
     assert (rep.alpha_bytes_per_token, rep.gamma_bytes_per_request) == (16692, 10813440)
+
+
+# -- windows that cover every position (FullAttention.declared_window) --------------------------------
+
+
+def _text(data: dict) -> dict:
+    return data.get("text_config", data)
+
+
+def _with(data: dict, **keys) -> dict:
+    """A copy of ``data`` with ``keys`` set where its attention keys live (text_config when present)."""
+    data = json.loads(json.dumps(data))
+    _text(data).update(keys)
+    return data
+
+
+def _nas_window(length: int) -> dict:
+    data = load("nvidia__Llama-3_3-Nemotron-Super-49B-v1")
+    for block in data["block_configs"][:4]:  # the first four attention blocks get a window
+        block["attention"]["window_length"] = length
+    return data
+
+
+# (case, config with a window that bounds the context, the same with W ≥ max positions, that W)
+COVERING = [
+    ("gemma4", _with(load("google__gemma-4-E2B-it"), sliding_window=512),
+     _with(load("google__gemma-4-E2B-it"), sliding_window=131072), 131072),
+    ("gemma3n", load("google__gemma-3n-E4B-transformers-defaults"),
+     _with(load("google__gemma-3n-E4B-transformers-defaults"), sliding_window=32768), 32768),
+    ("mimo_v2", dict(MIMO_DOCUMENTED, max_position_embeddings=131072),
+     dict(MIMO_DOCUMENTED, max_position_embeddings=131072, sliding_window_size=131072), 131072),
+    ("step3p5", _with(_step_config({}), max_position_embeddings=128000),
+     _with(_step_config({}), max_position_embeddings=128000, sliding_window=200000), 200000),
+    ("recurrent_gemma", load("google__recurrentgemma-2b-transformers-defaults"),
+     _with(load("google__recurrentgemma-2b-transformers-defaults"), attention_window_size=8192,
+           max_position_embeddings=8192), 8192),
+    ("inkling", load("thinkingmachines__Inkling-transformers-defaults"),
+     _with(load("thinkingmachines__Inkling-transformers-defaults"), sliding_window_size=131072), 131072),
+    ("nemotron_h", _with(load("nvidia__Nemotron-H-56B-Base-8K"), sliding_window=4096),
+     _with(load("nvidia__Nemotron-H-56B-Base-8K"), sliding_window=8192), 8192),
+    ("nemotron_nas", _nas_window(4096), _nas_window(131072), 131072),
+    ("domyn_edge", _with(load(DOMYN := "domyn__Domyn-Edge-Base-config-class-defaults")),
+     _with(load(DOMYN), window_sizes=[[8191, 0] if w > 0 else [w, 0] for w, _ in load(DOMYN)["window_sizes"]]),
+     8192),
+]
+
+
+def _parts(rep) -> list:
+    return [part for layer in rep.layer_specs for part in layer.parts]
+
+
+@pytest.mark.parametrize("case, bounded, covering, window", COVERING, ids=[c[0] for c in COVERING])
+def test_a_window_covering_every_position_is_full_attention_that_keeps_it(case, bounded, covering, window):
+    """The layers a bounded window makes sliding become full attention with ``declared_window`` W
+    (what vLLM mode builds its sliding spec from); every other layer is unchanged, and the figures are
+    those of full attention: α grows by each such layer's E, γ loses its W·E."""
+    before, after = report(bounded), report(covering)
+    sliding = {layer.index for layer in before.layer_specs if any(p.kind == "sliding" for p in layer.parts)}
+    assert sliding, case
+    assert not any(p.kind == "sliding" for p in _parts(after))
+    for old, new in zip(before.layer_specs, after.layer_specs):
+        declared = [getattr(p, "declared_window", None) for p in new.parts if p.kind == "full"]
+        assert declared == ([window] if old.index in sliding else [None] * len(declared)), (case, old.index)
+    entries = {layer.index: layer.entry_bytes for layer in before.layers}
+    grown = sum(entries[i] for i in sliding if before.layers[i].copies)
+    assert after.alpha_bytes_per_token == before.alpha_bytes_per_token + grown
+    assert any("accounted as full attention" in note for note in after.notes)
+
+
+def test_covering_window_figures_by_hand():
+    # MiMo-V2 documented, W = 131072 ≥ 131072: 9 full × 4 × (192 + 128) × 2 = 9 × 2560 = 23040 plus
+    # 39 SWA layers × 8 × (192 + 128) × 2 = 39 × 5120 = 199680 (their own heads): α = 222720, γ = 0
+    rep = report(COVERING[2][2])
+    assert (rep.alpha_bytes_per_token, rep.gamma_bytes_per_request) == (222720, 0)
+    # Domyn-Edge, w = 8191 → 8192 keys ≥ 8192: 12 × 2 × 8 × 256 × 2 + 24 × 2 × 8 × 64 × 2 = 98304 + 49152
+    rep = report(COVERING[-1][2])
+    assert (rep.alpha_bytes_per_token, rep.gamma_bytes_per_request) == (147456, 0)
+
+
+def test_loop_passes_with_a_window_covering_every_position():
+    base = {"model_type": "iquest_loopcoder", "torch_dtype": "bfloat16", "num_hidden_layers": 2,
+            "num_attention_heads": 8, "num_key_value_heads": 2, "head_dim": 64, "loop_num": 2,
+            "max_position_embeddings": 4096}
+    # E = 2 × 2 × 64 × 2 = 512; pass 0 full, pass 1 over W = 64: α = 2 × 512 = 1024, γ = 2 × 64 × 512 = 65536
+    rep = report(dict(base, loop_window_size=64))
+    assert (rep.alpha_bytes_per_token, rep.gamma_bytes_per_request) == (1024, 65536)
+    # W = 4096 ≥ 4096 positions: both passes full, α = 4 × 512 = 2048; pass 1 keeps W for vLLM mode
+    rep = report(dict(base, loop_window_size=4096))
+    assert (rep.alpha_bytes_per_token, rep.gamma_bytes_per_request) == (2048, 0)
+    assert [p.declared_window for p in _parts(rep)] == [None, None, 4096, 4096]
+
+
+def test_mla_window_covering_every_position_warns():
+    data = load("deepseek-ai__DeepSeek-V2-Lite")
+    rep = report(dict(data, sliding_window=163840))  # = max_position_embeddings
+    # the latent stays full: (512 + 64) × 2 = 1152 B × 27 layers = 31104
+    assert (rep.alpha_bytes_per_token, rep.gamma_bytes_per_request) == (31104, 0)
+    assert any("vLLM still builds a sliding-window one" in w for w in rep.warnings)
+    assert not any("sliding-window one" in w for w in report(dict(data, sliding_window=4096)).warnings)
+
+
+# -- Domyn-Edge: window_sizes and head_sizes per layer ----------------------------------------------
+
+
+def test_domyn_edge_per_layer_windows_and_head_sizes():
+    # Facts of domyn/Domyn-Edge-Base as its config class's defaults give them: 36 layers, 8 KV heads,
+    # max_position_embeddings 8192; NoPE layers full with head size 256, RoPE layers window (1024, 0)
+    # with head size 64 (pattern 2 × NoPE, 8 × (RoPE, RoPE, RoPE, NoPE), 2 × NoPE).
+    rep = report(load(DOMYN))
+    assert rep.mapper == "domyn.domyn_edge"
+    sliding = [i for i in range(36) if 2 <= i < 34 and (i - 2) % 4 != 3]
+    assert indices(rep, "sliding") == sliding and len(sliding) == 24
+    # (w, 0) attends to [pos − 1024, pos]: 1025 keys, vLLM's window_size + 1
+    assert {rep.layers[i].window for i in sliding} == {1025}
+    # full: 2 × 8 × 256 × 2 = 8192 B; sliding: 2 × 8 × 64 × 2 = 2048 B
+    assert (rep.layers[0].entry_bytes, rep.layers[2].entry_bytes) == (8192, 2048)
+    # α = 12 × 8192 = 98304; γ = 24 × 1025 × 2048 = 50380800
+    assert (rep.alpha_bytes_per_token, rep.gamma_bytes_per_request) == (98304, 50380800)
+    # S = 8192: 98304 × 8192 + 50380800 = 805306368 + 50380800
+    assert report(load(DOMYN), contexts=(8192,)).contexts[0].kv_bytes_per_request == 855687168
+    # TP 8: one KV head per GPU → every figure / 8: α = 12288, γ = 6297600
+    tp8 = report(load(DOMYN), tensor_parallel_size=8)
+    assert (tp8.alpha_bytes_per_token, tp8.gamma_bytes_per_request) == (12288, 6297600)
+
+
+def test_domyn_edge_per_layer_config_wins_over_head_sizes():
+    # vLLM reads per_layer_config[i].head_dim; a list of per-layer objects, as its config class builds it
+    data = load(DOMYN)
+    data["per_layer_config"] = [{"head_dim": 128} for _ in range(36)]
+    rep = report(data)
+    # every layer 2 × 8 × 128 × 2 = 4096 B: α = 12 × 4096 = 49152; γ = 24 × 1025 × 4096 = 100761600
+    assert (rep.alpha_bytes_per_token, rep.gamma_bytes_per_request) == (49152, 100761600)
+
+
+def test_domyn_edge_without_head_sizes_warns():
+    data = load(DOMYN)
+    del data["head_sizes"]
+    rep = report(data)
+    # hidden 2560 / 32 heads = 80 for every layer: 2 × 8 × 80 × 2 = 2560 B; α = 12 × 2560 = 30720
+    assert rep.alpha_bytes_per_token == 30720
+    assert any("no per_layer_config / head_sizes" in w for w in rep.warnings)
+
+
+@pytest.mark.parametrize("window_sizes, message", [
+    (None, r"window_sizes.*missing"),
+    ("full", r"window_sizes.*expected a list"),
+    ([[1024]] * 36, r"window_sizes\[0\].*expected \[left, right\]"),
+    ([[-1, 0]] * 35, r"window_sizes.*35 entries but the model has 36 layers"),
+])
+def test_domyn_edge_bad_window_sizes(window_sizes, message):
+    data = load(DOMYN)
+    data["window_sizes"] = window_sizes
+    with pytest.raises(ConfigError, match=message):
+        report(data)
+
+
+def test_domyn_edge_window_zero_or_negative_is_full():
+    data = load(DOMYN)
+    data["window_sizes"] = [[0, 0]] * 18 + [[-1, 0]] * 18
+    rep = report(data)
+    # no window (vLLM: window_size ≤ 0 → None): α = 12 × 8192 + 24 × 2048 = 147456, γ = 0
+    assert (rep.alpha_bytes_per_token, rep.gamma_bytes_per_request) == (147456, 0)
+    assert not any(getattr(p, "declared_window", None) for p in _parts(rep))

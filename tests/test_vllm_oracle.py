@@ -2,8 +2,9 @@
 
 The rows come from ``shared/tools/vllm-oracle`` (vLLM's start-up path run on CPU with a simulated GPU):
 ``shared/engine-oracles/vllm-0.33.0-h200.jsonl`` (H200, SM 9.0) and this project's
-``tests/oracles/vllm-0.33.0-*.jsonl`` (other GPU generations, see tests/oracles/README.md). Every row is
-driven the way a user would: the config from ``shared/hub-configs``, the row's TP and KV dtype, the
+``tests/oracles/vllm-0.33.0-*.jsonl`` (other GPU generations, and hub configs edited to a window that covers
+every position, see tests/oracles/README.md). Every row is driven the way a user would: the config from
+``shared/hub-configs`` (or ``tests/oracles/window-configs``), the row's TP and KV dtype, the
 row's budget, no ``max_model_len`` (so hfkv's own default is compared with vLLM's), the row's GPU
 generation. A row with vLLM's error must make hfkv refuse with vLLM's reason; any other row must match
 on every figure vLLM logs or keeps. Rows where the oracle itself failed offline are listed in
@@ -25,6 +26,7 @@ from hfkv.report import Options, inspect_config
 HERE = Path(__file__).resolve().parent
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 HUB_CONFIGS = SHARED / "hub-configs"
+WINDOW_CONFIGS = HERE / "oracles" / "window-configs"  # edited hub configs (tests/oracles/README.md)
 ORACLE_FILES = (SHARED / "engine-oracles" / "vllm-0.33.0-h200.jsonl", *sorted((HERE / "oracles").glob("vllm-*.jsonl")))
 SM_OF_PLATFORM = {"H200": "9.0", "B200": "10.0", "A100": "8.0"}
 DEFAULT_BATCHED_TOKENS = 8192  # hfkv's default (vLLM on a >= 70 GiB non-A100 GPU)
@@ -69,6 +71,12 @@ def capability(row: dict) -> str:
     raise AssertionError(f"{row['config']}: no known platform in {platform!r}")
 
 
+def config_path(row: dict) -> Path:
+    """The row's config: this project's edited copy when there is one, else the shared hub config."""
+    edited = WINDOW_CONFIGS / row["config"]
+    return edited if edited.is_file() else HUB_CONFIGS / row["config"]
+
+
 class ModelRefused(Exception):
     """hfkv itself refuses the model (no layer specs), before any engine mode runs."""
 
@@ -79,7 +87,7 @@ def run_hfkv(row: dict):
     A refusal of the model itself (the mapper's: encoder-decoder, encoder-only) comes back as a
     ``ModelRefused``: no engine figure is printed then either.
     """
-    data = json.loads((HUB_CONFIGS / row["config"]).read_text())
+    data = json.loads(config_path(row).read_text())
     options = Options(kv_cache_dtype=row["kv_cache_dtype_arg"], tensor_parallel_size=row["tp"])
     try:
         report = inspect_config(data, model=row["config"], options=options)
