@@ -200,7 +200,7 @@ class Report:
         for name in _REPORT_KEYS:
             data[name] = getattr(self, name)
         data["architectures"] = list(self.architectures)
-        data["layers"] = [_layer_dict(layer) for layer in self.layers]
+        data["layers"] = _layer_dicts(self.layers)
         data["groups"] = [_plain(g) for g in self.groups]
         data["contexts"] = [
             {"tokens": c.tokens, "kv_bytes_per_request": c.kv_bytes_per_request,
@@ -224,15 +224,31 @@ _REPORT_KEYS = (
 )
 
 
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}  # dataclass -> its field names (``fields()`` is slow)
+
+
 def _plain(obj: Any) -> dict[str, Any]:
     """A flat dataclass as a dict, lists copied (``dataclasses.asdict`` deep-copies: slower)."""
-    return {f.name: (list(v) if isinstance(v := getattr(obj, f.name), list) else v) for f in fields(obj)}
+    names = _FIELD_NAMES.get(type(obj))
+    if names is None:
+        names = _FIELD_NAMES[type(obj)] = tuple(f.name for f in fields(obj))
+    return {name: (list(v) if isinstance(v := getattr(obj, name), list) else v) for name in names}
 
 
-def _layer_dict(layer: LayerReport) -> dict[str, Any]:
-    data = _plain(layer)
-    data["parts"] = [{**_plain(part), "params": dict(part.params)} for part in layer.parts]
-    return data
+def _layer_dicts(layers: list[LayerReport]) -> list[dict[str, Any]]:
+    """``layers[]`` of the JSON. A layer listed at many indices (``_at``: same parts, same figures)
+    is converted once; each index gets its own copy of that dict, so no two entries share one."""
+    converted: dict[tuple, dict[str, Any]] = {}
+    out = []
+    for layer in layers:
+        data = _plain(layer)
+        key = (id(layer.parts), *(v for k, v in data.items() if k not in ("index", "parts")))
+        parts = converted.get(key)
+        if parts is None:
+            parts = converted[key] = [{**_plain(part), "params": dict(part.params)} for part in layer.parts]
+        data["parts"] = [{**part, "params": dict(part["params"])} for part in parts]
+        out.append(data)
+    return out
 
 
 def _jsonable(value: Any) -> Any:
@@ -342,6 +358,14 @@ def _layer_report(layer: LayerSpec, p: dtypes.Precision, tp: int) -> LayerReport
     )
 
 
+def _at(rep: LayerReport, index: int) -> LayerReport:
+    """``rep`` listed at another index: a shallow copy, as ``dataclasses.replace`` makes, without
+    re-running ``__init__`` (a deep model lists thousands of copies of a few distinct layers)."""
+    copy = object.__new__(LayerReport)
+    copy.__dict__.update(rep.__dict__, index=index)
+    return copy
+
+
 def _group_key(rep: LayerReport) -> tuple:
     """Layers with the same label and the same storage figures are one group."""
     return (rep.kind, rep.copies, rep.entry_bytes, rep.state_bytes, " + ".join(pr.entries for pr in rep.parts))
@@ -368,7 +392,7 @@ def _layer_tables(layers: list[LayerSpec], p: dtypes.Precision, tp: int) -> tupl
         if len(indices) < MAX_LISTED_LAYERS:
             indices.append(layer.index)
         if len(listed) < MAX_LISTED_LAYERS:
-            listed.append(replace(rep, index=layer.index))
+            listed.append(rep if rep.index == layer.index else _at(rep, layer.index))
     full_entry = next((layer.slope(p, tp) for layer in layers if layer.slope(p, tp) and layer.copies), None)
     groups = []
     for first, indices, n in grouped.values():
