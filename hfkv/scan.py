@@ -15,18 +15,16 @@ import csv
 import io
 import json
 import os
-import queue
 import re
 import stat
 import sys
-import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Iterable
 
 import click
 
-from . import tfdefaults
+from . import fetchers, tfdefaults
 from .cli import accounting_options, build_hub, build_options, hub_options
 from .errors import HfkvError, UsageError, one_line
 from .units import format_bytes, format_tokens
@@ -556,6 +554,7 @@ def _progress(total: int) -> Any:
         return None
     from tqdm import tqdm
 
+    tqdm.monitor_interval = 0  # no monitor thread: the fetching process is forked only while none runs
     return tqdm(total=total, file=sys.stderr, unit="model", dynamic_ncols=True, leave=False)
 
 
@@ -568,62 +567,28 @@ def print_table(rows: list[list[str]], columns: Columns) -> None:
     print_rows(console_for(), None, layout, rows)
 
 
-_DONE = object()  # a worker's last item on the results queue
-
-
 def run(entries: list[str], job: Job, out: Output, jobs: int) -> None:
-    """Fetch every entry with ``jobs`` threads, report on each in this thread as its fetch completes;
-    rows go to ``out`` in completion order. A model whose report needs the transformers defaults the
-    helper process is still starting to provide waits, and the others go first.
-
-    The workers take entries one at a time and hand results over a bounded queue, so a fetched
-    config is held only until its row is written: memory does not grow with the list (a pool's
-    futures would keep every result). On any exception (Ctrl-C, a failed write) the workers are
-    told to stop and the exception propagates at once: they are daemon threads, not joined, since
-    one may be stuck in a Hub request.
+    """Fetch every entry, ``jobs`` at a time (``hfkv.fetchers``: threads, in a process of their own
+    for a long list), and report on each in this thread as its fetch completes; rows go to ``out``
+    in completion order. A model whose report needs the transformers defaults the helper process is
+    still starting to provide waits, and the others go first. On any exception (Ctrl-C, a failed
+    write) the fetching stops and the exception propagates at once.
     """
     if not entries:
         return
-    count = min(jobs, len(entries))
-    results: queue.Queue = queue.Queue(maxsize=4 * count)
-    feed, feed_lock, stop = iter(entries), threading.Lock(), threading.Event()
+    with fetchers.fetching(entries, job.fetch, jobs) as results:
+        import hfkv.mappings  # noqa: F401 - the reports' imports, made while the first fetches travel
+        import hfkv.report  # noqa: F401
 
-    def work() -> None:
-        try:
-            while not stop.is_set():
-                with feed_lock:
-                    entry = next(feed, None)
-                if entry is None:
-                    break
-                results.put(job.fetch(entry))
-        finally:
-            results.put(_DONE)
-
-    for number in range(count):
-        threading.Thread(target=work, name=f"hfkv-scan-{number}", daemon=True).start()
-    try:
-        _consume(results, count, job, out)
-    except BaseException:
-        stop.set()
-        raise
-
-
-def _consume(results: queue.Queue, workers: int, job: Job, out: Output) -> None:
-    """Rows from the fetched results until every worker is done (see ``run``)."""
-    waiting: list[Fetched] = []  # need transformers defaults before the helper has them
-    ended = 0
-    while ended < workers:
-        fetched = results.get()
-        if fetched is _DONE:
-            ended += 1
-            continue
-        row = job.finish(fetched, defer=True)
-        if row is None:
-            waiting.append(fetched)
-        else:
-            out.add(row)
-        while waiting and tfdefaults.ready():
-            out.add(job.finish(waiting.pop(0)))
+        waiting: list[Fetched] = []  # need transformers defaults before the helper has them
+        for fetched in results:
+            row = job.finish(fetched, defer=True)
+            if row is None:
+                waiting.append(fetched)
+            else:
+                out.add(row)
+            while waiting and tfdefaults.ready():
+                out.add(job.finish(waiting.pop(0)))
     for fetched in waiting:  # the helper is not ready yet: wait for it now
         out.add(job.finish(fetched))
 
