@@ -316,18 +316,14 @@ def per_layer_override(cfg: ConfigView, i: int) -> dict:
     """Layer i's entry of ``per_layer_config`` (transformers 5.24's saved form of per-type geometry), or {}.
 
     transformers folds keys such as Gemma 4's ``global_head_dim`` or Dots3's ``swa_kv_lora_rank`` into
-    ``{"<layer index>": {"head_dim": ..., "num_key_value_heads": ...}}`` when it saves a config; a list
-    of per-layer objects (Domyn-Edge's, read by index as vLLM does) is read the same way.
+    ``{"<layer index>": {"head_dim": ..., "num_key_value_heads": ...}}`` when it saves a config.
     """
     table = cfg.value("per_layer_config")
     if table is None:
         return {}
-    if isinstance(table, list):
-        entry = table[i] if i < len(table) else None
-    elif isinstance(table, dict):
-        entry = table.get(str(i), table.get(i))
-    else:
+    if not isinstance(table, dict):
         raise ConfigError(cfg.path("per_layer_config"), f"expected an object, got {type(table).__name__}")
+    entry = table.get(str(i), table.get(i))
     if entry is None:
         return {}
     if not isinstance(entry, dict):

@@ -3,7 +3,8 @@
 What vLLM 0.33.0's ``domyn_edge.py`` reads for layer i: ``window_sizes[i][0]``, the left bound w of
 the reference model's flash-attention window (w, 0) — keys [pos − w, pos], w + 1 of them — which vLLM
 caches as a sliding window of w + 1 (w ≤ 0: full attention); the head size
-``per_layer_config[i].head_dim`` (the reference config writes it as ``head_sizes[i]``); and
+``per_layer_config[i].head_dim`` (transformers' per-layer form, ``{"<i>": {"head_dim": …}}``; the
+reference config writes it as ``head_sizes[i]``); and
 ``num_key_value_heads`` for every layer. ``position_layers`` (RoPE or NoPE) does not change the cache.
 SGLang 0.5.23 does not serve the architecture.
 """

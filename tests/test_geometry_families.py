@@ -324,9 +324,9 @@ def test_domyn_edge_per_layer_windows_and_head_sizes():
 
 
 def test_domyn_edge_per_layer_config_wins_over_head_sizes():
-    # vLLM reads per_layer_config[i].head_dim; a list of per-layer objects, as its config class builds it
+    # vLLM reads per_layer_config[i].head_dim (transformers' per-layer form: {"<i>": {...}})
     data = load(DOMYN)
-    data["per_layer_config"] = [{"head_dim": 128} for _ in range(36)]
+    data["per_layer_config"] = {str(i): {"head_dim": 128} for i in range(36)}
     rep = report(data)
     # every layer 2 × 8 × 128 × 2 = 4096 B: α = 12 × 4096 = 49152; γ = 24 × 1025 × 4096 = 100761600
     assert (rep.alpha_bytes_per_token, rep.gamma_bytes_per_request) == (49152, 100761600)
