@@ -53,6 +53,9 @@ def _head_dims(cfg: ConfigView, n: int, warnings: list[str]) -> list[int]:
         warnings.append(f"no per_layer_config / head_sizes: every layer is given head_dim {single} (vLLM reads "
                         "per_layer_config[i].head_dim, which the repository's config class builds)")
         return [single] * n
+    if not any(overrides):
+        cfg.note("head sizes from head_sizes (vLLM 0.33.0 reads per_layer_config[i].head_dim, the per-layer "
+                 "form transformers saves)")
     dims = [o or (sizes[i] if sizes is not None else None) for i, o in enumerate(overrides)]
     missing = next((i for i, dim in enumerate(dims) if not dim), None)
     if missing is not None:
