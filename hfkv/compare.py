@@ -19,15 +19,16 @@ from collections import Counter
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from . import accounting as acc
 from .cli import accounting_options, build_hub, build_options, hub_options
 from .errors import HfkvError
-from .report import Options, Report
 from .units import format_bytes, format_tokens
+
+if TYPE_CHECKING:  # the report stack (pydantic) is imported by the command, not by --help
+    from .report import Options, Report
 
 PAST_MAX = "†"  # marks a context longer than the model's max_position_embeddings
 
@@ -138,6 +139,8 @@ class RequestCost:
         self.counts = Counter(part for layer in report.layer_specs for part in layer.parts)
         self.precision, self.tp = report.precision, report.tensor_parallel_size
         self.extra = extra_state(report)
+        from . import accounting as acc
+
         self._memory = acc.costs(report.layer_specs, self.precision, self.tp).memory
 
     def __call__(self, S: int) -> Fraction:

@@ -21,14 +21,16 @@ import textwrap
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from .cli import accounting_options, fail, hub_options, planning_options
 from .compare import Collected, RequestCost, all_pairs, collect_reports
-from .report import Report
 from .units import format_bytes, format_tokens
+
+if TYPE_CHECKING:
+    from .report import Report
 
 MISSING_EXTRA = "install hfkv[plot] for plots"
 DEFAULT_BUDGET = 64 * 1024**3  # stated in the panel title when --budget is not given

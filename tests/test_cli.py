@@ -224,6 +224,12 @@ def test_help_imports_no_report_machinery_and_nothing_of_pydantic():
     assert not _pydantic(loaded), sorted(_pydantic(loaded))
 
 
+@pytest.mark.parametrize("command", ["scan", "watch", "compare", "plot", "serve"])
+def test_a_subcommands_help_imports_nothing_of_pydantic(command):
+    loaded = set(_cli_after(command, "--help")["MODULES"])
+    assert not _pydantic(loaded) and "hfkv.report" not in loaded, sorted(_pydantic(loaded))
+
+
 def test_a_local_json_report_validates_with_pydantic_without_plugin_discovery():
     seen = _cli_after(LLAMA, "--format", "json")
     loaded = set(seen["MODULES"])
