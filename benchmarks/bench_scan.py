@@ -19,7 +19,15 @@ in what is kept) and prints both peak RSS: rows are streamed and reports not kep
 should not grow with the list (the goal: M = 10,000 within 1.5 × N = 300).
 Each of ``--runs`` rounds runs the cold scan, the warm scan and the floor in a fresh cache; the
 medians of the per-round ratios to the floor are printed last.
-Run: ``python benchmarks/bench_scan.py [--repos 300] [--jobs 32] [--runs 3] [--memory 10000]``.
+
+Two costs a cold scan pays and the floor does not are first measured alone: transformers' import
+(what the helper process does before it answers a config that needs transformers' defaults; one
+of the fixtures does) and the cache writes (4 folders and 2 files per repo, which cost what the
+disk's metadata costs: ~0.05 ms on a tmpfs, 0.1-3 ms on the benchmark VM's disk, varying from
+run to run). ``--cache-root DIR`` puts the scans' ``HF_HOME`` folders under DIR (e.g. /dev/shm);
+``--no-sparse`` leaves out the fixtures whose report needs transformers' defaults.
+Run: ``python benchmarks/bench_scan.py [--repos 300] [--jobs 32] [--runs 3] [--memory 10000]
+[--cache-root DIR] [--no-sparse]``.
 """
 
 from __future__ import annotations
@@ -39,17 +47,19 @@ ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "fixtures"
 
 
-def usable_configs() -> list[bytes]:
-    """config.json bytes of every fixture hfkv reports on without error (so every row is a success)."""
+def usable_configs(dense_only: bool = False) -> list[bytes]:
+    """config.json bytes of every fixture hfkv reports on without error (so every row is a success);
+    with ``dense_only``, only those whose report needs no transformers defaults (no helper)."""
     import hfkv
 
     found = []
     for path in sorted(FIXTURES.glob("*/config.json")):
         try:
-            hfkv.inspect(str(path))
+            report = hfkv.inspect(str(path))
         except hfkv.HfkvError:
             continue
-        found.append(path.read_bytes())
+        if not (dense_only and report.transformers_defaults):
+            found.append(path.read_bytes())
     return found
 
 
@@ -148,6 +158,27 @@ class Server:
         self.process.join(timeout=10)
 
 
+IMPORT_TRANSFORMERS = ("import os; os.environ['TRANSFORMERS_VERBOSITY'] = 'error'\n"
+                       "from transformers import CONFIG_MAPPING; CONFIG_MAPPING.keys()\n")
+
+
+def side_costs(root: str | None, repos: int) -> None:
+    """Two costs a cold scan pays that the floor does not, each measured alone: transformers'
+    import (what the helper does before it can answer) and the cache writes (``hubcache.store`` of
+    ``repos`` configs under ``root``: 4 folders and 2 files per repo, the disk's metadata cost)."""
+    from hfkv import hubcache
+
+    wall, cpu, _ = measured([sys.executable, "-c", OWN_PEAK + IMPORT_TRANSFORMERS], dict(os.environ))
+    print(f"transformers import alone (fresh process): {wall:.2f} s wall, {cpu:.2f} s CPU")
+    body = FIXTURES.joinpath("Qwen__Qwen2.5-7B", "config.json").read_bytes()
+    with tempfile.TemporaryDirectory(prefix="hfkv-bench-store-", dir=root) as tmp:
+        start = time.process_time()
+        for i in range(repos):
+            hubcache.store(tmp, repo_id(i), "config.json", revision=None, commit=f"{i:040x}", body=body)
+        print(f"cache writes alone under {tmp.rsplit('/', 1)[0]}: {(time.process_time() - start) / repos * 1000:.2f} ms "
+              "CPU per repo")
+
+
 def environment(home: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "HUGGING"))}
     env.update(HF_HOME=str(home / "hf"), HF_HUB_CACHE=str(home / "hf" / "hub"),
@@ -173,7 +204,7 @@ def latency_runs(args: argparse.Namespace, configs: list[bytes]) -> None:
     extra_cpu: dict[str, list[float]] = {"cold": [], "warm": []}
     try:
         for _ in range(args.runs):
-            with tempfile.TemporaryDirectory(prefix="hfkv-bench-") as tmp:
+            with tempfile.TemporaryDirectory(prefix="hfkv-bench-", dir=args.cache_root) as tmp:
                 home = Path(tmp)
                 listing = write_listing(home / "models.txt", args.repos)
                 env = environment(home)
@@ -217,7 +248,7 @@ def memory_runs(args: argparse.Namespace, configs: list[bytes]) -> None:
     for repos in (args.repos, args.memory):
         server = Server(configs, repos, 0.0)
         try:
-            with tempfile.TemporaryDirectory(prefix="hfkv-bench-mem-") as tmp:
+            with tempfile.TemporaryDirectory(prefix="hfkv-bench-mem-", dir=args.cache_root) as tmp:
                 home = Path(tmp)
                 listing = write_listing(home / "models.txt", repos)
                 wall, cpu, rss, rows = run_scan(listing, home / "rows.jsonl", server.url, args.jobs, environment(home))
@@ -237,13 +268,18 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3, help="rounds of cold, warm and floor (medians reported)")
     parser.add_argument("--memory", type=int, default=0, metavar="M",
                         help="also compare the peak RSS of a scan of M repos with one of --repos (0 ms)")
+    parser.add_argument("--cache-root", metavar="DIR", help="where the scans' HF_HOME folders are made "
+                        "(default: the system's temporary folder; a tmpfs such as /dev/shm leaves out the disk)")
+    parser.add_argument("--no-sparse", action="store_true",
+                        help="only fixtures whose report needs no transformers defaults (no helper process)")
     args = parser.parse_args()
 
     # An installed hfkv has bytecode (pip compiles it); an editable checkout under
     # PYTHONDONTWRITEBYTECODE=1 would recompile every module at every start: compile once here.
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "hfkv"), str(ROOT / "mappings")],
                    check=True, capture_output=True)
-    configs = usable_configs()
+    configs = usable_configs(dense_only=args.no_sparse)
+    side_costs(args.cache_root, args.repos)
     latency_runs(args, configs)
     if args.memory:
         memory_runs(args, configs)
