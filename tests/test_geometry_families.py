@@ -361,3 +361,47 @@ def test_domyn_edge_window_zero_or_negative_is_full():
     # no window (vLLM: window_size ≤ 0 → None): α = 12 × 8192 + 24 × 2048 = 147456, γ = 0
     assert (rep.alpha_bytes_per_token, rep.gamma_bytes_per_request) == (147456, 0)
     assert not any(getattr(p, "declared_window", None) for p in _parts(rep))
+
+
+WINDOW_ORACLES = Path(__file__).resolve().parent / "oracles"
+
+
+def _sglang_window_rows() -> list[dict]:
+    path = WINDOW_ORACLES / "sglang-0.5.23-windows.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _sglang_cell(row: dict) -> dict:
+    from hfkv.engines import simulate
+
+    data = json.loads((WINDOW_ORACLES / "window-configs" / row["config"]).read_text())
+    rep = inspect_config(data, model=row["config"], options=Options(
+        kv_cache_dtype=row["kv_cache_dtype_requested"], tensor_parallel_size=row["tp"]))
+    return simulate(rep, engine="sglang", budget_bytes=None, max_model_len=None, compute_capability="9.0")
+
+
+def test_sglang_rows_for_covering_windows_outside_its_swa_pool():
+    """SGLang's own figures where it keeps the default pool (Mistral, Nemotron-H) and refuses Domyn-Edge."""
+    rows = [row for row in _sglang_window_rows() if row.get("configurator") != "HybridSWAPoolConfigurator"]
+    assert len(rows) == 16
+    for row in rows:
+        if row["status"] != "ok":
+            with pytest.raises(Exception, match="SGLang 0.5.23 cannot serve"):
+                _sglang_cell(row)
+            continue
+        out = _sglang_cell(row)
+        assert (out["configurator"], out["bytes_per_token"]) == (row["configurator"], row["bytes_per_token"]), row
+        assert out["page_size"] == row["page_size"]
+
+
+@pytest.mark.xfail(strict=True, reason="hfkv/engines/sglang.py::is_local does not count FullAttention.declared_window "
+                                       "as a sliding layer yet: SGLang keeps its hybrid-SWA pool for such a window")
+def test_sglang_rows_for_covering_windows_in_its_swa_pool():
+    """Gemma 4 and MiMo-V2 with W ≥ max positions: SGLang's HybridSWAPoolConfigurator, ratio 0.8."""
+    rows = [row for row in _sglang_window_rows() if row.get("configurator") == "HybridSWAPoolConfigurator"]
+    assert len(rows) == 12
+    for row in rows:
+        out = _sglang_cell(row)
+        assert out["configurator"] == row["configurator"], row["config"]
+        assert out["bytes_per_token"] == pytest.approx(row["bytes_per_token"], rel=1e-12)
+        assert out["swa_bytes_per_token"] == row["swa"]["bytes_per_token"]
