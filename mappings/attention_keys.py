@@ -229,15 +229,6 @@ def effective_window(cfg: ConfigView, window: int | None, notes: list[str]) -> i
     return window
 
 
-def latent_window_warnings(cfg: ConfigView, window: int | None) -> list[str]:
-    """A warning when an MLA latent's window covers every position: the latent spec cannot keep it as a
-    declared window, so ``--engine vllm`` counts a full latent cache where vLLM builds a sliding one."""
-    if not covers_every_position(cfg, window):
-        return []
-    return [f"MLA sliding window {window} covers every position: --engine vllm counts a full latent cache, but "
-            "vLLM still builds a sliding-window one (about one block per request more than shown)"]
-
-
 @dataclass(frozen=True)
 class Window:
     """A sliding window as a config declares it, sorted for the part builders.

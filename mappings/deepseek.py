@@ -8,7 +8,7 @@ from __future__ import annotations
 from hfkv.config import ConfigView
 from hfkv.specs import LayerSpec, Layout
 
-from .attention_keys import effective_window, latent_window_warnings, num_layers, sliding_window
+from .attention_keys import effective_window, num_layers, sliding_window
 from .latent_keys import dsa_indexer, dsa_skips_indexer, mla_latent
 from .layer_builders import mtp_note, pattern_layout
 from .registry import register
@@ -50,12 +50,11 @@ def mla(cfg: ConfigView) -> Layout:
     n = num_layers(cfg)
     notes = mtp_note(cfg)
     # An all-sliding MLA model (Unlimited-OCR) bounds every latent by its window.
-    declared = sliding_window(cfg)
-    window = effective_window(cfg, declared, notes)
+    window = effective_window(cfg, sliding_window(cfg), notes)
     latent = mla_latent(cfg, window=window)
     kind = "mla" if window is None else "mla-sliding"
     layers = [LayerSpec(index=i, kind=kind, parts=(latent,)) for i in range(n)]
-    return Layout(layers=layers, notes=notes, warnings=latent_window_warnings(cfg, declared))
+    return Layout(layers=layers, notes=notes)
 
 
 @register(

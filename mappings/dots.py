@@ -9,7 +9,7 @@ from hfkv.config import ConfigView
 from hfkv.errors import ConfigError
 from hfkv.specs import LayerSpec, Layout, MLALatent
 
-from .attention_keys import effective_window, latent_window_warnings, num_layers, per_layer_override
+from .attention_keys import effective_window, num_layers, per_layer_override
 from .latent_keys import dsa_indexer, mla_latent
 from .layer_builders import mtp_note
 from .layer_patterns import layer_types
@@ -50,8 +50,8 @@ def dots3_note(cfg: ConfigView) -> Layout:
     topk = cfg.optional_int("index_topk", minimum=1, defaults=True)
     plain = mla_latent(cfg)
     indexed = (mla_latent(cfg, topk=topk), dsa_indexer(cfg))
-    declared = cfg.optional_int("sliding_window", "sliding_window_size") or 512  # transformers default
-    window = effective_window(cfg, declared, notes)
+    window = cfg.optional_int("sliding_window", "sliding_window_size") or 512  # transformers default
+    window = effective_window(cfg, window, notes)
     # transformers' SWA defaults: kv_lora_rank 1024, head_dim 256 − qk_nope_head_dim 192 = 64 RoPE dims.
     swa_rank = cfg.integer("swa_kv_lora_rank", default=1024, minimum=1)
     swa_rope = cfg.optional_int("swa_qk_rope_head_dim")
@@ -76,5 +76,4 @@ def dots3_note(cfg: ConfigView) -> Layout:
             layers.append(LayerSpec(index=i, kind="dsa", parts=indexed))
         else:
             layers.append(LayerSpec(index=i, kind="mla", parts=(plain,)))
-    warnings = latent_window_warnings(cfg, declared) if "sliding_attention" in types else []
-    return Layout(layers=layers, notes=notes + mtp_note(cfg), warnings=warnings)
+    return Layout(layers=layers, notes=notes + mtp_note(cfg))

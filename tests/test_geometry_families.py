@@ -239,6 +239,15 @@ COVERING = [
     ("nemotron_h", _with(load("nvidia__Nemotron-H-56B-Base-8K"), sliding_window=4096),
      _with(load("nvidia__Nemotron-H-56B-Base-8K"), sliding_window=8192), 8192),
     ("nemotron_nas", _nas_window(4096), _nas_window(131072), 131072),
+    ("minimax", _with(load(MINIMAX := "MiniMaxAI__MiniMax-Text-01-hf-transformers-defaults"),
+                      max_position_embeddings=131072, sliding_window=4096),
+     _with(load(MINIMAX), max_position_embeddings=131072, sliding_window=131072), 131072),
+    ("bamba", _with(load(BAMBA := "ibm-fms__Bamba-9.8b-2.2T-hf-transformers-defaults"),
+                    attn_layer_indices=[9, 18, 27], max_position_embeddings=4096, sliding_window=1024),
+     _with(load(BAMBA), attn_layer_indices=[9, 18, 27], max_position_embeddings=4096, sliding_window=4096), 4096),
+    ("zaya", _with(load(ZAYA := "Zyphra__ZAYA1-8B-transformers-defaults"), sliding_window=4096,
+                   layer_types=["hybrid", "hybrid_sliding"] * 20),
+     _with(load(ZAYA), sliding_window=131072, layer_types=["hybrid", "hybrid_sliding"] * 20), 131072),
     ("domyn_edge", _with(load(DOMYN := "domyn__Domyn-Edge-Base-config-class-defaults")),
      _with(load(DOMYN), window_sizes=[[8191, 0] if w > 0 else [w, 0] for w, _ in load(DOMYN)["window_sizes"]]),
      8192),
@@ -290,13 +299,18 @@ def test_loop_passes_with_a_window_covering_every_position():
     assert [p.declared_window for p in _parts(rep)] == [None, None, 4096, 4096]
 
 
-def test_mla_window_covering_every_position_warns():
+def test_mla_window_covering_every_position_is_a_full_latent():
+    # An MLA latent has no declared window to keep: vLLM's DeepSeek-V2 MLA reads no sliding_window at all
+    # (a full latent either way), and vLLM does not serve Dots3.
     data = load("deepseek-ai__DeepSeek-V2-Lite")
     rep = report(dict(data, sliding_window=163840))  # = max_position_embeddings
     # the latent stays full: (512 + 64) × 2 = 1152 B × 27 layers = 31104
     assert (rep.alpha_bytes_per_token, rep.gamma_bytes_per_request) == (31104, 0)
-    assert any("vLLM still builds a sliding-window one" in w for w in rep.warnings)
-    assert not any("sliding-window one" in w for w in report(dict(data, sliding_window=4096)).warnings)
+    assert any("accounted as full attention" in note for note in rep.notes)
+    dots = _with(load("dots-studio__dots3-note-prev-transformers-defaults"), sliding_window=524288)
+    rep = report(dots)
+    # 13 DSA layers × 1284 (test_dots3_transformers_defaults) + 33 full MLA-SWA latents × 2176 = 16692 + 71808
+    assert (rep.alpha_bytes_per_token, rep.gamma_bytes_per_request) == (88500, 0)
 
 
 # -- Domyn-Edge: window_sizes and head_sizes per layer ----------------------------------------------
