@@ -51,7 +51,7 @@ def _head_dims(cfg: ConfigView, n: int, warnings: list[str]) -> list[int]:
     if sizes is None and not any(overrides):
         single = head_dim(cfg, num_heads(cfg))
         warnings.append(f"no per_layer_config / head_sizes: every layer is given head_dim {single} (vLLM reads "
-                        "per_layer_config[i].head_dim, which the repository's config class builds)")
+                        "per_layer_config[i].head_dim, which this config does not write)")
         return [single] * n
     if not any(overrides):
         cfg.note("head sizes from head_sizes (vLLM 0.33.0 reads per_layer_config[i].head_dim, the per-layer "
