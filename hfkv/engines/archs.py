@@ -1,10 +1,15 @@
-"""The architectures each pinned engine serves, as its own registry names them.
+"""The architectures each pinned engine serves, as its own registry names them, and which of them the
+engine runs under pipeline parallelism.
 
 ``vllm-0.33.0-archs.tsv``: every key of vLLM 0.33.0's ``_TEXT_GENERATION_MODELS``, ``_MULTIMODAL_MODELS``
 and ``_SPECULATIVE_DECODING_MODELS`` (``vllm/model_executor/models/registry.py``): registry, architecture,
-vLLM module. ``sglang-0.5.23-archs.tsv``: every ``EntryClass`` of SGLang 0.5.23's ``sglang/srt/models/*.py``:
-architecture, SGLang module. Both were read from the released wheels; regenerate them the same way when
-the pinned versions move.
+vLLM module, ``supports_pp``. ``sglang-0.5.23-archs.tsv``: every ``EntryClass`` of SGLang 0.5.23's
+``sglang/srt/models/*.py``: architecture, SGLang module, ``supports_pp``. The names were read from the
+released wheels; ``supports_pp`` was asked of each engine in its oracle venv: vLLM's
+``_ModelInfo.from_model_cls`` (the ``SupportsPP`` interface and an ``intermediate_tensors`` forward
+argument, what ``ModelRegistry.is_pp_supported_model`` reads), SGLang's ``ModelRunner`` test
+(``pp_proxy_tensors`` among the parameters of the model's ``forward``). docs/vllm.md and docs/sglang.md
+say how to regenerate the column when the pinned versions move.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from functools import lru_cache
 from pathlib import Path
 
 _HERE = Path(__file__).resolve().parent
+PP_VALUES = {"yes": True, "no": False}
 
 
 def _rows(name: str) -> list[list[str]]:
@@ -24,10 +30,22 @@ def _rows(name: str) -> list[list[str]]:
 def vllm_architectures() -> dict[str, tuple[str, str]]:
     """vLLM 0.33.0: architecture -> (registry, module); registry is text_generation, multimodal or
     speculative_decoding."""
-    return {arch: (registry, module) for registry, arch, module in _rows("vllm-0.33.0-archs.tsv")}
+    return {arch: (registry, module) for registry, arch, module, _ in _rows("vllm-0.33.0-archs.tsv")}
 
 
 @lru_cache(maxsize=None)
 def sglang_architectures() -> dict[str, str]:
     """SGLang 0.5.23: architecture -> module of its native model class."""
-    return {arch: module for arch, module in _rows("sglang-0.5.23-archs.tsv")}
+    return {arch: module for arch, module, _ in _rows("sglang-0.5.23-archs.tsv")}
+
+
+@lru_cache(maxsize=None)
+def vllm_pp_support() -> dict[str, bool]:
+    """vLLM 0.33.0: architecture -> whether its model class implements ``SupportsPP``."""
+    return {row[1]: PP_VALUES[row[-1]] for row in _rows("vllm-0.33.0-archs.tsv")}
+
+
+@lru_cache(maxsize=None)
+def sglang_pp_support() -> dict[str, bool]:
+    """SGLang 0.5.23: architecture -> whether its model's ``forward`` takes ``pp_proxy_tensors``."""
+    return {row[0]: PP_VALUES[row[-1]] for row in _rows("sglang-0.5.23-archs.tsv")}

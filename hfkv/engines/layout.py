@@ -18,7 +18,8 @@ A layout says which GPUs hold which share of a model and whose requests each kee
 
 ``resolve`` checks a layout the way the engines' argument checks do and raises ``LayoutRefusal``
 (an ``UnsupportedModelError``) with the engine's reason, or ``UsageError`` for a value no engine
-accepts. Pure: no I/O.
+accepts. Whether the engine runs this architecture under PP is a model check, made by each engine
+mode before it sizes anything (``vllm_models.refusal``, ``sglang_support.check``). Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -224,7 +225,7 @@ def simulate_ranks(simulate: Any, report: Any, layout: Layout, budget_bytes: int
     if layout.pp > 1:
         notes.append(f"PP {layout.pp}: stages of {', '.join(str(len(v.layer_specs)) for v in views)} layers "
                      f"(get_pp_indices); figures of stage {binding}, the smallest pool (the engines use every "
-                     "stage's minimum); whether the engine implements PP for this architecture is not checked")
+                     "stage's minimum)")
     result["assumptions"] = notes
     result["stages"] = [{"layers": len(view.layer_specs), "bytes_per_token": r.get("bytes_per_token"),
                          "pool": None if _pool_size(r) < 0 else _pool_size(r)} for view, r in zip(views, results)]

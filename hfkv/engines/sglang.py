@@ -225,7 +225,7 @@ def token_cell(report: Any, layers: list[LayerSpec], plan: sglang_backend.Plan, 
 
 def simulate(report: Any, *, budget_bytes: int | None, max_model_len: int | None, knobs: dict) -> dict:
     """SGLang's cell and, with a budget, its pool sizes (see the module docstring)."""
-    warnings = sglang_support.check(report)
+    warnings = sglang_support.check(report, knobs)
     if any(isinstance(part, CompressedKV) for layer in report.layer_specs for part in layer.parts):
         ratio_notes: list[str] = []
         ratio = swa_ratio(report, knobs, ratio_notes)

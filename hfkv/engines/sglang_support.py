@@ -1,6 +1,6 @@
 """Whether SGLang 0.5.23 can serve a model at all, before any pool is sized.
 
-``check(report)`` raises ``UnsupportedModelError`` with SGLang's own reason (one line) when SGLang
+``check(report, knobs)`` raises ``UnsupportedModelError`` with SGLang's own reason (one line) when SGLang
 would refuse the model at start-up, and returns one-line warnings when it serves the model through a
 path hfkv cannot fully check. The rules, read from SGLang's source:
 
@@ -10,6 +10,12 @@ path hfkv cannot fully check. The rules, read from SGLang's source:
   the config's ``auto_map`` has no ``AutoModel`` ("Cannot find model module": falcon-40b's RW,
   replit's MPT, MiniMax-M1, the old ``LLaMAForCausalLM`` spelling). SGLang only takes this path when
   no architecture of the config is native (``get_model_architecture``).
+- ``--pp-size`` > 1: two model overrides refuse it while the server arguments resolve (keyed by the
+  config's first architecture after SGLang's renames): IQuest Q1 (``model_overrides/iquest_q1.py``) and
+  DeepSeek-V4.1 (``deepseek_v4_hook.validate_deepseek_v41_features``). Every other native class must
+  take ``pp_proxy_tensors`` in its ``forward`` (``ModelRunner``: ``assert self.support_pp``, "Pipeline
+  Parallel is not compatible with this model."); the table's ``supports_pp`` column. The transformers
+  fallback classes all take it.
 - Nemotron-NAS (DeciLM) with per-block KV-head counts: ``ModelConfig.get_total_num_kv_heads`` raises
   "Variable GQA (VGQA) is not yet supported for nemotron-nas in sglang".
 """
@@ -21,7 +27,7 @@ from typing import Any
 from hfkv.errors import UnsupportedModelError
 from hfkv.specs import FullAttention
 
-from .archs import sglang_architectures
+from .archs import sglang_architectures, sglang_pp_support
 from .sglang_fallback import BACKEND_COMPATIBLE, BACKEND_INCOMPATIBLE, COVERED_SUFFIXES, TRANSFORMERS_VERSION
 
 PREFIX = "SGLang 0.5.23 cannot serve this model"
@@ -30,18 +36,52 @@ ARCHITECTURE_ALIASES = {
     "DeepseekV41ForCausalLM": "DeepseekV4ForCausalLM",  # configs/deepseek_v41.py
     "Olmo3ForCausalLM": "Olmo2ForCausalLM",  # configs/olmo3.py
 }
+# model_runner.py: assert self.support_pp (the model's forward takes pp_proxy_tensors) when pp_size > 1.
+PP_REFUSAL = "Pipeline Parallel is not compatible with this model."
+# Model overrides that refuse --pp-size > 1 before the model is built, by the first architecture.
+IQUEST_PP = "IQuest Q1 does not support pipeline parallelism."  # model_overrides/iquest_q1.py
+PP_OVERRIDES = {"IQuestQ1ForCausalLM": IQUEST_PP, "IQuestQ1MTP": IQUEST_PP}
+# deepseek_v4_hook.validate_deepseek_v41_features, for model_type deepseek_v41 only.
+DSV41_PP = "DeepSeek-V4.1 does not support pipeline parallelism yet; disable it to serve this model."
 
 
-def check(report: Any) -> list[str]:
-    """Warnings (one line each) for a model SGLang serves; UnsupportedModelError for one it refuses."""
+def check(report: Any, knobs: dict | None = None) -> list[str]:
+    """Warnings (one line each) for a model SGLang serves; UnsupportedModelError for one it refuses.
+    ``knobs`` are the engine knobs (``pipeline_parallel_size``; absent means 1)."""
+    check_pipeline(report, int((knobs or {}).get("pipeline_parallel_size") or 1))
     warnings = fallback_warnings(report)
     check_variable_gqa(report)
     return warnings
 
 
+def native_architectures(report: Any) -> list[str]:
+    """The config's architectures as SGLang's config classes rename them (``ARCHITECTURE_ALIASES``)."""
+    return [ARCHITECTURE_ALIASES.get(a, a) for a in (report.architectures or [])]
+
+
+def check_pipeline(report: Any, pp: int) -> None:
+    """SGLang's refusals of ``--pp-size`` > 1 for this model (the module docstring)."""
+    if pp <= 1:
+        return
+    archs = native_architectures(report)
+    first = archs[0] if archs else None
+    model_type = (report.config or {}).get("model_type") or report.model_type
+    if first in PP_OVERRIDES:
+        raise UnsupportedModelError(f"{PREFIX} at --pp-size {pp}: {PP_OVERRIDES[first]}")
+    if first == "DeepseekV4ForCausalLM" and model_type == "deepseek_v41":
+        raise UnsupportedModelError(f"{PREFIX} at --pp-size {pp}: {DSV41_PP}")
+    support = sglang_pp_support()
+    # ModelRegistry.resolve_model_cls: the first registered architecture; none means the transformers
+    # fallback, whose classes all take pp_proxy_tensors.
+    arch = next((a for a in archs if a in support), None)
+    if arch is not None and not support[arch]:
+        raise UnsupportedModelError(f"{PREFIX} at --pp-size {pp}: {PP_REFUSAL} ({arch}'s forward takes no "
+                                    "pp_proxy_tensors)")
+
+
 def fallback_warnings(report: Any) -> list[str]:
     """The transformers-fallback verdict for a config whose architectures SGLang has no class for."""
-    archs = [ARCHITECTURE_ALIASES.get(a, a) for a in (report.architectures or []) if not a.startswith("Transformers")]
+    archs = [a for a in native_architectures(report) if not a.startswith("Transformers")]
     native = sglang_architectures()
     if not archs or any(a in native for a in archs):
         return []

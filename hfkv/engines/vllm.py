@@ -261,7 +261,7 @@ def capacity(result: dict, blocks: Callable[[int], int], grows: bool, budget: in
 def simulate(report: Any, *, budget_bytes: int | None, max_model_len: int | None, knobs: dict) -> dict:
     """vLLM's groups, block size and, with a budget, its blocks and logged numbers; ``VllmRefusal`` where
     vLLM would not start (its reason, one line)."""
-    reason = refusal(report)
+    reason = refusal(report, knobs)
     if reason:
         raise VllmRefusal(reason)
     assumptions = [f"GPU compute capability {knobs['compute_capability']} (--compute-capability or the --gpu preset; default 9.0, an H200)"]

@@ -1,7 +1,7 @@
 """What vLLM 0.33.0 decides about a model before it sizes any cache: whether it serves it at all, and
 its default ``max_model_len``.
 
-``refusal(report)`` is vLLM's own reason for refusing to start (one line), or None;
+``refusal(report, knobs)`` is vLLM's own reason for refusing to start (one line), or None;
 ``default_max_model_len(report, assumptions)`` replays ``_get_and_verify_max_len``
 (``vllm/config/model.py``) and ``derive_max_model_len_and_key``
 (``vllm/transformers_utils/model_arch_config_convertor.py``) over the config with transformers' class
@@ -17,7 +17,8 @@ from hfkv.errors import UnsupportedModelError
 from hfkv.specs import CompressedKV
 
 from . import VERSIONS
-from .archs import vllm_architectures
+from .archs import vllm_architectures, vllm_pp_support
+
 
 class VllmRefusal(UnsupportedModelError):
     """vLLM would refuse to start; ``details`` holds the figures it computed first (or None)."""
@@ -59,9 +60,22 @@ HEAD_COUNT_KEYS = ("num_attention_heads", "n_head", "n_heads", "num_heads")  # t
 CHATGLM_ARCHS = frozenset({"ChatGLMModel", "ChatGLMForConditionalGeneration"})
 
 
-def refusal(report: Any) -> str | None:
-    """vLLM 0.33.0's reason to refuse this model / TP / KV dtype, or None when it starts."""
-    for check in (_architecture_refusal, _head_split_refusal, _chatglm_refusal, _deepseek_v4_refusal):
+# ModelConfig.verify_with_parallel_config (vllm/config/model.py) raises this NotImplementedError.
+PP_REFUSAL = ("Pipeline parallelism is not supported for this model. Supported models implement the `SupportsPP` "
+              "interface.")
+
+
+def refusal(report: Any, knobs: dict | None = None) -> str | None:
+    """vLLM 0.33.0's reason to refuse this model / TP / PP / KV dtype, or None when it starts.
+
+    The checks run in vLLM's order: the registry lookup (ModelConfig), then
+    ``verify_with_parallel_config`` (heads over TP, then PP), then the model's own code and backend.
+    ``knobs`` are the engine knobs (``pipeline_parallel_size``; absent means 1).
+    """
+    pp = int((knobs or {}).get("pipeline_parallel_size") or 1)
+    checks = (_architecture_refusal, _head_split_refusal, lambda r: _pipeline_refusal(r, pp), _chatglm_refusal,
+              _deepseek_v4_refusal)
+    for check in checks:
         reason = check(report)
         if reason:
             return reason
@@ -89,6 +103,18 @@ def _head_split_refusal(report: Any) -> str | None:
     if heads and tp > 1 and heads % tp:
         return f"Total number of attention heads ({heads}) must be divisible by tensor parallel size ({tp})"
     return None
+
+
+def _pipeline_refusal(report: Any, pp: int) -> str | None:
+    """registry.is_pp_supported_model: the class vLLM resolves (the config's first registered
+    architecture, as ``inspect_model_cls`` walks the list) must implement ``SupportsPP`` for PP > 1."""
+    if pp <= 1:
+        return None
+    support = vllm_pp_support()
+    arch = next((a for a in report.architectures or [] if a in support), None)
+    if arch is None or support[arch]:
+        return None
+    return f"{PP_REFUSAL} ({arch} does not; --pipeline-parallel-size {pp})"
 
 
 def _chatglm_refusal(report: Any) -> str | None:

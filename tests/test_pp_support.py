@@ -1,0 +1,165 @@
+"""Pipeline parallelism per architecture: engine mode refuses --pp > 1 where the engine itself would.
+
+Expected verdicts are read off the engines' own source (file and class cited beside each), never off
+hfkv's output:
+
+* vLLM 0.33.0: ``ModelConfig.verify_with_parallel_config`` (``vllm/config/model.py``) raises
+  "Pipeline parallelism is not supported for this model. Supported models implement the `SupportsPP`
+  interface." when ``registry.is_pp_supported_model`` is False, i.e. the class lacks ``SupportsPP``
+  (``vllm/model_executor/models/interfaces.py: supports_pp``).
+* SGLang 0.5.23: ``ModelRunner`` (``sglang/srt/model_executor/model_runner.py``) asserts
+  ``"pp_proxy_tensors" in inspect.signature(self.model.forward).parameters`` when ``pp_size > 1``:
+  "Pipeline Parallel is not compatible with this model."
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from hfkv.engines import simulate
+from hfkv.engines import archs
+from hfkv.engines.sglang_support import check_pipeline
+from hfkv.errors import UnsupportedModelError
+from hfkv.report import Options, inspect_config
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+VLLM_PP = ("Pipeline parallelism is not supported for this model. Supported models implement the `SupportsPP` "
+           "interface.")
+SGLANG_PP = "Pipeline Parallel is not compatible with this model."
+
+
+def _fixture(folder: str, **options):
+    data = json.loads((ROOT / "fixtures" / folder / "config.json").read_text())
+    return inspect_config(data, model=folder, options=Options(**options))
+
+
+def _hfkv(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", "from hfkv.cli import entry; entry()", *args],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+
+
+# -- the tables -------------------------------------------------------------------------------------
+
+# vllm/model_executor/models/<module>.py, the class's bases:
+VLLM_CLASSES = {
+    "LlamaForCausalLM": True,  # llama.py: LlamaForCausalLM(LocalArgmaxMixin, nn.Module, SupportsLoRA, SupportsPP, ...)
+    "Qwen3ForCausalLM": True,  # qwen3.py: Qwen3ForCausalLM(LocalArgmaxMixin, nn.Module, SupportsLoRA, SupportsPP, ...)
+    # gemma3_mm.py: Gemma3ForConditionalGeneration(nn.Module, SupportsMultiModal, SupportsPP, SupportsLoRA, ...)
+    "Gemma3ForConditionalGeneration": True,
+    # kanana_v.py: KananaVForConditionalGeneration(nn.Module, SupportsMultiModal, SupportsPP); forward takes
+    # intermediate_tensors (the one class the oracle venv cannot import: it needs timm)
+    "KananaVForConditionalGeneration": True,
+    "Zamba2ForCausalLM": False,  # zamba2.py: Zamba2ForCausalLM(nn.Module, HasInnerState, IsHybrid)
+    "Mamba2ForCausalLM": False,  # mamba2.py: (nn.Module, HasInnerState, IsAttentionFree, SupportsMambaPrefixCaching)
+    # gemma3n_mm.py: Gemma3nForConditionalGeneration(nn.Module, SupportsMultiModal, SupportsTranscription)
+    "Gemma3nForConditionalGeneration": False,
+    # idefics3.py: Idefics3ForConditionalGeneration(nn.Module, SupportsMultiModal, SupportsLoRA, ...)
+    "Idefics3ForConditionalGeneration": False,
+}
+
+# sglang/srt/models/<module>.py, the class's forward:
+SGLANG_CLASSES = {
+    "LlamaForCausalLM": True,  # llama.py: forward(..., get_embedding, pp_proxy_tensors=None)
+    "Qwen3ForCausalLM": True,  # qwen3.py: forward(..., get_embedding, pp_proxy_tensors=None)
+    "TransformersForCausalLM": True,  # transformers.py: TransformersBase.forward(..., pp_proxy_tensors=None)
+    "Olmo2ForCausalLM": False,  # olmo2.py: forward(input_ids, positions, forward_batch, input_embeds)
+    # gemma3_mm.py: forward(input_ids, positions, forward_batch, input_embeds, **kwargs)
+    "Gemma3ForConditionalGeneration": False,
+    "MambaForCausalLM": False,  # mamba.py inherits falcon_mamba.py: forward(input_ids, positions, forward_batch)
+    "MiniCPMV": False,  # minicpmv.py: delegates to MiniCPMBaseModel.forward(input_ids, positions, forward_batch, **kwargs)
+}
+
+
+@pytest.mark.parametrize("arch, expected", sorted(VLLM_CLASSES.items()))
+def test_vllm_table_says_which_classes_implement_supports_pp(arch, expected):
+    assert archs.vllm_pp_support()[arch] is expected
+
+
+@pytest.mark.parametrize("arch, expected", sorted(SGLANG_CLASSES.items()))
+def test_sglang_table_says_which_forwards_take_pp_proxy_tensors(arch, expected):
+    assert archs.sglang_pp_support()[arch] is expected
+
+
+@pytest.mark.parametrize("name, shared, width", [("vllm-0.33.0-archs.tsv", "vllm-0.33.0.tsv", 3),
+                                                 ("sglang-0.5.23-archs.tsv", "sglang-0.5.23.tsv", 2)])
+def test_every_architecture_keeps_its_row_and_has_a_pp_verdict(name, shared, width):
+    lines = (ROOT / "hfkv" / "engines" / name).read_text(encoding="utf-8").splitlines()
+    assert lines[0].split("\t")[-1] == "supports_pp"
+    rows = [line.split("\t") for line in lines[1:] if line.strip()]
+    assert all(len(row) == width + 1 and row[-1] in ("yes", "no") for row in rows)
+    source = SHARED / "engine-archs" / shared
+    if not source.exists():
+        pytest.skip(f"{source} not present (the shared engine-archs lists)")
+    listed = [line.split("\t") for line in source.read_text(encoding="utf-8").splitlines()[1:] if line.strip()]
+    assert sorted(row[:width] for row in rows) == sorted(listed)
+
+
+# -- vLLM mode ------------------------------------------------------------------------------------
+
+
+def test_vllm_refuses_pp_for_a_class_without_supports_pp_one_line_exit_2():
+    done = _hfkv("fixtures/Zyphra__Zamba2-2.7B-transformers-defaults", "--engine", "vllm", "--pp", "2")
+    assert done.returncode == 2 and done.stdout == ""
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and VLLM_PP in lines[0] and "Zamba2ForCausalLM" in lines[0]
+    assert "Traceback" not in done.stderr
+
+
+def test_vllm_refuses_pp_for_a_multimodal_class_without_supports_pp():
+    report = _fixture("google__gemma-3n-E4B-transformers-defaults")
+    with pytest.raises(UnsupportedModelError, match=r"would refuse to start: Pipeline parallelism is not supported"):
+        simulate(report, engine="vllm", pipeline_parallel_size=2)
+    assert simulate(report, engine="vllm", pipeline_parallel_size=1)["bytes_per_token"] > 0  # PP 1 is served
+
+
+def test_vllm_pp_figures_for_a_multimodal_class_with_supports_pp():
+    # Gemma 3 4B: text_config.num_hidden_layers 34 → stages of 17 and 17 (get_pp_indices: 34 = 2 × 17).
+    result = simulate(_fixture("google__gemma-3-4b-it"), engine="vllm", pipeline_parallel_size=2)
+    assert [stage["layers"] for stage in result["stages"]] == [17, 17]
+    assert not any("not checked" in note for note in result["assumptions"])
+
+
+# -- SGLang mode ----------------------------------------------------------------------------------
+
+
+def test_sglang_refuses_pp_where_the_forward_takes_no_pp_proxy_tensors():
+    # The same Gemma 3 that vLLM runs at PP 2 (above): SGLang's gemma3_mm forward has no pp_proxy_tensors.
+    with pytest.raises(UnsupportedModelError, match=SGLANG_PP.replace(".", r"\.")):
+        simulate(_fixture("google__gemma-3-4b-it"), engine="sglang", pipeline_parallel_size=2)
+
+
+def test_sglang_olmo3_is_its_olmo2_class_and_refuses_pp_on_the_command_line():
+    # configs/olmo3.py renames Olmo3ForCausalLM to Olmo2ForCausalLM (olmo2.py: no pp_proxy_tensors).
+    done = _hfkv("fixtures/allenai__Olmo-3-7B-Instruct-transformers-defaults", "--engine", "sglang", "--pp", "2")
+    assert done.returncode == 2 and done.stdout == ""
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and SGLANG_PP in lines[0] and "Olmo2ForCausalLM" in lines[0]
+
+
+def test_sglang_model_overrides_refuse_pp_with_their_own_message():
+    # deepseek_v4_hook.validate_deepseek_v41_features: ("pipeline parallelism", cfg.pp_size > 1) for
+    # model_type deepseek_v41 → "DeepSeek-V4.1 does not support pipeline parallelism yet; ...".
+    report = _fixture("deepseek-ai__DeepSeek-V4.1-synthetic", kv_cache_dtype="fp8")
+    with pytest.raises(UnsupportedModelError, match="DeepSeek-V4.1 does not support pipeline parallelism yet"):
+        simulate(report, engine="sglang", pipeline_parallel_size=2)
+    # model_overrides/iquest_q1.py: if cfg.pp_size > 1: raise ValueError("IQuest Q1 does not support ...")
+    iquest = SimpleNamespace(architectures=["IQuestQ1ForCausalLM"], config={}, model_type="iquest_q1")
+    with pytest.raises(UnsupportedModelError, match=r"IQuest Q1 does not support pipeline parallelism\."):
+        check_pipeline(iquest, 2)
+    check_pipeline(iquest, 1)  # PP 1: nothing to refuse
+
+
+def test_sglang_transformers_fallback_runs_pp():
+    # MiniMaxForCausalLM has no SGLang class: the fallback's TransformersForCausalLM takes pp_proxy_tensors,
+    # so PP 2 is sized (stages of 16 and 16: the config's num_hidden_layers 32 = 2 × 16), not refused.
+    result = simulate(_fixture("MiniMaxAI__MiniMax-Text-01-hf-transformers-defaults"), engine="sglang",
+                      pipeline_parallel_size=2)
+    assert [stage["layers"] for stage in result["stages"]] == [16, 16]
+    assert not any("not checked" in note for note in result["assumptions"])
