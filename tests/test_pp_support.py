@@ -15,6 +15,7 @@ hfkv's output:
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -24,6 +25,7 @@ import pytest
 
 from hfkv.engines import simulate
 from hfkv.engines import archs
+from hfkv.engines import layout as lay
 from hfkv.engines.sglang_support import check_pipeline
 from hfkv.errors import UnsupportedModelError
 from hfkv.report import Options, inspect_config
@@ -131,7 +133,7 @@ def test_vllm_pp_figures_for_a_multimodal_class_with_supports_pp():
 
 def test_sglang_refuses_pp_where_the_forward_takes_no_pp_proxy_tensors():
     # The same Gemma 3 that vLLM runs at PP 2 (above): SGLang's gemma3_mm forward has no pp_proxy_tensors.
-    with pytest.raises(UnsupportedModelError, match=SGLANG_PP.replace(".", r"\.")):
+    with pytest.raises(UnsupportedModelError, match=re.escape(SGLANG_PP)):
         simulate(_fixture("google__gemma-3-4b-it"), engine="sglang", pipeline_parallel_size=2)
 
 
@@ -163,3 +165,18 @@ def test_sglang_transformers_fallback_runs_pp():
                       pipeline_parallel_size=2)
     assert [stage["layers"] for stage in result["stages"]] == [16, 16]
     assert not any("not checked" in note for note in result["assumptions"])
+
+
+# -- a serving plan checked as an engine ----------------------------------------------------------
+
+
+def test_check_model_refuses_the_layout_as_each_engine_would():
+    report = _fixture("google__gemma-3-4b-it")
+    lay.check_model(report, lay.Layout(pp=2, engine="vllm"))  # gemma3_mm.py: SupportsPP
+    lay.check_model(report, lay.Layout(pp=2, engine="theory"))  # theory asks no engine
+    with pytest.raises(UnsupportedModelError, match=re.escape(SGLANG_PP)):
+        lay.check_model(report, lay.Layout(pp=2, engine="sglang"))
+    zamba = _fixture("Zyphra__Zamba2-2.7B-transformers-defaults")
+    with pytest.raises(UnsupportedModelError, match="Supported models implement the `SupportsPP` interface"):
+        lay.check_model(zamba, lay.Layout(pp=2, engine="vllm"))
+    lay.check_model(zamba, lay.Layout(pp=1, engine="vllm"))

@@ -157,6 +157,25 @@ def resolve(knobs: dict[str, Any], tp: int, engine: str, layers: int, config: di
     return Layout(tp=tp, dp=dp, pp=pp, dp_attention=dp_attention and dp > 1, expert_parallel=ep, engine=engine)
 
 
+def check_model(report: Any, layout: Layout) -> None:
+    """The engine's refusal of this layout for this model: PP > 1 on an architecture the engine does
+    not run under pipeline parallelism (vLLM's ``SupportsPP``, SGLang's ``pp_proxy_tensors`` test).
+    Engine modes make the same check before sizing; this is for a serving plan checked as an engine.
+    Raises ``UnsupportedModelError`` with the engine's reason; theory checks nothing."""
+    if layout.pp <= 1:
+        return
+    if layout.engine == "vllm":
+        from .vllm_models import VllmRefusal, pipeline_refusal
+
+        reason = pipeline_refusal(report, layout.pp)
+        if reason:
+            raise VllmRefusal(reason)
+    elif layout.engine == "sglang":
+        from .sglang_support import check_pipeline
+
+        check_pipeline(report, layout.pp)
+
+
 def stage_sizes(layers: int, pp: int) -> list[int]:
     """Layers per pipeline stage, as ``get_pp_indices`` splits them (vLLM 0.33.0 and SGLang alike).
 

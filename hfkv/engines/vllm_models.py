@@ -73,7 +73,7 @@ def refusal(report: Any, knobs: dict | None = None) -> str | None:
     ``knobs`` are the engine knobs (``pipeline_parallel_size``; absent means 1).
     """
     pp = int((knobs or {}).get("pipeline_parallel_size") or 1)
-    checks = (_architecture_refusal, _head_split_refusal, lambda r: _pipeline_refusal(r, pp), _chatglm_refusal,
+    checks = (_architecture_refusal, _head_split_refusal, lambda r: pipeline_refusal(r, pp), _chatglm_refusal,
               _deepseek_v4_refusal)
     for check in checks:
         reason = check(report)
@@ -105,7 +105,7 @@ def _head_split_refusal(report: Any) -> str | None:
     return None
 
 
-def _pipeline_refusal(report: Any, pp: int) -> str | None:
+def pipeline_refusal(report: Any, pp: int) -> str | None:
     """registry.is_pp_supported_model: the class vLLM resolves (the config's first registered
     architecture, as ``inspect_model_cls`` walks the list) must implement ``SupportsPP`` for PP > 1."""
     if pp <= 1:
