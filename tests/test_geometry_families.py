@@ -408,8 +408,6 @@ def test_sglang_rows_for_covering_windows_outside_its_swa_pool():
         assert out["page_size"] == row["page_size"]
 
 
-@pytest.mark.xfail(strict=True, reason="hfkv/engines/sglang.py::is_local does not count FullAttention.declared_window "
-                                       "as a sliding layer yet: SGLang keeps its hybrid-SWA pool for such a window")
 def test_sglang_rows_for_covering_windows_in_its_swa_pool():
     """Gemma 4 and MiMo-V2 with W ≥ max positions: SGLang's HybridSWAPoolConfigurator, ratio 0.8."""
     rows = [row for row in _sglang_window_rows() if row.get("configurator") == "HybridSWAPoolConfigurator"]

@@ -118,8 +118,15 @@ def draft_bytes(layers: list[LayerSpec], kv: str, tp: int, packed: bool, knobs: 
 
 
 def is_local(part: Any) -> bool:
-    """Parts a hybrid-SWA pool holds in its sliding pool (Llama 4's chunks count as a window)."""
-    return isinstance(part, (SlidingWindow, ChunkedLocal)) or (isinstance(part, MLALatent) and part.window)
+    """Parts a hybrid-SWA pool holds in its sliding pool (Llama 4's chunks count as a window, and so
+    does a declared window that covers every position: SGLang keeps its sliding pool for it)."""
+    return (isinstance(part, (SlidingWindow, ChunkedLocal)) or (isinstance(part, MLALatent) and bool(part.window))
+            or (isinstance(part, FullAttention) and part.declared_window is not None))
+
+
+def local_window(part: Any) -> int | None:
+    """The window a local part keeps (``declared_window`` for full attention that declares one)."""
+    return getattr(part, "window", None) or getattr(part, "declared_window", None)
 
 
 def is_hybrid_swa(report: Any) -> bool:
@@ -190,7 +197,7 @@ def split_cell(layers: list[LayerSpec], kv: str, tp: int, packed: bool) -> tuple
 
 def window_of(layers: list[LayerSpec]) -> int | None:
     """SGLang's ``sliding_window_size``: the (largest) window of the windowed parts."""
-    windows = [getattr(p, "window", None) for layer in layers for p in layer.parts if is_local(p)]
+    windows = [local_window(p) for layer in layers for p in layer.parts if is_local(p)]
     windows = [w for w in windows if isinstance(w, int) and w > 0]
     return max(windows) if windows else None
 
