@@ -128,6 +128,46 @@ def test_vllm_pp_figures_for_a_multimodal_class_with_supports_pp():
     assert not any("not checked" in note for note in result["assumptions"])
 
 
+# vLLM 0.33.0's own verdict at --pipeline-parallel-size 2: EngineArgs(model=folder, pipeline_parallel_size=2,
+# load_format="dummy").create_engine_config() on the oracle's fake H200, for every ../shared/hub-configs file
+# and every fixture (docs/vllm.md, "Verification"). Every hub config passed it except these five:
+VLLM_PP2_HUB_REFUSED = {"LiquidAI__LFM2.5-Embedding-350M.json": "Pipeline parallelism is not supported"}
+VLLM_PP2_HUB_OFFLINE = {  # the oracle cannot build their remote-code config classes offline: no verdict
+    "MiniMaxAI__MiniMax-M1-80k.json", "nvidia__Llama-3_3-Nemotron-Super-49B-v1.json",
+    "replit__replit-code-v1_5-3b.json", "tiiuae__falcon-40b.json"}
+# Fixtures vLLM refused with the SupportsPP message (the other fixtures passed, or failed offline):
+VLLM_PP2_FIXTURES_REFUSED = (
+    "LiquidAI__LFM2.5-Embedding-350M", "Zyphra__Zamba2-2.7B-transformers-defaults", "distil-whisper__distil-large-v3",
+    "google-bert__bert-base-uncased-transformers-defaults", "google__gemma-3n-E4B-transformers-defaults",
+    "openai__whisper-large-v3", "state-spaces__mamba2-2.8b-transformers-defaults")
+# Those hfkv refuses before any engine check, for a reason of its own (no KV cache groups to size).
+REFUSED_EARLIER = ("LFM2.5-Embedding", "whisper", "bert-base")
+
+
+def _vllm_pp2_error(path: Path) -> str | None:
+    """hfkv's refusal of ``path`` in vLLM mode at PP 2 (inspection included), or None when it sizes it."""
+    try:
+        report = inspect_config(json.loads(path.read_text()), model=path.parent.name, options=Options())
+        simulate(report, engine="vllm", pipeline_parallel_size=2)
+    except UnsupportedModelError as err:
+        return str(err)
+    return None
+
+
+def test_vllm_pp2_verdicts_match_vllms_own_on_every_stored_config():
+    for folder in VLLM_PP2_FIXTURES_REFUSED:  # never a figure where vLLM says no
+        error = _vllm_pp2_error(ROOT / "fixtures" / folder / "config.json")
+        assert error is not None, folder
+        assert VLLM_PP in error or any(word in folder for word in REFUSED_EARLIER), (folder, error)
+    configs = SHARED / "hub-configs"
+    if not configs.exists():
+        pytest.skip(f"{configs} not present (the shared hub-configs)")
+    for path in sorted(configs.glob("*.json")):
+        if path.name in VLLM_PP2_HUB_OFFLINE or path.name in VLLM_PP2_HUB_REFUSED:
+            continue
+        error = _vllm_pp2_error(path) or ""
+        assert "Pipeline parallelism" not in error, (path.name, error)  # vLLM started these at PP 2
+
 # -- SGLang mode ----------------------------------------------------------------------------------
 
 
