@@ -38,7 +38,7 @@ def enrich(
     if weights_bytes is not None:
         report.extra["weights_bytes"] = weights_bytes
     elif hub is not None and repo_id is not None:
-        from .hub import attach_weights
+        from .hubweights import attach_weights
 
         attach_weights(report, hub.weights(repo_id, revision))
         weights_bytes = report.extra.get("weights_bytes")

@@ -32,24 +32,23 @@ import dataclasses
 import datetime as dt
 import json
 import logging
-import math
 import os
 import re
 import threading
 from concurrent.futures import Future
-from fractions import Fraction
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any
 from urllib.parse import quote, urlencode, urlsplit, urlunsplit
 
 from . import __version__, hubcache
 from .deadlines import install_deadlines, request_deadline
+from .hubhttp import (RETRIED_STATUSES, BodyCut, is_request_error, is_transport_error, library_sleep,
+                      retry_after_seconds, retry_once, second_try_helps, status_of, transient, transport_reason)
+from .hubweights import weights_summary
 from .errors import SourceError, UsageError, add_secret, redact
 from .source import MAX_CONFIG_BYTES, LoadedConfig, parse_config_bytes, too_large
 
 log = logging.getLogger(__name__)
-
-T = TypeVar("T")
 
 CONFIG_FILE = "config.json"
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
@@ -64,19 +63,6 @@ MAX_WAIT_SECONDS = 60
 # "next" links never end stops here with a warning.
 MAX_LISTING_PAGES = 50
 
-# Bytes per stored element, by safetensors dtype name (safetensors 0.8: F4 and F6_* are sub-byte floats).
-DTYPE_BYTES: dict[str, Fraction] = {
-    "F64": Fraction(8), "I64": Fraction(8), "U64": Fraction(8), "C64": Fraction(8),
-    "F32": Fraction(4), "I32": Fraction(4), "U32": Fraction(4),
-    "F16": Fraction(2), "BF16": Fraction(2), "I16": Fraction(2), "U16": Fraction(2),
-    "F8_E4M3": Fraction(1), "F8_E5M2": Fraction(1), "F8_E8M0": Fraction(1), "F8_E4M3FNUZ": Fraction(1),
-    "F8_E5M2FNUZ": Fraction(1), "I8": Fraction(1), "U8": Fraction(1), "BOOL": Fraction(1),
-    "F6_E2M3": Fraction(3, 4), "F6_E3M2": Fraction(3, 4), "F4": Fraction(1, 2),
-    "U4": Fraction(1, 2), "I4": Fraction(1, 2),  # not safetensors 0.8 names; kept in case the Hub reports them
-}
-# Integer containers that quantisation formats pack several weights into (MXFP4/NVFP4/bnb-4bit blocks in
-# U8, GPTQ/AWQ int4 in I32): their element count is not the weight count, but their bytes are the bytes.
-PACKED_DTYPES = ("U8", "I32", "U32")
 
 
 class HubClient:
@@ -187,10 +173,10 @@ class HubClient:
                 raise self._offline_error(repo_id, revision)
             return self._from_cache(repo_id, revision, cached)
         try:
-            return _retry_once(lambda: self._fetch_waiting(repo_id, revision, retries=0 if cached else self.retries),
-                               when=_second_try_helps)
+            return retry_once(lambda: self._fetch_waiting(repo_id, revision, retries=0 if cached else self.retries),
+                               when=second_try_helps)
         except Exception as err:
-            if cached is None or not _transient(err):
+            if cached is None or not transient(err):
                 raise
             reason = self._source_error(err, repo_id, revision)
             why = reason.message if reason is not None else type(err).__name__  # ``err`` ends with the block
@@ -206,14 +192,14 @@ class HubClient:
             try:
                 return self._fetch(repo_id, revision, retries=retries - tries)
             except Exception as err:
-                if _status(err) != 429 or tries >= retries:
+                if status_of(err) != 429 or tries >= retries:
                     raise
                 asked = retry_after_seconds(err.response.headers)
                 if asked is not None and asked > MAX_WAIT_SECONDS:
                     raise SourceError("rate-limited", f"rate-limited by {self.host} (HTTP 429): the Hub asks to wait "
                                                       f"{asked} s, more than hfkv waits ({MAX_WAIT_SECONDS} s); retry "
                                                       "later", source=repo_id) from None
-                _library_sleep(asked + 1 if asked is not None else min(8.0, 2.0 ** tries))
+                library_sleep(asked + 1 if asked is not None else min(8.0, 2.0 ** tries))
                 tries += 1
 
     def _fetch(self, repo_id: str, revision: str | None, *, retries: int) -> LoadedConfig:
@@ -232,7 +218,7 @@ class HubClient:
             except Exception as err:
                 # Raised once the stream is closed: thrown into the library's retry generator, a body
                 # cut mid-way would be retried there and break it ("generator didn't stop after throw").
-                failure = _BodyCut.of(err) if _is_transport_error(err) else err
+                failure = BodyCut.of(err) if is_transport_error(err) else err
         if failure is not None:
             raise failure
         if commit is None:
@@ -278,7 +264,7 @@ class HubClient:
         ``load_config`` started when ``prefetch_weights`` is set); only when that field is missing,
         the safetensors headers (2 + one per shard resolver requests, through ``HfApi``). Offline, or
         on any failure, None: the caller warns. ``parameters_exact`` is False when packed integer
-        tensors (``PACKED_DTYPES``) are present: bytes stay exact, the parameter count counts stored
+        tensors (``hubweights.PACKED_DTYPES``) are present: bytes stay exact, the parameter count counts stored
         elements.
         """
         if self.offline:
@@ -302,7 +288,7 @@ class HubClient:
         at = f"/revision/{quote(revision, safe='')}" if revision else ""
         url = f"{self.endpoint}/api/models/{quote(repo_id, safe='/')}{at}?expand=safetensors"
         try:
-            info = _retry_once(lambda: self.get_json(url))
+            info = retry_once(lambda: self.get_json(url))
         except Exception as err:  # never fatal: the report stands without weights
             log.debug("weights of %s: model info failed (%s)", repo_id, type(err).__name__)
             return None
@@ -311,7 +297,7 @@ class HubClient:
             if isinstance(st, dict) and isinstance(st.get("parameters"), dict):
                 return weights_summary(dict(st["parameters"]), st.get("total"), source="hub-api")
             with request_deadline(self._timeout()):
-                meta = _retry_once(lambda: self.api.get_safetensors_metadata(repo_id, revision=revision))
+                meta = retry_once(lambda: self.api.get_safetensors_metadata(repo_id, revision=revision))
             return weights_summary(dict(meta.parameter_count), None, source="safetensors-headers")
         except Exception as err:  # no safetensors file, gated headers, or counts of an unexpected shape
             log.debug("weights of %s: no parameter counts (%s)", repo_id, type(err).__name__)
@@ -372,7 +358,7 @@ class HubClient:
                 self._get(f"{self.endpoint}/api/{kind}/{quote(author, safe='')}/overview", retries=0)
                 return True
             except Exception as err:
-                if _status(err) != 404:
+                if status_of(err) != 404:
                     return None
         return False
 
@@ -444,10 +430,10 @@ class HubClient:
         http = self._http_error(err, repo_id)
         if http is not None:
             return http
-        if _is_transport_error(err):
-            return fail("network", f"cannot reach the Hub at {self.host} ({_transport_reason(err)}); check the "
+        if is_transport_error(err):
+            return fail("network", f"cannot reach the Hub at {self.host} ({transport_reason(err)}); check the "
                                    "network and HF_ENDPOINT/--endpoint, or use --offline for a cached copy")
-        if _is_request_error(err):  # httpx's other request failures: a redirect loop, an undecodable body
+        if is_request_error(err):  # httpx's other request failures: a redirect loop, an undecodable body
             return fail("hub-error", f"{self.host} gave an unusable answer ({type(err).__name__}): check "
                                      "HF_ENDPOINT/--endpoint and any proxy")
         if isinstance(err, LocalTokenNotFoundError):  # token=True and none stored (an OSError subclass)
@@ -488,54 +474,6 @@ class HubClient:
 
 
 # -- helpers --------------------------------------------------------------------------------------------
-
-
-def attach_weights(report: Any, info: dict[str, Any] | None) -> Any:
-    """Put ``info`` (from ``HubClient.weights``) into ``report.extra``; None leaves the report as it is."""
-    if info is not None:
-        report.extra["weights"] = info
-        report.extra["weights_bytes"] = info.get("weights_bytes")
-    return report
-
-
-def weights_summary(parameters: dict[str, int], total: int | None, *, source: str) -> dict[str, Any] | None:
-    """``{"parameters", "total_parameters", "weights_bytes", "parameters_exact", "source"[, "note"]}``.
-
-    Bytes are elements × ``DTYPE_BYTES`` rounded up to a whole byte; an unknown dtype makes them None.
-    """
-    counts = {dtype: int(n) for dtype, n in parameters.items() if n}
-    if not counts:
-        return None
-    unknown = sorted(d for d in counts if d not in DTYPE_BYTES)
-    size = sum((DTYPE_BYTES[d] * n for d, n in counts.items() if d in DTYPE_BYTES), Fraction(0))
-    packed = sorted(d for d in counts if d in PACKED_DTYPES)
-    result: dict[str, Any] = {
-        "parameters": counts,
-        "total_parameters": int(total) if total else sum(counts.values()),
-        "weights_bytes": None if unknown else math.ceil(size),
-        "parameters_exact": not packed,
-        "source": source,
-    }
-    notes = []
-    if packed:
-        notes.append(f"{'/'.join(packed)} tensors may pack several quantised weights per element: "
-                     "weights_bytes is exact, the parameter count is approximate")
-    if unknown:
-        notes.append(f"unknown dtype {', '.join(unknown)}: weights_bytes not computed")
-    if notes:
-        result["note"] = "; ".join(notes)
-    return result
-
-
-def retry_after_seconds(headers: Any) -> int | None:
-    """The wait a 429 asks for: ``RateLimit: "api";r=0;t=N`` first, else ``Retry-After: N`` (seconds)."""
-    from huggingface_hub.utils import parse_ratelimit_headers
-
-    info = parse_ratelimit_headers(headers)
-    if info is not None:
-        return info.reset_in_seconds
-    value = headers.get("Retry-After") if hasattr(headers, "get") else None
-    return int(value) if value is not None and str(value).strip().isdigit() else None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -617,64 +555,6 @@ def _without_token(headers: dict[str, str]) -> dict[str, str]:
     return {k: v for k, v in headers.items() if k.lower() != "authorization"}
 
 
-def _status(err: BaseException) -> int | None:
-    response = getattr(err, "response", None)
-    return getattr(response, "status_code", None)
-
-
-def _library_sleep(seconds: float) -> None:
-    """Wait before a retry on huggingface_hub's clock: its waits and ours are one sequence (and a
-    test that stubs the library's clock stubs both)."""
-    from huggingface_hub.utils import _http
-
-    _http.time.sleep(seconds)
-
-
-# Statuses the library's own loop retries: 429 is left out, so that its wait can be capped here.
-RETRIED_STATUSES = (408, 500, 502, 503, 504)
-
-
-class _BodyCut(Exception):
-    """The connection dropped, or the deadline passed, while the body was read (after the library's
-    retries had ended)."""
-
-    timed_out = False
-
-    @classmethod
-    def of(cls, err: BaseException) -> "_BodyCut":
-        import httpx2
-
-        cut = cls(str(err))
-        cut.timed_out = isinstance(err, httpx2.TimeoutException) or getattr(err, "timed_out", False)
-        return cut
-
-
-def _retry_once(call: Callable[[], T], when: Callable[[BaseException], bool] | None = None) -> T:
-    """``call()``, tried a second time after a failure ``when`` accepts (default: a transport failure).
-
-    In a thread pool, huggingface_hub closes its shared HTTP client when any thread hits a
-    ConnectError, killing other threads' requests with ReadError or RuntimeError("...client has been
-    closed") (docs/hub.md §8.5); a reset connection surfaces the same way. The second try gets a new client.
-    """
-    try:
-        return call()
-    except Exception as err:
-        if not (when or _is_transport_error)(err):
-            raise
-        log.debug("transient %s, retrying once", type(err).__name__)
-        return call()
-
-
-def _transient(err: BaseException) -> bool:
-    """A failure that a cached copy may stand in for: no connection, a 5xx, or a 429."""
-    from huggingface_hub.errors import HfHubHTTPError
-
-    if _is_transport_error(err):
-        return True
-    response = getattr(err, "response", None) if isinstance(err, HfHubHTTPError) else None
-    return response is not None and (response.status_code == 429 or response.status_code >= 500)
-
-
 def _commit(response: Any) -> str | None:
     """The commit the file was read at: ``X-Repo-Commit`` of the last Hub answer that carried one.
 
@@ -700,40 +580,6 @@ def _read_body(response: Any, repo_id: str) -> bytes:
             raise too_large(None, repo_id)
         chunks.append(chunk)
     return b"".join(chunks)
-
-
-def _second_try_helps(err: BaseException) -> bool:
-    """For the config GET, whose request the library already retries on network errors: a body cut
-    mid-way, or the shared client closed under us by another thread."""
-    return isinstance(err, _BodyCut) or _client_closed(err)
-
-
-def _client_closed(err: BaseException) -> bool:
-    return isinstance(err, RuntimeError) and "client has been closed" in str(err)
-
-
-def _is_request_error(err: BaseException) -> bool:
-    import httpx2
-
-    return isinstance(err, httpx2.RequestError)
-
-
-def _is_transport_error(err: BaseException) -> bool:
-    import httpx2
-
-    return isinstance(err, (httpx2.TransportError, _BodyCut)) or _client_closed(err)
-
-
-def _transport_reason(err: BaseException) -> str:
-    import httpx2
-
-    if isinstance(err, httpx2.ConnectError):
-        return "could not connect"
-    if isinstance(err, httpx2.TimeoutException) or getattr(err, "timed_out", False):
-        return "timed out"
-    if isinstance(err, RuntimeError):
-        return "HTTP client closed under the request"
-    return "connection dropped mid-response"
 
 
 def _read_limited(path: Path, repo_id: str) -> bytes:

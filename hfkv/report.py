@@ -10,7 +10,7 @@ a report may hold 10⁴ context rows, where a validated model per row would cost
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields
 from fractions import Fraction
 from typing import Annotated, Any, Optional
 

@@ -183,7 +183,7 @@ class Job:
             return Row(fetched.entry, error=_describe(err))
 
     def _report(self, fetched: Fetched) -> Any:
-        from .hub import attach_weights
+        from .hubweights import attach_weights
         from .report import inspect_loaded
 
         report = inspect_loaded(fetched.loaded, self.options, model=fetched.entry)

@@ -302,7 +302,7 @@ def check_author(client: Any, author: str, summary: PollSummary) -> None:
 
 def _weights(info: Any) -> dict[str, Any] | None:
     """Parameters and weight bytes from the listing's ``safetensors`` field, or None."""
-    from .hub import weights_summary
+    from .hubweights import weights_summary
 
     st = getattr(info, "safetensors", None)
     parameters = getattr(st, "parameters", None)
@@ -320,7 +320,7 @@ def _weights(info: Any) -> dict[str, Any] | None:
 
 def build_model_report(client: Any, info: Any, cfg: WatchConfig) -> tuple[Any, dict[str, int], dict | None]:
     """Fetch the config of a listed model and build its report with GPU budgets. Raises on failure."""
-    from .hub import attach_weights
+    from .hubweights import attach_weights
     from .report import inspect_loaded
     from .serving import gpu_budgets
 

@@ -20,7 +20,8 @@ import hfkv
 from fakehub import Fault
 from hfkv.cli import main
 from hfkv.errors import SourceError
-from hfkv.hub import HubClient, _retry_once
+from hfkv.hub import HubClient
+from hfkv.hubhttp import retry_once
 
 CONFIG = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": 512, "num_attention_heads": 8,
           "num_key_value_heads": 8, "num_hidden_layers": 2, "max_position_embeddings": 2048, "torch_dtype": "bfloat16"}
@@ -248,10 +249,10 @@ def test_retry_once_gives_up_after_second_failure():
         raise RuntimeError("Cannot send a request, as the client has been closed.")
 
     with pytest.raises(RuntimeError):
-        _retry_once(always_closed)
+        retry_once(always_closed)
     assert len(calls) == 2
     with pytest.raises(ValueError):
-        _retry_once(lambda: (_ for _ in ()).throw(ValueError("not transient")))
+        retry_once(lambda: (_ for _ in ()).throw(ValueError("not transient")))
 
 
 def test_other_runtime_errors_are_not_hidden(fake_hub, hub_client, monkeypatch):
