@@ -126,3 +126,31 @@ def test_hfkv_scan_through_the_fetching_process_writes_every_row_and_the_cache(f
                              text=True, env={**env, "HF_HUB_OFFLINE": "1"}, timeout=120)
     assert offline.returncode == 0, offline.stderr
     assert len(offline.stdout.splitlines()) == 20
+
+
+@needs_fork
+def test_rows_are_the_same_through_the_fetching_process_and_through_threads(fake_hub, tmp_path):
+    """The same list scanned by a fresh ``hfkv scan`` (forks) and in this process (a thread runs here,
+    so threads fetch): the same rows, errors included, whatever the order they completed in."""
+    from click.testing import CliRunner
+
+    from hfkv.cli import main
+
+    configs = sorted(ROOT.glob("fixtures/*/config.json"))[:18]
+    repos = [f"org/m-{i:02d}" for i in range(len(configs))]
+    for repo, path in zip(repos, configs):
+        fake_hub.add_model(repo, {"config.json": path.read_bytes()})
+    listing = tmp_path / "models.txt"
+    listing.write_text("\n".join([*repos, "org/missing"]) + "\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
+    env.update(HF_HOME=str(tmp_path / "forked"), HF_HUB_DISABLE_TELEMETRY="1")
+    forked = subprocess.run([sys.executable, "-m", "hfkv", "scan", str(listing), "--format", "jsonl",
+                             "--endpoint", fake_hub.url], capture_output=True, text=True, env=env, timeout=120)
+    threaded = CliRunner().invoke(main, ["scan", str(listing), "--format", "jsonl", "--endpoint", fake_hub.url],
+                                  env={"HF_HOME": str(tmp_path / "threads")})
+    assert forked.returncode == threaded.exit_code == 1
+
+    def rows(text: str) -> list[str]:
+        return sorted(json.dumps(json.loads(line), sort_keys=True) for line in text.splitlines())
+
+    assert rows(forked.stdout) == rows(threaded.stdout) and len(rows(forked.stdout)) == len(repos) + 1
