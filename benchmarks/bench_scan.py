@@ -11,8 +11,8 @@ a fresh Python process that imports huggingface_hub and GETs the same N configs 
 session with J threads, nothing else (no cache, no report). A scan cannot beat the floor; the
 floor's own ratio to the limit says how much of the goal the machine leaves. Requests per repo are
 counted from the server's log (the config's GET, cold or warm). Each process's CPU (user + system,
-with its children: the transformers helper included) comes from ``wait4``, its own peak RSS from
-``VmHWM`` at exit; CPU per repo is the scan's CPU less the floor's, over N.
+with its children: the transformers helper and the fetching process included) comes from ``wait4``,
+its own peak RSS (and the forked fetching process's) from ``VmHWM`` at exit; CPU per repo is the scan's CPU less the floor's, over N.
 
 ``--memory M`` also runs a cold scan of M repos and one of N at 0 ms (the latency changes nothing
 in what is kept) and prints both peak RSS: rows are streamed and reports not kept, so the peak
@@ -89,13 +89,22 @@ def repo_id(i: int) -> str:
 # The process's own peak RSS (VmHWM, Linux), said on stderr at exit. Not ru_maxrss: wait4's is the
 # largest of the process and its children (the transformers helper's), and Linux carries a peak
 # across fork and exec, so a child would report this benchmark's own peak.
-OWN_PEAK = ("import atexit, sys\n"
-            "def _peak():\n"
+OWN_PEAK = ("import atexit, os, sys\n"
+            "def _peak(tag='peak-rss-kib'):\n"
             "    for line in open('/proc/self/status'):\n"
             "        if line.startswith('VmHWM:'):\n"
-            "            print('peak-rss-kib', line.split()[1], file=sys.stderr)\n"
-            "atexit.register(_peak)\n")
+            "            print(tag, line.split()[1], file=sys.stderr, flush=True)\n"
+            "atexit.register(_peak)\n"
+            # A scan's forked fetching process ends with os._exit (no atexit): say its peak there.
+            "def _in_fork():\n"
+            "    atexit.unregister(_peak)\n"
+            "    real = os._exit\n"
+            "    os._exit = lambda code: (_peak('fetcher-peak-rss-kib'), real(code))\n"
+            "os.register_at_fork(after_in_child=_in_fork)\n")
 SCAN = OWN_PEAK + "from hfkv.cli import entry\nsys.argv = ['hfkv', *sys.argv[1:]]\nentry()\n"
+
+
+LAST_FETCHER_PEAK: float | None = None  # peak RSS (MiB) of the last scan's fetching process, if it forked one
 
 
 def measured(command: list[str], env: dict[str, str]) -> tuple[float, float, float]:
@@ -111,6 +120,9 @@ def measured(command: list[str], env: dict[str, str]) -> tuple[float, float, flo
     if code not in (0, 1):
         raise SystemExit(f"{command[:3]} failed ({code}): {text[-400:]}")
     peak = [line.split()[1] for line in text.splitlines() if line.startswith("peak-rss-kib ")]
+    fetcher = [int(line.split()[1]) for line in text.splitlines() if line.startswith("fetcher-peak-rss-kib ")]
+    global LAST_FETCHER_PEAK
+    LAST_FETCHER_PEAK = max(fetcher) / 1024 if fetcher else None
     return wall, usage.ru_utime + usage.ru_stime, int(peak[-1]) / 1024 if peak else float("nan")
 
 
@@ -252,12 +264,16 @@ def memory_runs(args: argparse.Namespace, configs: list[bytes]) -> None:
                 home = Path(tmp)
                 listing = write_listing(home / "models.txt", repos)
                 wall, cpu, rss, rows = run_scan(listing, home / "rows.jsonl", server.url, args.jobs, environment(home))
-                peaks[repos] = rss
-                print(f"memory: {repos:>6} repos, peak RSS {rss:7.1f} MiB, {wall:6.1f} s wall, {cpu:6.1f} s CPU, "
-                      f"{sum('error' not in r for r in rows)} rows ok")
+                peaks[repos] = (rss, LAST_FETCHER_PEAK)
+                fetcher = f", fetching process {LAST_FETCHER_PEAK:7.1f} MiB" if LAST_FETCHER_PEAK else ""
+                print(f"memory: {repos:>6} repos, peak RSS {rss:7.1f} MiB{fetcher}, {wall:6.1f} s wall, "
+                      f"{cpu:6.1f} s CPU, {sum('error' not in r for r in rows)} rows ok")
         finally:
             server.stop()
-    print(f"memory: peak RSS ratio {args.memory} / {args.repos} repos = {peaks[args.memory] / peaks[args.repos]:.2f}")
+    (big, big_fetch), (small, small_fetch) = peaks[args.memory], peaks[args.repos]
+    print(f"memory: peak RSS ratio {args.memory} / {args.repos} repos = {big / small:.2f}"
+          + (f" (fetching process: {big_fetch / small_fetch:.2f}; it shares the scan's pages from the fork)"
+             if big_fetch and small_fetch else ""))
 
 
 def main() -> None:
