@@ -12,7 +12,8 @@ session with J threads, nothing else (no cache, no report). A scan cannot beat t
 floor's own ratio to the limit says how much of the goal the machine leaves. Requests per repo are
 counted from the server's log (the config's GET, cold or warm). Each process's CPU (user + system,
 with its children: the transformers helper and the fetching process included) comes from ``wait4``,
-its own peak RSS (and the forked fetching process's) from ``VmHWM`` at exit; CPU per repo is the scan's CPU less the floor's, over N.
+its own peak RSS (and the forked fetching process's) from ``VmHWM`` at exit; CPU per repo is the
+scan's CPU less the floor's, over N.
 
 ``--memory M`` also runs a cold scan of M repos and one of N at 0 ms (the latency changes nothing
 in what is kept) and prints both peak RSS: rows are streamed and reports not kept, so the peak
