@@ -28,6 +28,7 @@ from hfkv.errors import UnsupportedModelError
 from hfkv.specs import FullAttention
 
 from .archs import sglang_architectures, sglang_pp_support
+from .layout import size
 from .sglang_fallback import BACKEND_COMPATIBLE, BACKEND_INCOMPATIBLE, COVERED_SUFFIXES, TRANSFORMERS_VERSION
 
 PREFIX = "SGLang 0.5.23 cannot serve this model"
@@ -48,7 +49,7 @@ DSV41_PP = "DeepSeek-V4.1 does not support pipeline parallelism yet; disable it 
 def check(report: Any, knobs: dict | None = None) -> list[str]:
     """Warnings (one line each) for a model SGLang serves; UnsupportedModelError for one it refuses.
     ``knobs`` are the engine knobs (``pipeline_parallel_size``; absent means 1)."""
-    check_pipeline(report, int((knobs or {}).get("pipeline_parallel_size") or 1))
+    check_pipeline(report, size((knobs or {}).get("pipeline_parallel_size"), "pipeline_parallel_size"))
     warnings = fallback_warnings(report)
     check_variable_gqa(report)
     return warnings

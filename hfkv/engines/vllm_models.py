@@ -18,6 +18,7 @@ from hfkv.specs import CompressedKV
 
 from . import VERSIONS
 from .archs import vllm_architectures, vllm_pp_support
+from .layout import size
 
 
 class VllmRefusal(UnsupportedModelError):
@@ -72,7 +73,7 @@ def refusal(report: Any, knobs: dict | None = None) -> str | None:
     ``verify_with_parallel_config`` (heads over TP, then PP), then the model's own code and backend.
     ``knobs`` are the engine knobs (``pipeline_parallel_size``; absent means 1).
     """
-    pp = int((knobs or {}).get("pipeline_parallel_size") or 1)
+    pp = size((knobs or {}).get("pipeline_parallel_size"), "pipeline_parallel_size")
     checks = (_architecture_refusal, _head_split_refusal, lambda r: pipeline_refusal(r, pp), _chatglm_refusal,
               _deepseek_v4_refusal)
     for check in checks:
