@@ -161,8 +161,10 @@ def _resolve_layout(report, layout_knobs: dict | None, engine: str):
     """The parallel layout the knobs ask for, checked as ``engine`` checks it (theory: the SGLang rules)."""
     from .engines import layout as lay
 
-    return lay.resolve(layout_knobs or {}, report.tensor_parallel_size, engine, len(report.layer_specs),
-                       report.config)
+    layout = lay.resolve(layout_knobs or {}, report.tensor_parallel_size, engine, len(report.layer_specs),
+                         report.config)
+    lay.check_model(report, layout)  # PP on an architecture the engine will not pipeline: its refusal
+    return layout
 
 
 def _deployment_gpus(count: int, layout, notes: list[str]) -> int:

@@ -114,6 +114,13 @@ def test_vllm_refuses_pp_for_a_class_without_supports_pp_one_line_exit_2():
     assert "Traceback" not in done.stderr
 
 
+def test_plot_refuses_the_deployment_panel_vllm_would_not_start(tmp_path):
+    pytest.importorskip("matplotlib")
+    done = _hfkv("plot", "fixtures/Zyphra__Zamba2-2.7B-transformers-defaults", "--gpu", "H200:2", "--engine", "vllm",
+                 "--pp", "2", "-o", str(tmp_path / "p.png"))
+    assert done.returncode == 2 and VLLM_PP in done.stderr and not (tmp_path / "p.png").exists()
+
+
 def test_vllm_refuses_pp_for_a_multimodal_class_without_supports_pp():
     report = _fixture("google__gemma-3n-E4B-transformers-defaults")
     with pytest.raises(UnsupportedModelError, match=r"would refuse to start: Pipeline parallelism is not supported"):
