@@ -1,6 +1,7 @@
 """DeepSeek-style multi-head latent attention (DeepSeek V2/V3, Kimi K2, MiniCPM3, ...) and DSA
 (DeepSeek V3.2, GLM-5, HY-V4): one latent of ``kv_lora_rank`` + ``qk_rope_head_dim`` values per token,
-plus, for DSA, indexer keys on every layer that computes its own top-k.
+plus, for DSA, indexer keys on every layer that computes its own top-k. A DeepSeek-V2 backbone with
+``qk_nope_head_dim = qk_rope_head_dim = 0`` (Unlimited-OCR, DeepSeek-OCR) is plain MHA instead.
 """
 
 from __future__ import annotations
@@ -8,8 +9,8 @@ from __future__ import annotations
 from hfkv.config import ConfigView
 from hfkv.specs import LayerSpec, Layout
 
-from .attention_keys import effective_window, num_layers, sliding_window
-from .latent_keys import dsa_indexer, dsa_skips_indexer, mla_latent
+from .attention_keys import num_layers, sliding_window
+from .latent_keys import dsa_indexer, dsa_skips_indexer, mha_part, mla_latent, plain_mha
 from .layer_builders import mtp_note, pattern_layout
 from .registry import register
 
@@ -39,22 +40,56 @@ MLA_READS = ("num_hidden_layers", "kv_lora_rank", "qk_rope_head_dim", "num_nextn
 def mla(cfg: ConfigView) -> Layout:
     """Every layer caches one latent: E = (d_c + d_r)·e, n = S, replicated across TP ranks.
 
-    A config that writes ``kv_lora_rank: null`` (DeepSeek-VL2-Tiny, DeepSeek-OCR) is not MLA: vLLM's
-    ``use_mla`` is ``kv_lora_rank is not None``, and the layers are standard attention.
+    ``qk_nope_head_dim = qk_rope_head_dim = 0`` is plain MHA (``mha_layout``). A config that writes
+    ``kv_lora_rank: null`` (DeepSeek-VL2-Tiny) is not MLA either: vLLM's ``use_mla`` is
+    ``kv_lora_rank is not None``, and the layers are standard attention. A sliding window is never
+    applied to the latent (``mla_latent``); a note says it was not.
     """
+    if plain_mha(cfg):
+        return mha_layout(cfg)
     if "kv_lora_rank" in cfg.text and cfg.text["kv_lora_rank"] is None:
         cfg.mark("kv_lora_rank")
         layout = pattern_layout(cfg, default_window=None, default_rule=None)
         layout.notes.insert(0, "kv_lora_rank is null: standard attention, not MLA (vLLM's use_mla rule)")
         return layout
     n = num_layers(cfg)
-    notes = mtp_note(cfg)
-    # An all-sliding MLA model (Unlimited-OCR) bounds every latent by its window.
-    window = effective_window(cfg, sliding_window(cfg), notes)
-    latent = mla_latent(cfg, window=window)
-    kind = "mla" if window is None else "mla-sliding"
-    layers = [LayerSpec(index=i, kind=kind, parts=(latent,)) for i in range(n)]
-    return Layout(layers=layers, notes=notes)
+    latent = mla_latent(cfg)
+    layers = [LayerSpec(index=i, kind="mla", parts=(latent,)) for i in range(n)]
+    return Layout(layers=layers, notes=unapplied_window_note(cfg) + mtp_note(cfg))
+
+
+def unapplied_window_note(cfg: ConfigView) -> list[str]:
+    """A written window that bounds nothing here: neither engine windows a DeepSeek-V2 MLA latent."""
+    window = sliding_window(cfg)
+    if window is None:
+        return []
+    return [f"sliding window {window} not applied: vLLM's and SGLang's DeepSeek-V2 MLA layers read none "
+            "(full latent cache, n = S)"]
+
+
+def mha_layout(cfg: ConfigView) -> Layout:
+    """Plain MHA on every layer, full attention: ``DeepseekAttention`` in both engines (``mha_part``).
+
+    Unlimited-OCR's ``sliding_window_size`` is R-SWA, an attention mask over a prompt that stays
+    cached: vLLM builds ``RSWAAttention`` whose ``RSWASpec`` is a full-attention spec (pools and
+    admission sized for every token), SGLang's prefill-aware SWA never evicts the prompt. Only
+    generated tokens further back than the window are freed during decode, which a warning says.
+    """
+    part = mha_part(cfg)
+    notes = [f"qk_nope_head_dim = qk_rope_head_dim = 0: plain multi-head attention, not MLA "
+             f"(vLLM's and SGLang's DeepseekAttention, head_dim = hidden_size / heads = {part.head_dim})"]
+    window = sliding_window(cfg)
+    if window is not None and "UnlimitedOCRForCausalLM" in cfg.architectures:
+        notes.append(f"R-SWA window {window} masks attention, it does not bound the cache: every prompt token "
+                     "is kept (vLLM's RSWASpec is full attention), n(S) = S")
+        cfg.warn(f"R-SWA: generated tokens more than {window} behind the newest are freed during decode "
+                 f"(vLLM's RSWAManager, SGLang's swa_evict_floor), so n(S) = S is exact for an S-token prompt "
+                 f"and an upper bound for prompt + output beyond {window} tokens")
+    elif window is not None:
+        cfg.warn(f"sliding window {window} on DeepSeek-V2 plain-MHA layers not applied (full cache): vLLM's "
+                 "Attention may still take it from its cache config, SGLang does not; not checked against either")
+    layers = [LayerSpec(index=i, kind=part.kind, parts=(part,)) for i in range(num_layers(cfg))]
+    return Layout(layers=layers, notes=notes + mtp_note(cfg))
 
 
 @register(

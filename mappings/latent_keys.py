@@ -2,26 +2,49 @@
 
 An MLA layer caches one latent of ``kv_lora_rank`` + ``qk_rope_head_dim`` values per token (K and V
 are rebuilt from it); a DSA layer adds indexer keys of ``index_head_dim`` unless it reuses the
-previous layer's top-k.
+previous layer's top-k. A DeepSeek-V2 config whose ``qk_nope_head_dim`` and ``qk_rope_head_dim`` are
+both 0 has no latent at all: plain multi-head attention (``plain_mha``, ``mha_part``).
 """
 
 from __future__ import annotations
 
 from hfkv.config import ConfigView
-from hfkv.specs import IndexerKeys, MLALatent
+from hfkv.specs import FullAttention, IndexerKeys, MLALatent
 
+from .attention_keys import attention_part, hidden_size, num_heads
 from .layer_builders import PartsFactory
 
 
-def mla_latent(cfg: ConfigView, *, topk: int | None = None, window: int | None = None) -> MLALatent:
-    """The cached latent: ``kv_lora_rank`` + ``qk_rope_head_dim`` (qk_nope/v_head_dim are not cached)."""
+def mla_latent(cfg: ConfigView, *, topk: int | None = None) -> MLALatent:
+    """The cached latent: ``kv_lora_rank`` + ``qk_rope_head_dim`` (qk_nope/v_head_dim are not cached).
+
+    Never windowed: vLLM's DeepSeek-V2 MLA layers pass no sliding window to ``MLAAttention`` (which,
+    unlike ``Attention``, has no cache-config fallback) and SGLang keeps them in its full pool; a
+    family whose engines do window the latent (Dots3's MLA-SWA) builds its own ``MLALatent``.
+    """
     cfg.mark("qk_nope_head_dim", "v_head_dim", "q_lora_rank", "num_key_value_heads")
     return MLALatent(
         kv_lora_rank=cfg.integer("kv_lora_rank", minimum=1, defaults=True),
         rope_dim=cfg.integer("qk_rope_head_dim", default=64, defaults=True),
         topk=topk,
-        window=window,
     )
+
+
+def plain_mha(cfg: ConfigView) -> bool:
+    """True when ``qk_nope_head_dim`` and ``qk_rope_head_dim`` are both written as 0: vLLM's
+    ``DeepseekV2DecoderLayer`` then builds the plain-MHA ``DeepseekAttention`` whatever ``use_mla`` or
+    ``kv_lora_rank`` say, and SGLang's DeepSeek-OCR-style wrappers do too. Absent keys are not 0: the
+    config classes default them to 128 and 64."""
+    return all(cfg.present(key) and cfg.value(key) == 0 for key in ("qk_nope_head_dim", "qk_rope_head_dim"))
+
+
+def mha_part(cfg: ConfigView) -> FullAttention:
+    """``DeepseekAttention``'s cache: ``num_key_value_heads`` heads of hidden_size // heads for K and for V
+    (both engines derive the head dim so; ``head_dim`` and ``v_head_dim`` keys are not read)."""
+    cfg.mark("kv_lora_rank", "q_lora_rank", "v_head_dim", "head_dim", "use_mla", "qk_nope_head_dim",
+             "qk_rope_head_dim")
+    dim = hidden_size(cfg) // num_heads(cfg)
+    return attention_part(cfg, key_dim=dim, value_dim=dim)
 
 
 def dsa_indexer(cfg: ConfigView) -> IndexerKeys:

@@ -155,6 +155,25 @@ def test_kv_lora_rank_null_is_standard_attention():
     assert rep.layers[0].kind == "full"
 
 
+def test_unlimited_ocr_is_plain_mha_with_every_prompt_token_kept():
+    """baidu/Unlimited-OCR (fixture README: the real config.json's facts): qk_nope = qk_rope = 0, so both
+    engines build DeepseekAttention: 10 KV heads of hidden_size / heads = 1280 / 10 = 128 for K and V.
+    R-SWA (window 128) masks attention over a prompt that stays cached: full attention, n(S) = S."""
+    rep = inspect(load("baidu__Unlimited-OCR"))
+    assert rep.mapper == "deepseek.mla"
+    # per layer E = 10 KV heads × (128 + 128) × 2 B = 5120; 12 layers × 5120 = 61440 per token, no constant
+    assert rep.layers[0].entry_bytes == 10 * (128 + 128) * 2 == 5120
+    assert (rep.alpha_bytes_per_token, rep.gamma_bytes_per_request) == (12 * 5120, 0) == (61440, 0)
+    assert [layer.kind for layer in rep.layers] == ["full"] * 12
+    # 32768 tokens (max_position_embeddings) × 61440 = 2013265920 B, vLLM's request_bytes for this row
+    at_max = next(c for c in rep.contexts if c.tokens == 32768)
+    assert at_max.kv_bytes_per_request == 32768 * 61440 == 2013265920
+    assert any("plain multi-head attention" in note for note in rep.notes)
+    assert any("R-SWA" in w and "upper bound" in w for w in rep.warnings)
+    # fp8: 1 B per value, 12 × 10 × 256 × 1 = 30720 (SGLang's fp8 row)
+    assert inspect(load("baidu__Unlimited-OCR"), kv_cache_dtype="fp8").alpha_bytes_per_token == 30720
+
+
 # Bytes per token each engine's own code computed for these fixtures (bf16, H200): vLLM 0.33.0's oracle
 # (bytes_per_block ÷ block size 16 of its single full-attention group) and SGLang 0.5.23's oracle
 # (bytes_per_token), run on the fixture files as they are. Where an oracle failed offline (remote code,
@@ -179,6 +198,8 @@ ENGINE_BYTES_PER_TOKEN = {
     ("openbmb__MiniCPM-V-2_6", 8): 14336,  # SGLang
     ("LiquidAI__LFM2.5-Embedding-350M", 1): 12288,  # SGLang (state 40960 per request)
     ("LiquidAI__LFM2.5-Embedding-350M", 8): 1536,  # SGLang (state 5120 per request)
+    ("baidu__Unlimited-OCR", 1): 983040 // 16,  # vLLM: 61440 (RSWASpec, full attention); SGLang 61440
+    ("baidu__Unlimited-OCR", 8): 6144,  # SGLang's sizing (10 KV heads → 1 per rank); vLLM refuses 10 heads on 8
 }
 
 

@@ -306,11 +306,22 @@ def test_mla_window_covering_every_position_is_a_full_latent():
     rep = report(dict(data, sliding_window=163840))  # = max_position_embeddings
     # the latent stays full: (512 + 64) × 2 = 1152 B × 27 layers = 31104
     assert (rep.alpha_bytes_per_token, rep.gamma_bytes_per_request) == (31104, 0)
-    assert any("accounted as full attention" in note for note in rep.notes)
+    assert any("sliding window 163840 not applied" in note for note in rep.notes)
     dots = _with(load("dots-studio__dots3-note-prev-transformers-defaults"), sliding_window=524288)
     rep = report(dots)
     # 13 DSA layers × 1284 (test_dots3_transformers_defaults) + 33 full MLA-SWA latents × 2176 = 16692 + 71808
     assert (rep.alpha_bytes_per_token, rep.gamma_bytes_per_request) == (88500, 0)
+
+
+def test_mla_latent_ignores_a_window_that_bounds_the_context():
+    # vLLM's DeepseekV2MLAAttention passes no sliding_window to MLAAttention (whose spec is windowed only
+    # when one is passed) and SGLang's DeepSeek-V2 is no hybrid-SWA architecture: the latent is full.
+    data = load("deepseek-ai__DeepSeek-V2-Lite")
+    rep = report(dict(data, sliding_window=4096))
+    # (512 + 64) × 2 = 1152 B × 27 layers = 31104 per token, no windowed constant (not 27 × 1152 × 4096)
+    assert (rep.alpha_bytes_per_token, rep.gamma_bytes_per_request) == (27 * 1152, 0) == (31104, 0)
+    assert [layer.kind for layer in rep.layers] == ["mla"] * 27
+    assert any("sliding window 4096 not applied" in note for note in rep.notes)
 
 
 # -- Domyn-Edge: window_sizes and head_sizes per layer ----------------------------------------------

@@ -3,7 +3,8 @@
 Rows: ``../shared/engine-oracles/sglang-0.5.23-h200.jsonl`` (the shared H200 run) and, in this
 repository, ``tests/oracles/sglang-0.5.23-b200.jsonl`` (the same tool with ``--gpu b200``) and
 ``tests/oracles/sglang-0.5.23-budget.jsonl`` (SGLang's budget path driven by hand; see
-``tests/oracles/README-sglang.md``). hfkv is driven as a user would drive it: the row's config from
+``tests/oracles/README-sglang.md``) and ``tests/oracles/sglang-0.5.23-fixtures.jsonl`` (the tool on
+fixtures this repository keeps, ``fixtures/<row config without .json>/config.json``). hfkv is driven as a user would drive it: the row's config from
 ``../shared/hub-configs``, inspected with the row's KV dtype and TP, then ``simulate(engine="sglang")``
 on the row's GPU generation. A row SGLang serves must match to the byte (per-token cell, full/SWA
 split, state per request slot, page size, configurator, Mamba running-request ratio; with a budget the
@@ -29,16 +30,28 @@ SOURCES = {
     "h200": SHARED / "engine-oracles" / "sglang-0.5.23-h200.jsonl",
     "b200": ORACLES / "sglang-0.5.23-b200.jsonl",
     "budget": ORACLES / "sglang-0.5.23-budget.jsonl",
+    "fixtures": ORACLES / "sglang-0.5.23-fixtures.jsonl",
 }
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 CAPABILITY = {"H200": "9.0", "B200": "10.0"}
 
-# Rows whose SGLang figure hfkv cannot reproduce yet, and why (each still checked as far as it goes).
+# Rows whose SGLang figure hfkv cannot reproduce yet, and why: strict xfails, so a row that starts to
+# match fails until it is taken off this list.
+UNLIMITED_OCR_GAP = (
+    "hfkv/engines/sglang.py: SGLang sizes Unlimited-OCR's full-attention layers (R-SWA keeps the prompt) in "
+    "an all-SWA HybridSWAPoolConfigurator; hfkv's SGLang mode uses DefaultPoolConfigurator (same bytes per "
+    "token). At TP 8 SGLang's DeepseekAttention also asserts 10 heads % 8 == 0 when the model is built, "
+    "which the oracle does not do"
+)
+KNOWN_GAPS = {
+    f"h200-baidu__Unlimited-OCR-tp{tp}-{dtype}": UNLIMITED_OCR_GAP for tp in (1, 8) for dtype in ("bf16", "fp8")
+}
 
 
 
 def rows(source: str) -> list[dict]:
     path = SOURCES[source]
-    if not HUB_CONFIGS.is_dir() or not path.is_file():
+    if not path.is_file() or (source != "fixtures" and not HUB_CONFIGS.is_dir()):
         return []
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
@@ -54,7 +67,18 @@ def params(source: str) -> list:
     found = rows(source)
     if not found:
         return [pytest.param(None, marks=pytest.mark.skip(reason=f"{SOURCES[source]} or {HUB_CONFIGS} is absent"))]
-    return [pytest.param(row, id=row_id(row)) for row in found]
+    return [pytest.param(row, id=row_id(row), marks=gap_marks(row_id(row))) for row in found]
+
+
+def gap_marks(name: str) -> tuple:
+    reason = KNOWN_GAPS.get(name)
+    return (pytest.mark.xfail(strict=True, reason=reason),) if reason else ()
+
+
+def config_path(row: dict) -> Path:
+    """The row's config: the shared hub config, else the fixture of that name (a model no hub config holds)."""
+    hub = HUB_CONFIGS / row["config"]
+    return hub if hub.is_file() else FIXTURES / row["config"].removesuffix(".json") / "config.json"
 
 
 def capability(row: dict) -> str:
@@ -63,7 +87,7 @@ def capability(row: dict) -> str:
 
 def run(row: dict, budget: int | None = None, max_model_len: int | None = None, **knobs) -> dict:
     """hfkv's SGLang mode on the row's config, KV dtype, TP and GPU, with ``knobs`` (HfkvError propagates)."""
-    data = json.loads((HUB_CONFIGS / row["config"]).read_text())
+    data = json.loads(config_path(row).read_text())
     report = inspect_config(data, model=row["config"], options=Options(
         kv_cache_dtype=row["kv_cache_dtype_requested"], tensor_parallel_size=row["tp"]))
     return simulate(report, engine="sglang", budget_bytes=budget, max_model_len=max_model_len,
@@ -145,7 +169,7 @@ def check_context_length(row: dict, out: dict) -> None:
     assert out["context_length"] == expected
 
 
-@pytest.mark.parametrize("row", params("h200") + params("b200"))
+@pytest.mark.parametrize("row", params("h200") + params("b200") + params("fixtures"))
 def test_per_token_figures_match_sglang(row):
     if row["status"] != "ok":
         expect_refusal_or_warning(row, reason_words(row))
@@ -157,6 +181,15 @@ def test_per_token_figures_match_sglang(row):
     check_cell(row, out)
     check_index_map_note(row, out)
     check_context_length(row, out)
+
+
+@pytest.mark.parametrize("row", [pytest.param(row, id=row_id(row)) for row in rows("fixtures")])
+def test_fixture_bytes_per_token_match_sglang_even_where_the_pool_differs(row):
+    """The fixture rows' per-token cell and page size match SGLang's even while their configurator is a
+    known gap (``KNOWN_GAPS``): the mapper's geometry is checked on its own."""
+    out = run(row)
+    assert out["page_size"] == row["page_size"]
+    assert out["bytes_per_token"] == row["bytes_per_token"]
 
 
 # ServerArgs the budget driver set (``server_args_extra``) -> hfkv's engine knobs.
@@ -212,7 +245,18 @@ def draft_rows() -> list:
     found = [r for r in rows("h200") if (r.get("draft") or {}).get("bytes_per_token_with_mtp_draft") is not None]
     if not found:
         return [pytest.param(None, marks=pytest.mark.skip(reason=f"{SOURCES['h200']} or {HUB_CONFIGS} is absent"))]
-    return [pytest.param(row, id=row_id(row)) for row in found]
+    return [pytest.param(row, id=row_id(row), marks=gap_marks(row_id(row))) for row in found]
+
+
+def gap_marks(name: str) -> tuple:
+    reason = KNOWN_GAPS.get(name)
+    return (pytest.mark.xfail(strict=True, reason=reason),) if reason else ()
+
+
+def config_path(row: dict) -> Path:
+    """The row's config: the shared hub config, else the fixture of that name (a model no hub config holds)."""
+    hub = HUB_CONFIGS / row["config"]
+    return hub if hub.is_file() else FIXTURES / row["config"].removesuffix(".json") / "config.json"
 
 
 @pytest.mark.parametrize("row", draft_rows())
