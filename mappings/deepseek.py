@@ -22,7 +22,8 @@ MLA_READS = ("num_hidden_layers", "kv_lora_rank", "qk_rope_head_dim", "num_nextn
     family="mla",
     model_types=(
         "deepseek_v2", "deepseek_v3", "kimi_k2", "kimi_k25", "kimi_vl", "minicpm3", "glm4_moe_lite",
-        "sarvam_mla", "axk1", "pangu_ultra_moe", "mistral_large_3", "deepseek_vl_v2", "unlimited_language",
+        "sarvam_mla", "axk1", "pangu_ultra_moe", "mistral_large_3", "deepseek_vl_v2",
+        "unlimited-ocr", "unlimited_ocr", "unlimited_language",  # Unlimited-OCR: root, vLLM alias, SGLang's text
     ),
     architectures=(
         "MiniCPM3ForCausalLM", "DeepseekV3ForCausalLM", "DeepseekV2ForCausalLM", "AXK1ForCausalLM",
@@ -34,7 +35,7 @@ MLA_READS = ("num_hidden_layers", "kv_lora_rank", "qk_rope_head_dim", "num_nextn
     fixtures={
         "deepseek_v2": "deepseek-ai__DeepSeek-V2-Lite", "deepseek_v3": "deepseek-ai__DeepSeek-V3",
         "kimi_k2": "moonshotai__Kimi-K2-Instruct", "kimi_k25": "moonshotai__Kimi-K2.5-transformers-defaults",
-        "minicpm3": "openbmb__MiniCPM3-4B-transformers-defaults",
+        "minicpm3": "openbmb__MiniCPM3-4B-transformers-defaults", "unlimited-ocr": "baidu__Unlimited-OCR",
     },
 )
 def mla(cfg: ConfigView) -> Layout:

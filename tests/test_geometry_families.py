@@ -301,7 +301,7 @@ def test_loop_passes_with_a_window_covering_every_position():
 
 def test_mla_window_covering_every_position_is_a_full_latent():
     # An MLA latent has no declared window to keep: vLLM's DeepSeek-V2 MLA reads no sliding_window at all
-    # (a full latent either way), and vLLM does not serve Dots3.
+    # (a full latent either way); Dots3's MLA-SWA layers are full once the window covers every position.
     data = load("deepseek-ai__DeepSeek-V2-Lite")
     rep = report(dict(data, sliding_window=163840))  # = max_position_embeddings
     # the latent stays full: (512 + 64) × 2 = 1152 B × 27 layers = 31104
