@@ -85,7 +85,7 @@ def mha_layout(cfg: ConfigView) -> Layout:
                      "is kept (vLLM's RSWASpec is full attention), n(S) = S")
         cfg.warn(f"R-SWA: generated tokens more than {window} behind the newest are freed during decode "
                  f"(vLLM's RSWAManager, SGLang's swa_evict_floor), so n(S) = S is exact for an S-token prompt "
-                 f"and an upper bound for prompt + output beyond {window} tokens")
+                 f"and an upper bound once a request's output passes {window} tokens")
     elif window is not None:
         cfg.warn(f"sliding window {window} on DeepSeek-V2 plain-MHA layers not applied (full cache): vLLM's "
                  "Attention may still take it from its cache config, SGLang does not; not checked against either")
