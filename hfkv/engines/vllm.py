@@ -32,10 +32,10 @@ from hfkv.specs import (
 
 from . import capability_major, context_length, number, printed
 from . import vllm_backends as backends
-from . import vllm_dsv4
+from . import vllm_dsv4, vllm_transformers
 from .vllm_backends import choose_backend, is_dsa, sparse_128
 from .vllm_groups import Group, Spec, block_size, make_groups
-from .vllm_models import VllmRefusal, default_max_model_len, refusal
+from .vllm_models import VllmRefusal, default_max_model_len, full_text_config, refusal, transformers_backend
 
 __all__ = ["VllmRefusal", "simulate"]
 
@@ -164,6 +164,19 @@ def collect_specs(report: Any, kv: str, knobs: dict, assumptions: list[str]) -> 
     return promote_local(specs, knobs, assumptions)
 
 
+def transformers_specs(report: Any, kv: str, knobs: dict, backend_class: str, assumptions: list[str]) -> list[Spec]:
+    """The Transformers backend's layers: one Attention each, its window from ``layer_types``."""
+    tp = report.tensor_parallel_size
+    specs = [Spec("sliding" if window else "full", token_bytes=attention_bytes(part, kv, tp), window=window,
+                  head_dim=part.head_dim) for part, window in vllm_transformers.layer_windows(report, full_text_config(report))]
+    assumptions.append(f"served by vLLM's Transformers modeling backend ({backend_class}): one Attention per "
+                       "decoder layer, sliding where layer_types says sliding_attention")
+    if vllm_transformers.ignored_parts(report):
+        assumptions.append(f"{vllm_transformers.ignored_parts(report)} non-attention part(s) of attention layers "
+                           "get no vLLM cache: the backend allocates only its Attention layers")
+    return promote_local(specs, knobs, assumptions)
+
+
 def promote_local(specs: list[Spec], knobs: dict, assumptions: list[str]) -> list[Spec]:
     """Sliding/chunked specs that vLLM allocates as full attention."""
     out = []
@@ -276,7 +289,11 @@ def simulate(report: Any, *, budget_bytes: int | None, max_model_len: int | None
     assumptions.append(f"KV dtype {kv} (vLLM 'auto' = model dtype or the checkpoint's declared fp8)")
     if any(isinstance(p, CompressedKV) for layer in report.layer_specs for p in layer.parts):
         return deepseek_v4(report, budget_bytes, length, knobs, assumptions)
-    specs = collect_specs(report, kv, knobs, assumptions)
+    backend_class = transformers_backend(report)
+    if backend_class:
+        specs = transformers_specs(report, kv, knobs, backend_class, assumptions)
+    else:
+        specs = collect_specs(report, kv, knobs, assumptions)
     if not specs:
         raise UnsupportedModelError("no layer keeps a KV cache or state that vLLM would allocate")
     plan = block_settings(specs, knobs, assumptions)

@@ -17,6 +17,7 @@ from hfkv.errors import UnsupportedModelError
 from hfkv.specs import CompressedKV
 
 from . import VERSIONS
+from . import vllm_transformers
 from .archs import vllm_architectures, vllm_pp_support
 from .layout import size
 
@@ -51,6 +52,24 @@ PREVIOUSLY_SUPPORTED = {
     "MPTForCausalLM": "0.28.0", "MptForCausalLM": "0.28.0", "RWForCausalLM": "0.28.0",
     "StableLMEpochForCausalLM": "0.28.0", "PrithviGeoSpatialMAE": "0.28.0",
 }
+# registry.py: the names vLLM registers outside its generation tables (embedding, late-interaction, reward,
+# token/sequence classification): such a model starts and allocates no KV cache.
+POOLING_ARCHS = frozenset("""
+    BertForMaskedLM BertForSequenceClassification BertForTokenClassification BertModel BertSpladeSparseEmbeddingModel
+    BgeM3EmbeddingModel CLIPModel ClefFlashForJointSchema ClefOmniForJointSchema ColBERTJinaRobertaModel
+    ColBERTLfm2Model ColBERTModernBertModel ColModernVBertForRetrieval ColPaliForRetrieval ColQwen3 ColQwen3_5
+    ColUltraVBertForRetrieval D3ForSequenceClassification DeepseekV3BidirectionalModel EmbeddingGemma2Model
+    GPT2ForSequenceClassification Gemma2Model Gemma3TextModel GteModel GteNewForSequenceClassification GteNewModel
+    HF_ColBERT InternLM2ForRewardModel JambaForSequenceClassification JinaEmbeddingsV5Model JinaForRanking
+    JinaVLForRanking Lfm2BidirectionalModel LlamaBidirectionalForSequenceClassification LlamaBidirectionalModel
+    LlamaModel LlamaNemotronVLForSequenceClassification LlamaNemotronVLModel MistralModel
+    ModernBertForSequenceClassification ModernBertForTokenClassification ModernBertModel ModernVBertModel
+    NomicBertModel OpenAIPrivacyFilterForTokenClassification OpsColQwen3Model Qwen2ForProcessRewardModel
+    Qwen2ForRewardModel Qwen2Model Qwen3ASRForcedAlignerForTokenClassification Qwen3VLNemotronEmbedModel
+    RobertaForMaskedLM RobertaForSequenceClassification RobertaForTokenClassification RobertaModel SiglipModel
+    Terratorch VoyageQwen3BidirectionalEmbedModel XLMRobertaForSequenceClassification
+    XLMRobertaForTokenClassification XLMRobertaModel
+""".split())
 # derive_max_model_len_and_key: the smallest of these text-config attributes is the model's length.
 MAX_LEN_KEYS = ("max_position_embeddings", "n_positions", "max_seq_len", "seq_length", "model_max_length",
                 "max_target_positions", "max_sequence_length", "max_seq_length", "seq_len")
@@ -75,7 +94,7 @@ def refusal(report: Any, knobs: dict | None = None) -> str | None:
     """
     pp = size((knobs or {}).get("pipeline_parallel_size"), "pipeline_parallel_size")
     checks = (_architecture_refusal, _head_split_refusal, lambda r: pipeline_refusal(r, pp), _chatglm_refusal,
-              _deepseek_v4_refusal)
+              _deepseek_v4_refusal, _transformers_backend_refusal)
     for check in checks:
         reason = check(report)
         if reason:
@@ -84,17 +103,32 @@ def refusal(report: Any, knobs: dict | None = None) -> str | None:
 
 
 def _architecture_refusal(report: Any) -> str | None:
-    """registry.py _raise_for_unsupported: dropped architectures, and ones vLLM does not generate with."""
+    """registry.py ``inspect_model_cls`` then ``_raise_for_unsupported``: a registered class, else the
+    Transformers backend (``vllm_transformers``), else a dropped architecture, a pooling-only one, or
+    none vLLM knows."""
     archs = list(report.architectures or [])
     registered = vllm_architectures()
-    if not archs or any(a in registered for a in archs):
+    if not archs or any(a in registered for a in archs) or transformers_backend(report):
         return None
     for arch in archs:
         if arch in PREVIOUSLY_SUPPORTED:
             return (f"Model architecture {arch} was supported in vLLM until v{PREVIOUSLY_SUPPORTED[arch]}, and is "
                     "not supported anymore")
-    return (f"vLLM 0.33.0 registers no {'/'.join(archs)} as a generation model (its Transformers fallback is not "
-            "modelled): no KV cache groups")
+    if any(a in POOLING_ARCHS for a in archs):
+        return (f"vLLM 0.33.0 registers no {'/'.join(archs)} as a generation model (only as a pooling model): no KV "
+                "cache groups")
+    return f"Model architectures {archs!r} are not supported for now."
+
+
+def transformers_backend(report: Any) -> str | None:
+    """The Transformers modeling backend class that serves this model in vLLM, or None."""
+    return vllm_transformers.served(report, vllm_architectures())
+
+
+def _transformers_backend_refusal(report: Any) -> str | None:
+    """The backend's own refusals (its model build), for a model it serves."""
+    backend_class = transformers_backend(report)
+    return vllm_transformers.refusal(report, full_text_config(report), backend_class) if backend_class else None
 
 
 def _head_split_refusal(report: Any) -> str | None:
