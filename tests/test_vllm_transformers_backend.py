@@ -19,7 +19,7 @@ from hfkv.engines import simulate
 from hfkv.engines import vllm_transformers as tfb
 from hfkv.engines.archs import vllm_architectures
 from hfkv.engines.vllm_models import VllmRefusal
-from hfkv.errors import HfkvError
+from hfkv.errors import HfkvError, UnsupportedModelError
 from hfkv.report import Options, inspect_config
 from hfkv.specs import FullAttention, LayerSpec, MambaState, ShortConvState, SlidingWindow
 
@@ -134,6 +134,16 @@ def attention(index=0, kv=8, dim=128):
 NATIVE = vllm_architectures()
 
 
+def test_tables_do_not_overlap_vllms_own_classes():
+    """FALLBACK holds names vLLM registers nowhere, REGISTERED and POOLING names outside the generation
+    tables (vllm-0.33.0-archs.tsv), as the table script selects them."""
+    from hfkv.engines.vllm_models import POOLING_ARCHS
+
+    assert not (tfb.FALLBACK | set(tfb.REGISTERED) | POOLING_ARCHS) & set(NATIVE)
+    assert not tfb.FALLBACK & (set(tfb.REGISTERED) | POOLING_ARCHS)
+    assert len(tfb.FALLBACK) == 133 and len(tfb.REGISTERED) == 23
+
+
 def test_registered_to_the_backend_or_resolved_through_it():
     # registry.py _TRANSFORMERS_SUPPORTED_MODELS: Olmo3ForCausalLM -> TransformersForCausalLM,
     # FlexOlmoForCausalLM -> TransformersMoEForCausalLM.
@@ -214,14 +224,26 @@ def test_zaya_conv_state_gets_no_cache():
 
 
 def test_what_is_not_modelled_is_said_so():
+    """hfkv's own refusal (no "vLLM would refuse"), for backend paths it does not replay."""
     layers = [attention(0), LayerSpec(index=1, kind="sliding", parts=[SlidingWindow(kv_heads=4, head_dim=256,
                                                                                      window=512)])]
     mixed = fake(["ZayaForCausalLM"], layers)
-    assert "not modelled" in tfb.refusal(mixed, mixed.config, "TransformersForCausalLM")
+    with pytest.raises(UnsupportedModelError, match="does not model per-layer") as caught:
+        tfb.refusal(mixed, mixed.config, "TransformersForCausalLM")
+    assert not isinstance(caught.value, VllmRefusal)
     vision = fake(["MllamaForConditionalGeneration"], [attention()], model_type="mllama")
     vision.config["model_type"] = "mllama_text_model"
-    assert "multimodal" in tfb.refusal(vision, vision.config, "TransformersMultiModalForCausalLM")
-    # base.py Base.__init__: MXFP4 weights are refused by the backend.
+    with pytest.raises(UnsupportedModelError, match="multimodal backend"):
+        tfb.refusal(vision, vision.config, "TransformersMultiModalForCausalLM")
+    # base.py Base.__init__: MXFP4 weights are refused by the backend (vLLM's message).
     quant = fake(["ZayaForCausalLM"], [attention()], quantization_config={"quant_method": "mxfp4"})
     assert tfb.refusal(quant, quant.config, "TransformersForCausalLM") == (
         "Transformers modeling backend does not support MXFP4 quantization yet.")
+
+
+def test_a_mapping_that_disagrees_with_vllms_window_reading_is_warned():
+    """A sliding layer in hfkv's mapping that vLLM's config reading gives no window (a config class whose
+    window key is another name) is flagged in the assumptions."""
+    layers = [LayerSpec(index=0, kind="sliding", parts=[SlidingWindow(kv_heads=8, head_dim=128, window=2048)])]
+    assert tfb.window_disagreements(fake(["X"], layers), {"attention_window_size": 2048}) == [0]
+    assert tfb.window_disagreements(fake(["X"], layers), {"sliding_window": 2048}) == []

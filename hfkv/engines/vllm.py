@@ -166,11 +166,14 @@ def collect_specs(report: Any, kv: str, knobs: dict, assumptions: list[str]) -> 
 
 def transformers_specs(report: Any, kv: str, knobs: dict, backend_class: str, assumptions: list[str]) -> list[Spec]:
     """The Transformers backend's layers: one Attention each, its window from ``layer_types``."""
-    tp = report.tensor_parallel_size
+    tp, config = report.tensor_parallel_size, full_text_config(report)
     specs = [Spec("sliding" if window else "full", token_bytes=attention_bytes(part, kv, tp), window=window,
-                  head_dim=part.head_dim) for part, window in vllm_transformers.layer_windows(report, full_text_config(report))]
+                  head_dim=part.head_dim) for part, window in vllm_transformers.layer_windows(report, config)]
     assumptions.append(f"served by vLLM's Transformers modeling backend ({backend_class}): one Attention per "
                        "decoder layer, sliding where layer_types says sliding_attention")
+    if differ := vllm_transformers.window_disagreements(report, config):
+        assumptions.insert(0, f"WARNING: unchecked: hfkv's mapping and vLLM's reading of sliding_window/layer_types "
+                              f"disagree on {len(differ)} layer(s) (first: {differ[0]}); vLLM's reading is used")
     if vllm_transformers.ignored_parts(report):
         assumptions.append(f"{vllm_transformers.ignored_parts(report)} non-attention part(s) of attention layers "
                            "get no vLLM cache: the backend allocates only its Attention layers")

@@ -53,7 +53,8 @@ PREVIOUSLY_SUPPORTED = {
     "StableLMEpochForCausalLM": "0.28.0", "PrithviGeoSpatialMAE": "0.28.0",
 }
 # registry.py: the names vLLM registers outside its generation tables (embedding, late-interaction, reward,
-# token/sequence classification): such a model starts and allocates no KV cache.
+# token/sequence classification): such a model starts and allocates no KV cache. Read by
+# tests/oracles/vllm-transformers-backend-tables.py.
 POOLING_ARCHS = frozenset("""
     BertForMaskedLM BertForSequenceClassification BertForTokenClassification BertModel BertSpladeSparseEmbeddingModel
     BgeM3EmbeddingModel CLIPModel ClefFlashForJointSchema ClefOmniForJointSchema ColBERTJinaRobertaModel

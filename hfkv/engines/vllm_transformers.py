@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from hfkv.errors import UnsupportedModelError
 from hfkv.specs import ChunkedLocal, FullAttention, SlidingWindow
 
 # registry.py _TRANSFORMERS_SUPPORTED_MODELS: architecture -> the backend class it is registered to.
@@ -43,8 +44,8 @@ REGISTERED = {
 
 # The classes transformers 5.20.2 (what vLLM 0.33.0's environment resolves) exports under a generation
 # name (…ForCausalLM, …LMHeadModel, …ForConditionalGeneration) that vLLM registers under no name, and that
-# pass _try_resolve_transformers' check. Read in the oracle venv by tests/oracles/README-transformers.md's
-# script; GPTNeoForCausalLM, MptForCausalLM, CodeGenForCausalLM, XGLMForCausalLM, RwkvForCausalLM … fail it.
+# pass _try_resolve_transformers' check; read in the oracle venv by tests/oracles/vllm-transformers-backend-
+# tables.py. GPTNeoForCausalLM, MptForCausalLM, CodeGenForCausalLM, XGLMForCausalLM, RwkvForCausalLM … fail it.
 FALLBACK = frozenset("""
     AXK2ForCausalLM AriaTextForCausalLM AyaVisionForConditionalGeneration BailingHybridForCausalLM
     BambaForCausalLM BartForCausalLM BartForConditionalGeneration BertLMHeadModel BigBirdPegasusForCausalLM
@@ -118,10 +119,9 @@ def multimodal(report: Any) -> bool:
 
 def refusal(report: Any, config: dict, backend_class: str) -> str | None:
     """For a model the backend serves (as ``backend_class``): vLLM's reason not to start (its message),
-    hfkv's reason to give no figure (said so), or None."""
+    or None; raises ``UnsupportedModelError`` for what hfkv does not replay (no figure rather than a guess)."""
     if multimodal(report) or "MultiModal" in backend_class:
-        return (f"served by vLLM's Transformers multimodal backend ({backend_class}), whose processors and "
-                "towers hfkv does not model: no figure")
+        not_modelled(f"the multimodal backend ({backend_class}), its processors and towers")
     method = str((config.get("quantization_config") or {}).get("quant_method") or "").lower()
     if method in REFUSED_QUANT:
         return "Transformers modeling backend does not support MXFP4 quantization yet."
@@ -141,19 +141,25 @@ def _layer_refusal(report: Any, config: dict) -> str | None:
             return (f"Layer {named} does not dispatch through the Transformers attention interface and vLLM has "
                     "no other way to handle it.")
         if count > 1:
-            return f"layer {index} holds {count} attention parts: not modelled for vLLM's Transformers backend"
+            not_modelled(f"a layer with {count} attention parts (layer {index})")
     if unmodelled:
-        return f"{'/'.join(sorted(unmodelled))} layers through vLLM's Transformers backend are not modelled: no figure"
+        not_modelled(f"{'/'.join(sorted(unmodelled))} layers")
     return None
 
 
-def _geometry_refusal(report: Any) -> str | None:
+def _geometry_refusal(report: Any) -> None:
     """The backend gives every layer the model-wide head size and KV heads, and V heads as wide as K."""
     shapes = {(p.kv_heads, p.head_dim, p.v_head_dim in (None, p.head_dim)) for p in attention_parts(report)}
     if len(shapes) > 1 or any(not same_v for _, _, same_v in shapes):
-        return ("per-layer or K/V-asymmetric head geometry is not modelled for vLLM's Transformers backend (one "
-                "head size and KV head count for every layer): no figure")
+        not_modelled("per-layer or K/V-asymmetric head geometry (it gives every layer one head size and KV "
+                     "head count)")
     return None
+
+
+def not_modelled(what: str) -> None:
+    """hfkv's own refusal: vLLM may well start, but this path of its backend is not replayed."""
+    raise UnsupportedModelError(f"vLLM 0.33.0 serves this model through its Transformers modeling backend; "
+                                f"hfkv's vLLM mode does not model {what} there: no figure")
 
 
 def attention_parts(report: Any) -> list[Any]:
@@ -189,6 +195,16 @@ def layer_windows(report: Any, config: dict) -> list[tuple[Any, int | None]]:
         per_layer = window if types and index < len(types) and types[index] == SLIDING else None
         out.append((part, per_layer if per_layer is not None else model_wide))
     return out
+
+
+def window_disagreements(report: Any, config: dict) -> list[int]:
+    """Layers where hfkv's mapping and vLLM's reading of the config disagree on a window (e.g. a config
+    class that maps ``sliding_window`` to another key): vLLM's reading is used, and the caller warns."""
+    def mapped_window(part: Any) -> bool:
+        return isinstance(part, (SlidingWindow, ChunkedLocal)) or getattr(part, "declared_window", None) is not None
+
+    return [index for index, (part, window) in enumerate(layer_windows(report, config))
+            if mapped_window(part) != (window is not None)]
 
 
 def ignored_parts(report: Any) -> int:
