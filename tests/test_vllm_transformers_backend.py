@@ -166,6 +166,9 @@ def test_refusal_texts_follow_the_registry():
                "num_layers": 12, "num_heads": 12, "max_position_embeddings": 2048}
     with pytest.raises(VllmRefusal, match=r"Model architectures \['GPTNeoForCausalLM'\] are not supported for now"):
         vllm(gpt_neo)
+    # _try_resolve_transformers reads auto_map's AutoModel class only with trust_remote_code.
+    with pytest.raises(VllmRefusal, match=r"\['OpenELMForCausalLM'\] are the repository's own code"):
+        vllm(json.loads((FIXTURES / "apple__OpenELM-270M" / "config.json").read_text()))
     # _raise_for_unsupported, reached only after the fallback declined: RWForCausalLM is not transformers'.
     falcon = json.loads((FIXTURES / "tiiuae__falcon-40b" / "config.json").read_text())
     with pytest.raises(VllmRefusal, match="RWForCausalLM was supported in vLLM until v0.28.0"):

@@ -118,6 +118,9 @@ def _architecture_refusal(report: Any) -> str | None:
     if any(a in POOLING_ARCHS for a in archs):
         return (f"vLLM 0.33.0 registers no {'/'.join(archs)} as a generation model (only as a pooling model): no KV "
                 "cache groups")
+    if (report.config or {}).get("auto_map"):  # the class is the repo's code: loaded only with trust_remote_code
+        return (f"Model architectures {archs!r} are the repository's own code (auto_map): vLLM loads it only with "
+                "--trust-remote-code, and hfkv never runs repo code")
     return f"Model architectures {archs!r} are not supported for now."
 
 
