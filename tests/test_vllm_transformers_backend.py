@@ -151,6 +151,8 @@ def test_registered_to_the_backend_or_resolved_through_it():
     assert tfb.served(fake(["FlexOlmoForCausalLM"], []), NATIVE) == "TransformersMoEForCausalLM"
     # _try_resolve_transformers(architectures[0]): ZayaForCausalLM is transformers', backend compatible.
     assert tfb.served(fake(["ZayaForCausalLM"], []), NATIVE) == "TransformersForCausalLM"
+    # _get_transformers_backend_cls: "MoE" when get_num_experts() > 0 (the oracle rows: ZAYA1 with 16 experts).
+    assert tfb.served(fake(["ZayaForCausalLM"], [], num_experts=16), NATIVE) == "TransformersMoEForCausalLM"
     # inspect_model_cls: the fallback runs only when no architecture is registered; LlamaForCausalLM is.
     assert tfb.served(fake(["ZayaForCausalLM", "LlamaForCausalLM"], []), NATIVE) is None
     assert tfb.served(fake(["LlamaForCausalLM"], []), NATIVE) is None

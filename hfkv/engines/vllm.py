@@ -169,6 +169,7 @@ def transformers_specs(report: Any, kv: str, knobs: dict, backend_class: str, as
     tp, config = report.tensor_parallel_size, full_text_config(report)
     specs = [Spec("sliding" if window else "full", token_bytes=attention_bytes(part, kv, tp), window=window,
                   head_dim=part.head_dim) for part, window in vllm_transformers.layer_windows(report, config)]
+    backend_class = vllm_transformers.served(report, {}, config) or backend_class  # MoE: class defaults count
     assumptions.append(f"served by vLLM's Transformers modeling backend ({backend_class}): one Attention per "
                        "decoder layer, sliding where layer_types says sliding_attention")
     if differ := vllm_transformers.window_disagreements(report, config):

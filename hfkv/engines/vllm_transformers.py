@@ -29,6 +29,8 @@ from typing import Any
 from hfkv.errors import UnsupportedModelError
 from hfkv.specs import ChunkedLocal, FullAttention, SlidingWindow
 
+from .layout import expert_count
+
 # registry.py _TRANSFORMERS_SUPPORTED_MODELS: architecture -> the backend class it is registered to.
 REGISTERED = {
     **dict.fromkeys(
@@ -97,17 +99,19 @@ SLIDING = "sliding_attention"
 UNMODELLED_ATTENTION = frozenset({"mla", "indexer", "cross"})  # attention the backend builds otherwise
 
 
-def served(report: Any, native: dict) -> str | None:
+def served(report: Any, native: dict, config: dict | None = None) -> str | None:
     """The backend class ``inspect_model_cls`` resolves (model_impl auto), or None when a vLLM class of
-    its own serves the model (``native``: vLLM's registered architectures) or nothing does."""
+    its own serves the model (``native``: vLLM's registered architectures) or nothing does. ``config``
+    (default: the raw text config) only decides the class's MoE name."""
     archs = list(report.architectures or [])
     if not archs or any(a in native for a in archs):
         return None
     registered = next((REGISTERED[a] for a in archs if a in REGISTERED), None)
     if registered:
         return registered
-    if archs[0] in FALLBACK:  # _try_resolve_transformers(architectures[0])
-        return "TransformersMultiModalForCausalLM" if multimodal(report) else "TransformersForCausalLM"
+    if archs[0] in FALLBACK:  # _try_resolve_transformers(architectures[0]), then _get_transformers_backend_cls
+        moe = "MoE" if expert_count(config if config is not None else report.config or {}) else ""
+        return f"Transformers{'MultiModal' if multimodal(report) else ''}{moe}ForCausalLM"
     return None
 
 
@@ -132,11 +136,12 @@ def _layer_refusal(report: Any, config: dict) -> str | None:
     """_create_attention_instances: every decoder layer must dispatch one attention module; MLA (an
     ``MLAAttention`` only when ``MLAFuser`` matches, else padded full attention) is not replayed."""
     types = layer_types(config)
-    unmodelled = set()
+    unmodelled: set[str] = set()
     for index, layer in enumerate(report.layer_specs):
-        unmodelled |= {p.kind for p in layer.parts if p.kind in UNMODELLED_ATTENTION}
+        other_attention = {p.kind for p in layer.parts} & UNMODELLED_ATTENTION
+        unmodelled |= other_attention
         count = sum(isinstance(p, ATTENTION_PARTS) for p in layer.parts)
-        if count == 0 and not unmodelled & {p.kind for p in layer.parts}:
+        if count == 0 and not other_attention:
             named = f"{index} ({types[index]})" if types and index < len(types) else str(index)
             return (f"Layer {named} does not dispatch through the Transformers attention interface and vLLM has "
                     "no other way to handle it.")
