@@ -18,7 +18,7 @@ from test_vllm_oracle import capability, mismatches, vllm_reason
 from hfkv.engines import simulate
 from hfkv.engines import vllm_transformers as tfb
 from hfkv.engines.archs import vllm_architectures
-from hfkv.engines.vllm_models import VllmRefusal
+from hfkv.engines.vllm_models import VllmRefusal, registry_names
 from hfkv.errors import HfkvError, UnsupportedModelError
 from hfkv.report import Options, inspect_config
 from hfkv.specs import FullAttention, LayerSpec, MambaState, ShortConvState, SlidingWindow
@@ -156,6 +156,8 @@ def test_registered_to_the_backend_or_resolved_through_it():
     # inspect_model_cls: the fallback runs only when no architecture is registered; LlamaForCausalLM is.
     assert tfb.served(fake(["ZayaForCausalLM", "LlamaForCausalLM"], []), NATIVE) is None
     assert tfb.served(fake(["LlamaForCausalLM"], []), NATIVE) is None
+    # ... and the pooling tables count as registered (registry.py _VLLM_MODELS holds them too).
+    assert tfb.served(fake(["ZayaForCausalLM", "BertModel"], []), registry_names()) is None
     # Only the first architecture is resolved through transformers.
     assert tfb.served(fake(["NoSuchForCausalLM", "ZayaForCausalLM"], []), NATIVE) is None
     # GPTNeoForCausalLM: _supports_attention_backend False and no ALL_ATTENTION_FUNCTIONS.get_interface( in

@@ -10,6 +10,7 @@ defaults filled in (vLLM reads attributes of the transformers config object, def
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 from hfkv import tfdefaults
@@ -125,8 +126,15 @@ def _architecture_refusal(report: Any) -> str | None:
 
 
 def transformers_backend(report: Any) -> str | None:
-    """The Transformers modeling backend class that serves this model in vLLM, or None."""
-    return vllm_transformers.served(report, vllm_architectures())
+    """The Transformers modeling backend class that serves this model in vLLM, or None (the fallback
+    needs every architecture absent from vLLM's registry, its pooling tables included)."""
+    return vllm_transformers.served(report, registry_names())
+
+
+@lru_cache(maxsize=1)
+def registry_names() -> frozenset[str]:
+    """Every architecture vLLM 0.33.0 registers a class of its own for (generation and pooling)."""
+    return frozenset(vllm_architectures()) | POOLING_ARCHS
 
 
 def _transformers_backend_refusal(report: Any) -> str | None:

@@ -24,7 +24,7 @@ decoder layer, the attention part and the window of its vLLM ``Attention`` (vllm
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Collection
 
 from hfkv.errors import UnsupportedModelError
 from hfkv.specs import ChunkedLocal, FullAttention, SlidingWindow
@@ -99,7 +99,7 @@ SLIDING = "sliding_attention"
 UNMODELLED_ATTENTION = frozenset({"mla", "indexer", "cross"})  # attention the backend builds otherwise
 
 
-def served(report: Any, native: dict, config: dict | None = None) -> str | None:
+def served(report: Any, native: Collection[str], config: dict | None = None) -> str | None:
     """The backend class ``inspect_model_cls`` resolves (model_impl auto), or None when a vLLM class of
     its own serves the model (``native``: vLLM's registered architectures) or nothing does. ``config``
     (default: the raw text config) only decides the class's MoE name."""
