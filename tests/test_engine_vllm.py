@@ -373,3 +373,32 @@ def test_vllm_cohere2_window_is_the_mappers_w_plus_one_once():
     out = simulate(report("CohereForAI__c4ai-command-r-v01-transformers-defaults"), engine="vllm",
                    budget_bytes=None, max_model_len=8192)
     assert {g["window"] for g in out["kv_cache_groups"] if g["kind"] == "sliding"} == {4096 + 1}
+
+
+# VllmConfig._reject_mismatched_float_kv_cache (vllm/config/vllm.py): an explicit float16/bfloat16 KV
+# dtype must equal the model's dtype, which 'auto' resolves (config/model.py _resolve_auto_dtype: the
+# checkpoint's 16-bit dtype; float32 -> bfloat16; float16 never for _FLOAT16_NOT_SUPPORTED_MODELS).
+def test_vllm_refuses_a_float_kv_dtype_other_than_the_models():
+    # Qwen2.5-7B's torch_dtype is bfloat16: an explicit fp16 KV is refused, bf16 and auto are not.
+    with pytest.raises(VllmRefusal, match=r'kv_cache_dtype="float16" is incompatible with dtype="bfloat16"\. '
+                                          r"Please set `--kv-cache-dtype` to `auto` or `bfloat16`\."):
+        simulate(report("Qwen__Qwen2.5-7B", kv_cache_dtype="fp16"), engine="vllm", budget_bytes=40 * GiB)
+    for kv in ("bf16", "auto", "fp8"):
+        simulate(report("Qwen__Qwen2.5-7B", kv_cache_dtype=kv), engine="vllm", budget_bytes=40 * GiB)
+
+
+def test_vllm_never_resolves_gemma3_to_float16():
+    # gemma3 is in _FLOAT16_NOT_SUPPORTED_MODELS: even a float16 checkpoint runs in bfloat16 under
+    # 'auto', so an explicit fp16 KV is refused and an explicit bf16 one is not.
+    import json
+
+    from hfkv.report import Options, inspect_config
+    from test_engines import FIXTURES
+
+    data = json.loads((FIXTURES / "google__gemma-3-4b-it" / "config.json").read_text())
+    data["torch_dtype"] = "float16"
+    fp16 = inspect_config(data, model="gemma-3-fp16", options=Options(kv_cache_dtype="fp16"))
+    with pytest.raises(VllmRefusal, match=r'kv_cache_dtype="float16" is incompatible with dtype="bfloat16"'):
+        simulate(fp16, engine="vllm", budget_bytes=40 * GiB)
+    bf16 = inspect_config(data, model="gemma-3-fp16", options=Options(kv_cache_dtype="bf16"))
+    simulate(bf16, engine="vllm", budget_bytes=40 * GiB)

@@ -98,6 +98,18 @@ class ModelRefused(Exception):
     """hfkv itself refuses the model (no layer specs), before any engine mode runs."""
 
 
+# vLLM's --kv-cache-dtype as the oracle passed it -> hfkv's. "auto" stays "auto": vLLM refuses an
+# explicit bfloat16/float16 that is not the model's dtype (_reject_mismatched_float_kv_cache), so the
+# shared H200 rows, run as "auto" though labelled bf16, must be asked as "auto" too.
+KV_ARGS = {"auto": "auto", "bfloat16": "bf16", "float16": "fp16"}
+
+
+def kv_arg(row: dict) -> str:
+    """The row's KV dtype as hfkv's --kv-cache-dtype (``KV_ARGS``; fp8 and the like as labelled)."""
+    passed = row.get("vllm_kv_cache_dtype_arg")
+    return KV_ARGS.get(passed, row["kv_cache_dtype_arg"]) if passed else row["kv_cache_dtype_arg"]
+
+
 def run_hfkv(row: dict):
     """hfkv's vLLM mode for the row, as a user would ask: (result, None) or (None, the refusal).
 
@@ -105,7 +117,7 @@ def run_hfkv(row: dict):
     ``ModelRefused``: no engine figure is printed then either.
     """
     data = json.loads(config_path(row).read_text())
-    options = Options(kv_cache_dtype=row["kv_cache_dtype_arg"], tensor_parallel_size=row["tp"])
+    options = Options(kv_cache_dtype=kv_arg(row), tensor_parallel_size=row["tp"])
     try:
         report = inspect_config(data, model=row["config"], options=options)
     except HfkvError as err:

@@ -13,7 +13,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from test_vllm_oracle import capability, mismatches, vllm_reason
+from test_vllm_oracle import capability, kv_arg, mismatches, vllm_reason
 
 from hfkv.engines import simulate
 from hfkv.engines import vllm_transformers as tfb
@@ -35,12 +35,9 @@ NOT_COMPARABLE = {
     "meta-llama__Llama-3.2-11B-Vision-transformers-defaults.json": "the multimodal backend loads the repo's image "
     "processor, which a config-only folder lacks (OSError); hfkv refuses the multimodal backend as not modelled",
 }
-# Rows hfkv does not match yet; each must still mismatch (test_known_gaps_still_differ).
-FLOAT16_GAP = ("VllmConfig._reject_mismatched_float_kv_cache: an explicit --kv-cache-dtype bfloat16 on a float16 "
-               "model is refused; hfkv's bf16 means 'a 16-bit KV', and the shared H200 rows were run as 'auto'")
-KNOWN_GAPS = {(name, tp, "bf16"): FLOAT16_GAP for name in ("EleutherAI__pythia-1.4b-transformers-defaults.json",
-                                                            "microsoft__phi-2-transformers-defaults.json")
-              for tp in (1, 8)}
+# vLLM refuses an explicit bfloat16 KV on these float16 models (VllmConfig._reject_mismatched_float_kv_cache);
+# hfkv's vLLM mode refuses them with vLLM's message (test_float16_models_refuse_an_explicit_bf16_kv).
+FLOAT16_MODELS = ("EleutherAI__pythia-1.4b-transformers-defaults.json", "microsoft__phi-2-transformers-defaults.json")
 
 
 def rows() -> list[dict]:
@@ -57,7 +54,7 @@ def config_of(name: str) -> dict:
 
 def run_hfkv(row: dict):
     """hfkv's vLLM mode for the row (config, TP, KV dtype, budget, GPU generation; vLLM's own max length)."""
-    options = Options(kv_cache_dtype=row["kv_cache_dtype_arg"], tensor_parallel_size=row["tp"])
+    options = Options(kv_cache_dtype=kv_arg(row), tensor_parallel_size=row["tp"])
     try:
         report = inspect_config(config_of(row["config"]), model=row["config"], options=options)
         out = simulate(report, engine="vllm", budget_bytes=row["budget_bytes"], max_model_len=None,
@@ -68,12 +65,11 @@ def run_hfkv(row: dict):
 
 
 def comparable(row: dict) -> bool:
-    key = (row["config"], row["tp"], row["kv_cache_dtype_arg"])
-    return row["config"] not in NOT_COMPARABLE and key not in KNOWN_GAPS
+    return row["config"] not in NOT_COMPARABLE
 
 
 def test_every_transformers_backend_row_is_matched():
-    """40 rows, 10 configs × TP 1/8 × bf16/fp8: 4 not buildable offline, 4 known gaps, 32 compared."""
+    """40 rows, 10 configs × TP 1/8 × bf16/fp8: 4 not buildable offline, 36 compared."""
     all_rows = rows()
     assert len(all_rows) == 40
     failures, compared = [], 0
@@ -82,7 +78,7 @@ def test_every_transformers_backend_row_is_matched():
         out, err = run_hfkv(row)
         name = f"{row['config']} TP{row['tp']} {row['kv_cache_dtype_arg']}"
         failures += [f"{name}: {diff}" for diff in mismatches(row, out, err)]
-    assert compared == 32
+    assert compared == 36
     assert not failures, "\n".join(failures)
 
 
@@ -97,13 +93,15 @@ def test_rows_cover_served_and_refused_models():
     assert any(r.startswith("Model architectures ['GPTNeoForCaus") for r in reasons)
 
 
-def test_known_gaps_still_differ():
-    gaps = [r for r in rows() if (r["config"], r["tp"], r["kv_cache_dtype_arg"]) in KNOWN_GAPS]
-    assert len(gaps) == len(KNOWN_GAPS)
-    for row in gaps:
-        assert "incompatible with" in row["error"]
+def test_float16_models_refuse_an_explicit_bf16_kv():
+    """The 4 rows vLLM refused (bf16 KV asked of a float16 model): hfkv refuses them with vLLM's words."""
+    refused = [r for r in rows() if r["config"] in FLOAT16_MODELS and r["kv_cache_dtype_arg"] == "bf16"]
+    assert len(refused) == 4
+    for row in refused:
+        assert 'kv_cache_dtype="bfloat16" is incompatible with dtype="float16"' in row["error"]
         out, err = run_hfkv(row)
-        assert mismatches(row, out, err), f"{row['config']} TP{row['tp']} now matches: take it off KNOWN_GAPS"
+        assert out is None and 'kv_cache_dtype="bfloat16" is incompatible with dtype="float16"' in str(err)
+        assert not mismatches(row, out, err)
 
 
 def test_not_comparable_rows_really_failed_offline():

@@ -13,7 +13,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from hfkv import tfdefaults
+from hfkv import dtypes, tfdefaults
 from hfkv.errors import UnsupportedModelError
 from hfkv.specs import CompressedKV
 
@@ -95,8 +95,8 @@ def refusal(report: Any, knobs: dict | None = None) -> str | None:
     ``knobs`` are the engine knobs (``pipeline_parallel_size``; absent means 1).
     """
     pp = size((knobs or {}).get("pipeline_parallel_size"), "pipeline_parallel_size")
-    checks = (_architecture_refusal, _head_split_refusal, lambda r: pipeline_refusal(r, pp), _chatglm_refusal,
-              _deepseek_v4_refusal, _transformers_backend_refusal)
+    checks = (_architecture_refusal, _float_kv_refusal, _head_split_refusal, lambda r: pipeline_refusal(r, pp),
+              _chatglm_refusal, _deepseek_v4_refusal, _transformers_backend_refusal)
     for check in checks:
         reason = check(report)
         if reason:
@@ -135,6 +135,31 @@ def transformers_backend(report: Any) -> str | None:
 def registry_names() -> frozenset[str]:
     """Every architecture vLLM 0.33.0 registers a class of its own for (generation and pooling)."""
     return frozenset(vllm_architectures()) | POOLING_ARCHS
+
+
+# config/model.py _FLOAT16_NOT_SUPPORTED_MODELS: 'auto' never resolves to float16 for these.
+FLOAT16_NOT_SUPPORTED = frozenset({"gemma2", "gemma3", "gemma3_text", "glm4"})
+VLLM_FLOAT_NAMES = {"bf16": "bfloat16", "fp16": "float16"}
+
+
+def _float_kv_refusal(report: Any) -> str | None:
+    """``VllmConfig._reject_mismatched_float_kv_cache`` (run before ``verify_with_parallel_config``): an
+    explicit float16/bfloat16 ``--kv-cache-dtype`` must be the model's dtype. The model's dtype is
+    vLLM's ``auto`` (``_resolve_auto_dtype``): the checkpoint's 16-bit dtype, bfloat16 for a float32 or
+    unnamed one, and never float16 for ``FLOAT16_NOT_SUPPORTED`` — hfkv's 16-bit storage dtype
+    (``Precision.conv`` while ``--conv-dtype`` is ``auto``) with that last rule applied."""
+    options = getattr(report, "options", None)  # None: a report built by hand, nothing typed
+    typed = getattr(options, "kv_cache_dtype", "auto")
+    cache = VLLM_FLOAT_NAMES.get(dtypes.canonical(typed)) if isinstance(typed, str) else None
+    if cache is None or getattr(options, "conv_dtype", "auto") != "auto":
+        return None
+    model = VLLM_FLOAT_NAMES.get(report.precision.conv, "bfloat16")
+    if model == "float16" and report.model_type in FLOAT16_NOT_SUPPORTED:
+        model = "bfloat16"
+    if model == cache:
+        return None
+    return (f'kv_cache_dtype="{cache}" is incompatible with dtype="{model}". Please set `--kv-cache-dtype` '
+            f"to `auto` or `{model}`.")
 
 
 def _transformers_backend_refusal(report: Any) -> str | None:
