@@ -50,11 +50,7 @@ OFFLINE_ERRORS = {
 
 # Rows hfkv's vLLM mode does not match yet, and the engine change that would: they must still mismatch
 # (test_known_gaps_still_differ), so a row that starts to match fails until it is taken off this list.
-KNOWN_GAPS = {
-    ("baidu__Unlimited-OCR.json", 1, "fp8"): "hfkv/engines: UnlimitedOCRForCausalLMConfig.verify_and_update_config "
-    "forces FLASH_ATTN with FA4 where FA4 is available (SM90 here), and FA4 on SM90 takes an fp8 KV cache only at "
-    "head_size 512: vLLM refuses, hfkv's vLLM mode answers",
-}
+KNOWN_GAPS: dict = {}  # (config, TP, KV dtype) -> why hfkv does not match vLLM yet
 
 
 def gap_reason(row: dict) -> str | None:
@@ -227,11 +223,12 @@ def test_covering_window_rows_need_no_shared_folder():
 
 def test_fixture_rows_need_no_shared_folder():
     """The rows run on fixtures this repository keeps (vllm-0.33.0-fixtures.jsonl) are swept everywhere:
-    Unlimited-OCR at TP 1/8 × bf16/fp8, one of them a known gap."""
+    Unlimited-OCR at TP 1/8 × bf16/fp8 (TP 1 bf16 served; TP 1 fp8 refused as FA4 on SM90 refuses it,
+    TP 8 refused for 10 heads), all four compared."""
     fixture_rows = [json.loads(line) for line in FIXTURE_ROWS.read_text().splitlines() if line.strip()]
     assert len(fixture_rows) == 4
     compared, failures = sweep(fixture_rows)
-    assert compared == 3
+    assert compared == 4
     assert not failures, "\n".join(failures)
 
 

@@ -192,18 +192,30 @@ def choose_backend(report: Any, specs: list[Spec], kv: str, knobs: dict) -> Back
                           f"{'/'.join(f'{m}x' for m in SPARSE_MLA_MAJORS)}, not "
                           f"{knobs['compute_capability']})")
     mixed = str(report.model_type or "").startswith("gemma4") and len({s.head_dim for s in attention}) > 1
+    max_head = max(s.head_dim for s in attention)
     backend = choose(major=major, mla=any(s.mla for s in attention), dsa=dsa, kv=kv,
-                     max_head=max(s.head_dim for s in attention), query_heads=query_heads(report),
+                     max_head=max_head, query_heads=query_heads(report),
                      mm_prefix=mm_prefix(report), mixed_heads=mixed, sinks=report.model_type in SINK_MODEL_TYPES)
-    check_backend_dtype(report, backend, kv, knobs)
+    check_backend_dtype(report, backend, kv, knobs, max_head)
     if sparse_128(report):
         return Backend("MINIMAX_M3_SPARSE", SPARSE_128_BLOCK, SPARSE_128_BLOCK,
                        "MiniMax-M3's sparse attention kernels page by 128 tokens")
     return backend
 
 
-def check_backend_dtype(report: Any, backend: Backend, kv: str, knobs: dict) -> None:
+# Architectures whose config hook (models/config.py ``verify_and_update_config``) forces FLASH_ATTN with
+# FlashAttention 4 where FA4 runs: Unlimited-OCR's R-SWA masks need FA4's mask_mod.
+FA4_FORCED_ARCHITECTURES = frozenset({"UnlimitedOCRForCausalLM"})
+FA4_SM90_FP8_HEAD = 512  # flash_attn.py: FA4 on SM90 takes an fp8 KV cache at this head size only
+
+
+def check_backend_dtype(report: Any, backend: Backend, kv: str, knobs: dict, max_head: int = 0) -> None:
     """The KV dtypes the chosen backend refuses at layer build time (flash_attn.py, triton_*.py)."""
+    forced_fa4 = FA4_FORCED_ARCHITECTURES & set(report.architectures or [])
+    if forced_fa4 and kv in ("fp8", "fp4") and capability_major(knobs) == 9 and max_head != FA4_SM90_FP8_HEAD:
+        raise VllmRefusal("Selected backend AttentionBackendEnum.FLASH_ATTN is not valid for this configuration. "
+                          "Reason: ['FP8 KV cache requires FA3 on SM90, FA4 with head_size=512 on SM90, or FA4 on "
+                          f"SM100'] ({next(iter(forced_fa4))}'s config forces FlashAttention 4 on SM90)")
     if backend.name == "FLASH_ATTN" and alibi(report) and kv in ("fp8", "fp4"):
         raise VllmRefusal("FlashAttention does not support fp8 kv-cache on this device. (ALiBi runs FA2, which "
                           "takes no fp8 KV cache)")
