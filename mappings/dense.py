@@ -25,7 +25,8 @@ from .registry import register
         "openelm", "granitemoeshared", "grok-1", "hyperclovax", "orion", "solar", "minicpm", "molmo",
         "glm4v", "glm4v_text", "glm4v_moe", "glm4v_moe_text", "phi3_v", "phi4mm", "internlm3", "molmo2",
         "molmo2_text", "aria_text", "cohere_compass_text", "cosmos3_edge_text", "ernie4_5_vl_moe_text",
-        "glm_ocr_text", "granite4_vision_text", "paddleocr_vl_text",
+        "glm_ocr_text", "granite4_vision_text", "paddleocr_vl_text", "flex_olmo", "jais2", "emu3_text_model",
+        "hunyuan_vl_text",
     ),
     architectures=(
         "LLaMAForCausalLM", "RWForCausalLM", "ChatGLMModel", "MPTForCausalLM", "ArceeForCausalLM",
@@ -49,6 +50,8 @@ from .registry import register
         "Glm4vMoeForConditionalGeneration", "MolmoForCausalLM", "Phi3VForCausalLM", "Phi4MMForCausalLM",
         "LlavaLlamaForCausalLM", "LlavaMistralForCausalLM", "YiVLForCausalLM",
         "Molmo2ForConditionalGeneration",
+        # vLLM serves these through its Transformers backend (one Attention per layer, no window).
+        "FlexOlmoForCausalLM", "GlmForCausalLM", "Jais2ForCausalLM", "SeedOssForCausalLM",
     ),
     reads=GQA_READS,
     fixtures={
@@ -63,6 +66,12 @@ from .registry import register
         "minicpm": "openbmb__MiniCPM4-8B",
         "molmo": "allenai__Molmo-7B-D-0924",
         "molmo2": "allenai__Molmo2-transformers-defaults",
+        "flex_olmo": "allenai__FlexOlmo-7x7B-1T-transformers-defaults",
+        "glm": "THUDM__glm-4-9b-chat-transformers-defaults",
+        "jais2": "inceptionai__Jais-2-8B-Chat-transformers-defaults",
+        "seed_oss": "ByteDance-Seed__Seed-OSS-36B-Instruct-transformers-defaults",
+        "emu3_text_model": "Emu3-community__Emu3-Chat-hf-transformers-defaults",
+        "hunyuan_vl_text": "tencent__HunyuanOCR-transformers-defaults",
     },
 )
 def dense(cfg: ConfigView) -> Layout:

@@ -27,11 +27,12 @@ WRAPPERS = (
     "Cohere2VisionForConditionalGeneration", "CohereCompassForConditionalGeneration",
     "Cosmos3EdgeForConditionalGeneration", "DeepseekOCR2ForCausalLM", "DeepseekOCRForCausalLM",
     "DeepseekVL2ForCausalLM", "DeepseekVLV2ForCausalLM", "DotsOCRForCausalLM", "DotsVLMForCausalLM",
-    "Eagle2_5_VLForConditionalGeneration", "Ernie4_5_VLMoeForConditionalGeneration",
+    "Eagle2_5_VLForConditionalGeneration", "Emu3ForConditionalGeneration", "Ernie4_5_VLMoeForConditionalGeneration",
     "FireRedASR2ForConditionalGeneration", "FunASRForConditionalGeneration", "FunAudioChatForConditionalGeneration",
     "GlmAsrForConditionalGeneration", "GlmImageForConditionalGeneration", "GlmOcrForConditionalGeneration",
     "Granite4VisionForConditionalGeneration", "GraniteSpeechForConditionalGeneration",
     "GraniteSpeechPlusForConditionalGeneration", "H2OVLChatModel", "HCXVisionV2ForCausalLM", "HfMoondream",
+    "HunYuanVLForConditionalGeneration",
     "Idefics3ForConditionalGeneration", "InternS1ForConditionalGeneration", "InternS1ProForConditionalGeneration",
     "InternS2MobiusForConditionalGeneration", "InternVLChatModel", "InternVLForConditionalGeneration",
     "IsaacForConditionalGeneration", "JetVLMForConditionalGeneration", "KananaVForConditionalGeneration",
@@ -50,7 +51,8 @@ WRAPPERS = (
     "PaliGemmaForConditionalGeneration", "PixtralForConditionalGeneration", "QianfanOCRForConditionalGeneration",
     "RForConditionalGeneration", "Sarashina2VisionForCausalLM", "SkyworkR1VChatModel",
     "SmolVLMForConditionalGeneration", "Step3VLForConditionalGeneration", "StepVLForConditionalGeneration",
-    "UltravoxModel", "VoxtralForConditionalGeneration", "VoxtralRealtimeGeneration",
+    "UltravoxModel", "VibeVoiceAsrForConditionalGeneration", "VoxtralForConditionalGeneration",
+    "VoxtralRealtimeGeneration",
 )
 
 

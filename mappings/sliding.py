@@ -21,6 +21,11 @@ def _every(period: int) -> Rule:
     return lambda i, n: (i + 1) % period != 0
 
 
+def _first_of(period: int) -> Rule:
+    """Sliding unless i is a multiple of ``period``: the first layer of each group is full (CwmConfig)."""
+    return lambda i, n: i % period != 0
+
+
 def _pattern_key(key: str, default: int) -> Callable[[ConfigView], Rule]:
     return lambda cfg: _every(cfg.integer(key, default=default, minimum=1))
 
@@ -56,6 +61,9 @@ _TABLE: dict[str, tuple[int | None, Callable[[ConfigView], Rule], bool]] = {
     "cohere2": (4096, _pattern_key("sliding_window_pattern", 4), False),
     "exaone4": (4096, _exaone4, False),
     "olmo3": (4096, lambda cfg: _every(4), False),
+    "cwm": (8192, lambda cfg: _first_of(4), True),
+    "kolibri1": (513, lambda cfg: _every(5), True),
+    "vaultgemma": (4096, lambda cfg: _every(2), True),
     "afmoe": (1024, _pattern_key("global_attn_every_n_layers", 4), False),
     "granite_swa": (128, lambda cfg: (lambda i, n: i % 4 != 0), False),
     "granitemoe_swa": (128, lambda cfg: (lambda i, n: i % 4 != 0), False),
@@ -81,15 +89,17 @@ _TABLE: dict[str, tuple[int | None, Callable[[ConfigView], Rule], bool]] = {
 # Architecture -> the model type whose row applies (a config whose model_type is new still lands right).
 _ARCHITECTURES = {
     "AfmoeForCausalLM": "afmoe", "ApertusForCausalLM": "apertus", "BeamForCausalLM": "beam",
-    "Cohere2ForCausalLM": "cohere2", "Cohere2MoeForCausalLM": "cohere2_moe",
+    "Cohere2ForCausalLM": "cohere2", "Cohere2MoeForCausalLM": "cohere2_moe", "CwmForCausalLM": "cwm",
     "DoryForCausalLM": "dory", "Exaone4ForCausalLM": "exaone4", "Exaone4_5_ForConditionalGeneration": "exaone4",
     "ExaoneMoEForCausalLM": "exaone_moe", "ExaoneMoeForCausalLM": "exaone_moe", "FlintForCausalLM": "flint",
     "Gemma2ForCausalLM": "gemma2", "Gemma3ForCausalLM": "gemma3_text", "Gemma3ForConditionalGeneration": "gemma3",
     "GptOssForCausalLM": "gpt_oss", "GraniteSWAForCausalLM": "granite_swa", "GraniteMoeSWAForCausalLM": "granitemoe_swa",
-    "IQuestQ1ForCausalLM": "iquest_q1", "K2HorizonForCausalLM": "k2_horizon", "LagunaForCausalLM": "laguna",
+    "IQuestQ1ForCausalLM": "iquest_q1", "K2HorizonForCausalLM": "k2_horizon", "Kolibri1ForCausalLM": "kolibri1",
+    "LagunaForCausalLM": "laguna",
     "MellumForCausalLM": "mellum", "MuseGlimmerForCausalLM": "muse_glimmer",
     "MuseGlimmerForConditionalGeneration": "muse_glimmer", "Olmo3ForCausalLM": "olmo3", "Plamo3ForCausalLM": "plamo3",
-    "Rnj1ForCausalLM": "rnj1", "Spark2_5ForCausalLM": "spark2_5", "XllmForCausalLM": "xllm",
+    "Rnj1ForCausalLM": "rnj1", "SmolLM3ForCausalLM": "smollm3", "Spark2_5ForCausalLM": "spark2_5",
+    "VaultGemmaForCausalLM": "vaultgemma", "XllmForCausalLM": "xllm",
 }
 # Wrappers whose text model is one of the rows (EXAONE 4.5: an exaone4 text_config; EmbeddingGemma 2's
 # text model is Gemma 3's).
@@ -123,6 +133,9 @@ def _row(cfg: ConfigView) -> str:
     fixtures={
         "gpt_oss": "openai__gpt-oss-120b", "gemma2": "google__gemma-2-2b-it", "gemma3": "google__gemma-3-4b-it",
         "exaone4_5": "LGAI-EXAONE__EXAONE-4.5-transformers-defaults",
+        "cwm": "facebook__cwm-transformers-defaults", "kolibri1": "Aleph-Alpha__Kolibri-1-transformers-defaults",
+        "smollm3": "HuggingFaceTB__SmolLM3-3B-transformers-defaults",
+        "vaultgemma": "google__vaultgemma-1b-transformers-defaults",
     },
 )
 def sliding_hybrid(cfg: ConfigView) -> Layout:
