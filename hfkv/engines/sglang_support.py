@@ -16,6 +16,12 @@ path hfkv cannot fully check. The rules, read from SGLang's source:
   take ``pp_proxy_tensors`` in its ``forward`` (``ModelRunner``: ``assert self.support_pp``, "Pipeline
   Parallel is not compatible with this model."); the table's ``supports_pp`` column. The transformers
   fallback classes all take it.
+- TP the attention classes assert against (table column ``tp_asserts``, read from each class's
+  ``__init__``): ``total_num_heads % tp_size == 0`` and, for KV heads, ``kv % tp == 0`` when
+  ``kv >= tp`` else ``tp % kv == 0``, at the full TP or the attention TP (tp / dp under DP attention).
+  SGLang raises them while building the model. Refused only when every class the table lists for the
+  architecture fails (the table may list classes a subclass replaces); an unknown TP or table entry
+  makes no claim. Query heads from the text config, KV heads from the layers SGLang sizes.
 - Nemotron-NAS (DeciLM) with per-block KV-head counts: ``ModelConfig.get_total_num_kv_heads`` raises
   "Variable GQA (VGQA) is not yet supported for nemotron-nas in sglang".
 """
@@ -27,8 +33,9 @@ from typing import Any
 from hfkv.errors import UnsupportedModelError
 from hfkv.specs import FullAttention
 
-from .archs import sglang_architectures, sglang_pp_support
+from .archs import TpAssert, sglang_architectures, sglang_pp_support, sglang_tp_asserts
 from .layout import size
+from .sglang_config import sglang_layers
 from .sglang_fallback import BACKEND_COMPATIBLE, BACKEND_INCOMPATIBLE, COVERED_SUFFIXES, TRANSFORMERS_VERSION
 
 PREFIX = "SGLang 0.5.23 cannot serve this model"
@@ -52,12 +59,19 @@ def check(report: Any, knobs: dict | None = None) -> list[str]:
     check_pipeline(report, size((knobs or {}).get("pipeline_parallel_size"), "pipeline_parallel_size"))
     warnings = fallback_warnings(report)
     check_variable_gqa(report)
+    check_tp_asserts(report, knobs or {})
     return warnings
 
 
 def native_architectures(report: Any) -> list[str]:
     """The config's architectures as SGLang's config classes rename them (``ARCHITECTURE_ALIASES``)."""
     return [ARCHITECTURE_ALIASES.get(a, a) for a in (report.architectures or [])]
+
+
+def native_class(report: Any) -> str | None:
+    """``ModelRegistry.resolve_model_cls``: the first of the config's architectures SGLang registers."""
+    native = sglang_architectures()
+    return next((a for a in native_architectures(report) if a in native), None)
 
 
 def check_pipeline(report: Any, pp: int) -> None:
@@ -71,11 +85,9 @@ def check_pipeline(report: Any, pp: int) -> None:
         raise UnsupportedModelError(f"{PREFIX} at --pp-size {pp}: {PP_OVERRIDES[first]}")
     if first == "DeepseekV4ForCausalLM" and model_type == "deepseek_v41":
         raise UnsupportedModelError(f"{PREFIX} at --pp-size {pp}: {DSV41_PP}")
-    support = sglang_pp_support()
-    # ModelRegistry.resolve_model_cls: the first registered architecture; none means the transformers
-    # fallback, whose classes all take pp_proxy_tensors.
-    arch = next((a for a in archs if a in support), None)
-    if arch is not None and not support[arch]:
+    # No registered architecture means the transformers fallback, whose classes all take pp_proxy_tensors.
+    arch = native_class(report)
+    if arch is not None and not sglang_pp_support()[arch]:
         raise UnsupportedModelError(f"{PREFIX} at --pp-size {pp}: {PP_REFUSAL} ({arch}'s forward takes no "
                                     "pp_proxy_tensors)")
 
@@ -125,3 +137,53 @@ def check_variable_gqa(report: Any) -> None:
         raise UnsupportedModelError(
             f"{PREFIX}: blocks with {sorted(heads)} KV heads; SGLang: 'Variable GQA (VGQA) is not yet "
             "supported for nemotron-nas in sglang'")
+
+
+HEAD_KEYS = ("num_attention_heads", "n_head", "n_heads", "num_heads")
+
+
+def check_tp_asserts(report: Any, knobs: dict) -> None:
+    """Refuse a TP every attention class of the model asserts against (module docstring)."""
+    arch = native_class(report)
+    asserts = sglang_tp_asserts().get(arch) if arch else None
+    attn_tp = report.tensor_parallel_size  # engine modes hand each DP-attention rank its attention TP
+    dp = int(knobs.get("data_parallel_size") or 1) if knobs.get("enable_dp_attention") else 1
+    if not asserts or attn_tp * dp <= 1:
+        return
+    sizes = {"tp": attn_tp * dp, "attn_tp": attn_tp}
+    failures = [tp_failure(entry, query_heads(report), kv_heads(report), sizes) for entry in asserts]
+    if all(failures):
+        tp = f"TP {sizes['tp']}" + (f" (attention TP {attn_tp})" if dp > 1 else "")
+        raise UnsupportedModelError(f"{PREFIX} at {tp}: its {asserts[0].cls} asserts {failures[0]}")
+
+
+def tp_failure(entry: TpAssert, heads: list[int], kv: list[int], sizes: dict) -> str | None:
+    """The first assertion of ``entry`` that these head counts fail, as SGLang writes it; None if
+    they all hold or the TP it divides by is unknown."""
+    if entry.tp is None:
+        return None
+    tp, name = sizes[entry.tp], f"{entry.tp}_size"
+    for h in heads if "heads" in entry.kinds else []:
+        if h % tp:
+            return f"total_num_heads ({h}) % {name} ({tp}) == 0"
+    for k in kv if "kv" in entry.kinds else []:
+        if k >= tp and k % tp:
+            return f"total_num_kv_heads ({k}) % {name} ({tp}) == 0"
+        if k < tp and tp % k:
+            return f"{name} ({tp}) % total_num_kv_heads ({k}) == 0"
+    return None
+
+
+def query_heads(report: Any) -> list[int]:
+    """The text config's attention-head counts (a per-layer list gives each); [] when it names none."""
+    config = report.config or {}
+    value = next((config[k] for k in HEAD_KEYS if config.get(k) is not None), None)
+    values = value if isinstance(value, list) else [value]
+    return sorted({v for v in values if isinstance(v, int) and not isinstance(v, bool) and v > 0})
+
+
+def kv_heads(report: Any) -> list[int]:
+    """The KV-head counts of the attention layers SGLang sizes (its own config reading applied)."""
+    layers, _ = sglang_layers(report)
+    return sorted({part.kv_heads for layer in layers for part in layer.parts
+                   if isinstance(getattr(part, "kv_heads", None), int) and part.kv_heads > 0})
