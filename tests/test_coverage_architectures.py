@@ -41,6 +41,15 @@ def test_package_lists_match_the_shared_engine_archs():
     assert shared == engine_architectures()
 
 
+def test_every_transformers_backend_architecture_is_known_by_name():
+    """vLLM's _TRANSFORMERS_SUPPORTED_MODELS (vllm_transformers.REGISTERED) sit outside the generation
+    tables above; each still needs a mapper or a named refusal."""
+    from hfkv.engines.vllm_transformers import REGISTERED
+
+    missing = sorted(set(REGISTERED) - set(known_architectures()))
+    assert not missing, missing
+
+
 def test_architecture_lines_name_a_mapper_or_a_reason():
     lines = architecture_lines()
     assert len(lines) == len(known_architectures())
@@ -51,6 +60,14 @@ def test_architecture_lines_name_a_mapper_or_a_reason():
     assert table["LlamaForCausalLMEagle3"].startswith("refused: a draft model")
     assert table["BertModel"] == "refused: encoder-only model: no KV cache"
     assert table["HrmTextForCausalLM"].startswith("refused: not modelled yet: hierarchical")
+    # served by vLLM only through its Transformers backend (tests/test_transformers_backend_families.py)
+    for arch in ("CwmForCausalLM", "Kolibri1ForCausalLM", "SmolLM3ForCausalLM", "VaultGemmaForCausalLM"):
+        assert table[arch] == "sliding.sliding_hybrid"
+    for arch in ("FlexOlmoForCausalLM", "GlmForCausalLM", "Jais2ForCausalLM", "SeedOssForCausalLM"):
+        assert table[arch] == "dense.dense"
+    for arch in ("Emu3ForConditionalGeneration", "HunYuanVLForConditionalGeneration",
+                 "VibeVoiceAsrForConditionalGeneration"):
+        assert table[arch] == "multimodal.language_model"
     assert all(value.startswith("refused: ") or "." in value for value in table.values())
 
 
