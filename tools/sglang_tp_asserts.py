@@ -153,6 +153,16 @@ def asserting(classes: list[tuple[str, ast.ClassDef]]) -> list[tuple[str, str, l
     return out
 
 
+def entry(name: str, asserts: list[tuple[str, str, str]]) -> str:
+    """``<kinds>@<tp>:<name>``: the kinds asserted at the TP the query-head assertion uses (a KV
+    assertion at another TP, e.g. Qwen3.5's ``kv_tp_size``, is left out: no claim on it)."""
+    by_kind = {kind: {source for k, source, _ in asserts if k == kind} for kind, _, _ in asserts}
+    main = by_kind.get("heads") or by_kind["kv"]
+    source = next(iter(main)) if len(main) == 1 else "?"
+    kinds = [kind for kind in ("heads", "kv") if by_kind.get(kind) == {source}] or ["heads"]
+    return f"{'+'.join(kinds)}@{source}:{name}"
+
+
 def column(module: str, arch: str) -> tuple[str, list[str]]:
     """The column value for ``arch`` and the assertions behind it. Classes of the entry class's own
     module win over classes it only reaches (a subclass of Qwen2Model names Qwen2DecoderLayer as a
@@ -167,9 +177,7 @@ def column(module: str, arch: str) -> tuple[str, list[str]]:
     found, lines = own or found, []
     values = []
     for mod, name, asserts in found:
-        kinds = sorted({kind for kind, _, _ in asserts}, key=["heads", "kv"].index)
-        sources = {source for _, source, _ in asserts}
-        values.append(f"{'+'.join(kinds)}@{sources.pop() if len(sources) == 1 else '?'}:{name}")
+        values.append(entry(name, asserts))
         lines += [f"    {mod}.{name}: {text}  [{source}]" for _, source, text in asserts]
     if not values:
         builds = any(isinstance(n, ast.Name) and n.id == "RadixAttention" for _, c in classes for n in ast.walk(c))
