@@ -8,9 +8,22 @@ from __future__ import annotations
 from hfkv.config import ConfigView
 from hfkv.specs import Layout
 
-from .attention_keys import GQA_READS
+from .attention_keys import GQA_READS, KV_HEAD_KEYS
 from .layer_builders import pattern_layout
 from .registry import register
+
+
+# Model types whose config class defaults the KV heads to fewer than the query heads (GlmConfig 2,
+# SeedOssConfig 8, Emu3TextConfig 8): save_pretrained leaves out a count equal to that default.
+CLASS_KV_DEFAULTS = frozenset({"glm", "seed_oss", "emu3_text_model"})
+
+
+def class_kv_heads(cfg: ConfigView) -> None:
+    """When the config writes no KV-head count, load the config class's defaults first, so that every
+    attention layer reads the class's count rather than assuming MHA (a count equal to the class default
+    is what ``save_pretrained`` leaves out; ``kv_heads`` reads class defaults once they are loaded)."""
+    if not any(cfg.present(key) for key in KV_HEAD_KEYS):
+        cfg.optional_int("num_key_value_heads", minimum=1, defaults=True)
 
 
 @register(
@@ -26,7 +39,6 @@ from .registry import register
         "glm4v", "glm4v_text", "glm4v_moe", "glm4v_moe_text", "phi3_v", "phi4mm", "internlm3", "molmo2",
         "molmo2_text", "aria_text", "cohere_compass_text", "cosmos3_edge_text", "ernie4_5_vl_moe_text",
         "glm_ocr_text", "granite4_vision_text", "paddleocr_vl_text", "flex_olmo", "jais2", "emu3_text_model",
-        "hunyuan_vl_text",
     ),
     architectures=(
         "LLaMAForCausalLM", "RWForCausalLM", "ChatGLMModel", "MPTForCausalLM", "ArceeForCausalLM",
@@ -71,7 +83,6 @@ from .registry import register
         "jais2": "inceptionai__Jais-2-8B-Chat-transformers-defaults",
         "seed_oss": "ByteDance-Seed__Seed-OSS-36B-Instruct-transformers-defaults",
         "emu3_text_model": "Emu3-community__Emu3-Chat-hf-transformers-defaults",
-        "hunyuan_vl_text": "tencent__HunyuanOCR-transformers-defaults",
     },
 )
 def dense(cfg: ConfigView) -> Layout:
@@ -80,9 +91,25 @@ def dense(cfg: ConfigView) -> Layout:
     HunYuan's cross-layer attention (``use_cla``, ``cla_share_factor`` F): layers with i % F != 0 reuse
     the previous layer's KV, but SGLang's pool still sizes every layer, so they are counted (noted).
     """
+    if CLASS_KV_DEFAULTS & {cfg.model_type, cfg.text_model_type}:
+        class_kv_heads(cfg)
     layout = pattern_layout(cfg, default_window=None, default_rule=None)
     if cfg.boolean("use_cla"):
         factor = cfg.integer("cla_share_factor", default=1, minimum=1)
         layout.notes.append(f"use_cla: layers with i % {factor} != 0 reuse the previous layer's KV; counted as "
                             "full layers, as SGLang's pool sizes every layer")
     return layout
+
+
+@register(
+    family="dense",
+    model_types=("hunyuan_vl_text",),
+    reads=GQA_READS + ("attention_head_dim",),
+    fixtures={"hunyuan_vl_text": "tencent__HunyuanOCR-transformers-defaults"},
+)
+def hunyuan_vl_text(cfg: ConfigView) -> Layout:
+    """HunYuanVL's text model: every layer full. Its checkpoints may spell ``head_dim`` as
+    ``attention_head_dim`` (HunYuanVLTextConfig.attribute_map), which the config class resolves, so
+    head_dim is asked of the class before falling back to hidden/heads."""
+    class_kv_heads(cfg)  # HunYuanVLTextConfig: None → the query heads, but read the class consistently
+    return pattern_layout(cfg, default_window=None, default_rule=None, head_dim_defaults=True)

@@ -10,6 +10,7 @@ from hfkv.config import ConfigView
 from hfkv.errors import UnsupportedModelError
 from hfkv.specs import Layout
 
+from .dense import class_kv_heads
 from .layer_builders import pattern_layout
 from .registry import register
 
@@ -106,6 +107,10 @@ _ARCHITECTURES = {
 _WRAPPER_TYPES = {"exaone4_5": "exaone4", "embedding_gemma2_text": "gemma3_text"}
 
 
+# Rows whose config class defaults the KV heads to fewer than the query heads (CwmConfig 8 of 48,
+# Kolibri1Config 4 of 48, VaultGemmaConfig 4 of 8, SmolLM3Config 4 of 16): read them from the class.
+_CLASS_KV_DEFAULTS = frozenset({"cwm", "kolibri1", "vaultgemma", "smollm3"})
+
 # Rows whose window W means W + 1 keys ([pos − W, pos]): vLLM's commandr.py and cohere2_moe.py.
 _INCLUSIVE = frozenset({"cohere2", "cohere2_moe"})
 
@@ -142,6 +147,8 @@ def sliding_hybrid(cfg: ConfigView) -> Layout:
     """Sliding layers keep min(S, W) entries, full layers S; the pattern comes from ``layer_types`` or the default."""
     row = _row(cfg)
     window, rule_for, head_dim_defaults = _TABLE[row]
+    if row in _CLASS_KV_DEFAULTS:
+        class_kv_heads(cfg)
     return pattern_layout(
         cfg, default_window=window, default_rule=rule_for(cfg), head_dim_defaults=head_dim_defaults,
         inclusive_window=row in _INCLUSIVE,

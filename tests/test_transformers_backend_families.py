@@ -67,7 +67,7 @@ FAMILIES = {
                                      32 * 2 * 8 * 128 * 2,  # = 131072
                                      32 * 2 * 1 * 128 * 2),  # = 16384
     # HunYuanVLTextConfig: 32 layers, KV heads None → 32, head_dim None → 4096 / 32 = 128
-    "tencent__HunyuanOCR": ("HunYuanVLForConditionalGeneration", "dense.dense",
+    "tencent__HunyuanOCR": ("HunYuanVLForConditionalGeneration", "dense.hunyuan_vl_text",
                             32 * 2 * 32 * 128 * 2,  # = 524288
                             32 * 2 * 4 * 128 * 2),  # = 65536
     # VibeVoiceAsrConfig's text_config is a Qwen2Config: 32 layers, 32 KV heads × 128, no window
@@ -117,6 +117,33 @@ def kinds(name: str) -> list[tuple[str, int | None]]:
     return [(layer.kind, getattr(layer.parts[0], "window", None)) for layer in report(name)._layers]
 
 
+# save_pretrained leaves out what equals the class default: fixtures with those keys dropped.
+SPARSE = {
+    "facebook__cwm": ("num_key_value_heads", "head_dim", "sliding_window"),  # CwmConfig: 8, 128, 8192
+    "Aleph-Alpha__Kolibri-1": ("num_key_value_heads", "head_dim", "sliding_window"),  # 4, 128, 513
+    "google__vaultgemma-1b": ("num_key_value_heads", "head_dim"),  # 4, 256
+    "HuggingFaceTB__SmolLM3-3B": ("num_key_value_heads",),  # 4
+    "ByteDance-Seed__Seed-OSS-36B-Instruct": ("num_key_value_heads", "head_dim"),  # 8, 128
+    "THUDM__glm-4-9b-chat": ("num_key_value_heads", "head_dim"),  # 2, 128
+    "Emu3-community__Emu3-Chat-hf": ("text_config.num_key_value_heads",),  # 8
+}
+
+
+@pytest.mark.parametrize("name", sorted(SPARSE))
+def test_keys_left_at_the_class_default_are_read_from_the_class(name):
+    """A KV-head count left out is the class's (CwmConfig's 8 of 48 heads), on every layer, not MHA:
+    the same bytes per token and per request as the full fixture."""
+    data = config(name)
+    for key in SPARSE[name]:
+        scope, _, leaf = key.rpartition(".")
+        (data[scope] if scope else data).pop(leaf)
+    sparse = inspect_config(data, model=name, options=Options(kv_cache_dtype="bf16"))
+    full = report(name, kv_cache_dtype="bf16")
+    assert sparse.alpha_bytes_per_token == FAMILIES[name][2]
+    assert sparse.gamma_bytes_per_request == full.gamma_bytes_per_request
+    assert "num_key_value_heads" in sparse.transformers_defaults
+
+
 def test_window_patterns_follow_the_config_classes():
     # CwmConfig.__post_init__: "full_attention" if i % 4 == 0 else "sliding_attention"; window 8192.
     assert kinds("facebook__cwm") == [("full", None) if i % 4 == 0 else ("sliding", 8192) for i in range(64)]
@@ -142,6 +169,16 @@ def test_layer_types_in_the_config_win():
     data = dict(config("google__vaultgemma-1b"), layer_types=["full_attention"] * 26)
     rep = inspect_config(data, model="vaultgemma", options=Options(kv_cache_dtype="bf16"))
     assert rep.alpha_bytes_per_token == 26 * 2 * 4 * 256 * 2 == 106496 and rep.gamma_bytes_per_request == 0
+
+
+def test_hunyuan_vl_head_dim_alias():
+    """HunYuanVLTextConfig.attribute_map: ``attention_head_dim`` is ``head_dim`` (its checkpoints write the
+    alias); 24 layers × 2 × 8 KV heads × 128 × 2 B = 98304, not hidden/heads = 1024 / 16 = 64 (49152)."""
+    data = {"architectures": ["HunYuanVLForConditionalGeneration"], "model_type": "hunyuan_vl",
+            "text_config": {"model_type": "hunyuan_vl_text", "hidden_size": 1024, "num_hidden_layers": 24,
+                            "num_attention_heads": 16, "num_key_value_heads": 8, "attention_head_dim": 128}}
+    rep = inspect_config(data, model="hunyuan-ocr", options=Options(kv_cache_dtype="bf16"))
+    assert rep.alpha_bytes_per_token == 24 * 2 * 8 * 128 * 2 == 98304
 
 
 # -- vLLM's own code ---------------------------------------------------------------------------------
