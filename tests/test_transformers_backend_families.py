@@ -197,7 +197,8 @@ def test_every_oracle_row_is_matched():
     failures = []
     for row in rows:
         out, err = run_hfkv(row)
-        failures += [f"{row['config']} TP{row['tp']} {row['kv_cache_dtype_arg']}: {d}" for d in mismatches(row, out, err)]
+        name = f"{row['config']} TP{row['tp']} {row['kv_cache_dtype_arg']}"
+        failures += [f"{name}: {diff}" for diff in mismatches(row, out, err)]
     assert not failures, "\n".join(failures)
 
 
