@@ -86,6 +86,17 @@ def resolve(module: str, name: str, depth: int = 0) -> tuple[str, ast.AST] | Non
     return None
 
 
+def references(module: str, node: ast.AST) -> set[tuple[str, str]]:
+    """(module, name) of every name ``node`` uses: ``X`` in ``module``, ``mod.X`` in an imported module."""
+    imports = names_of(module)[2]
+    refs = {(module, n.id) for n in ast.walk(node) if isinstance(n, ast.Name)}
+    for n in ast.walk(node):
+        if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id in imports:
+            source, name = imports[n.value.id]
+            refs.add((f"{source}.{name}", n.attr))  # from sglang.srt.models import qwen3_5; qwen3_5.X
+    return refs
+
+
 def reached(module: str, cls: ast.ClassDef) -> list[tuple[str, ast.ClassDef]]:
     """Every class inside sglang.srt.models that ``cls`` names (body and bases), transitively."""
     seen: dict[tuple[str, str], ast.ClassDef] = {}
@@ -95,8 +106,7 @@ def reached(module: str, cls: ast.ClassDef) -> list[tuple[str, ast.ClassDef]]:
         if (mod, node.name) in seen:
             continue
         seen[(mod, node.name)] = node
-        for name in {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}:
-            hit = resolve(mod, name)
+        for hit in map(lambda ref: resolve(*ref), references(mod, node)):
             if hit and hit[0].startswith(MODELS) and (hit[0], hit[1].name) not in seen:
                 todo.append(hit)
     return [(mod, node) for (mod, name), node in seen.items() if not name.startswith("<")]
