@@ -154,7 +154,12 @@ def check_tp_asserts(report: Any, knobs: dict) -> None:
     failures = [tp_failure(entry, query_heads(report), kv_heads(report), sizes) for entry in asserts]
     if all(failures):
         tp = f"TP {sizes['tp']}" + (f" (attention TP {attn_tp})" if dp > 1 else "")
-        raise UnsupportedModelError(f"{PREFIX} at {tp}: its {asserts[0].cls} asserts {failures[0]}")
+        if len(asserts) == 1:
+            raise UnsupportedModelError(f"{PREFIX} at {tp}: its {asserts[0].cls} asserts {failures[0]}")
+        # The table lists every class the entry class may build; each one fails, none is singled out.
+        names = ", ".join(entry.cls for entry in asserts)
+        raise UnsupportedModelError(f"{PREFIX} at {tp}: every attention class it may build ({names}) fails its "
+                                    f"TP assertion, e.g. {asserts[0].cls} asserts {failures[0]}")
 
 
 def tp_failure(entry: TpAssert, heads: list[int], kv: list[int], sizes: dict) -> str | None:
