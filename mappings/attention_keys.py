@@ -88,7 +88,11 @@ def kv_heads(cfg: ConfigView, heads: int) -> int:
     if cfg.boolean("multi_query") and not cfg.boolean("new_decoder_architecture"):
         return 1
     found = aliased_int(cfg, KV_HEAD_KEYS, minimum=1)
-    if found is None and cfg.defaults_loaded:  # a sparse config (Gemma 3's text_config): class defaults
+    # Absent from a sub-config (``text_config``, ...): save_pretrained diffs a nested config against
+    # its own class, so a KV-head count equal to the class default is left out (Gemma 3: 4 for 8 query
+    # heads); read that default. At the top level a model's own keys are always written, so absent
+    # there means the class has none: MHA, without importing transformers (legacy Llama, OPT, BLOOM).
+    if found is None and (cfg.text_key is not None or cfg.defaults_loaded):
         found = cfg.optional_int("num_key_value_heads", minimum=1, defaults=True)
     if found is None:
         return heads

@@ -364,3 +364,16 @@ def test_every_model_type_of_the_engines_coverage_table_is_registered():
             wanted |= {t.strip() for t in re.split(r"[,/]| or ", cell) if t.strip()}
     registered = {mt for mapper in all_mappers() for mt in mapper.model_types}
     assert len(wanted) > 100 and not wanted - registered, sorted(wanted - registered)
+
+
+def test_a_sub_config_without_its_kv_head_count_gets_the_class_default():
+    """save_pretrained diffs a nested config against its own class (transformers' recursive_diff_dict),
+    so gemma-3-4b-it's text_config leaves out num_key_value_heads = 4, Gemma3TextConfig's default, even
+    where it writes the query heads (8): the cache has 4 KV heads, not 8."""
+    data = json.loads((FIXTURES / "google__gemma-3-4b-it" / "config.json").read_text())
+    data["text_config"]["num_attention_heads"] = 8
+    rep = inspect_config(data, model="gemma-3-4b-it")
+    kv = {part.params["kv_heads"] for layer in rep.layers for part in layer.parts}
+    assert kv == {4}
+    # 34 layers × 2 (K, V) × 4 KV heads × 256 (head_dim) × 2 B: 5 of every 6 layers slide (window 1024)
+    assert 2 * 4 * 256 * 2 == 4096 and rep.layers[5].entry_bytes == 4096
