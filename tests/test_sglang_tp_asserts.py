@@ -17,7 +17,7 @@ import pytest
 
 from hfkv.engines import simulate
 from hfkv.engines.archs import TpAssert, parse_tp_asserts, sglang_architectures, sglang_tp_asserts
-from hfkv.engines.sglang_support import tp_failure
+from hfkv.engines.sglang_support import tp_failure, tp_refusal
 from hfkv.errors import UnsupportedModelError
 from hfkv.report import Options, inspect_config
 
@@ -126,6 +126,13 @@ def test_qwen2_divides_by_the_full_tp_even_under_dp_attention():
     # (8 / 2 = 4): 28 % 8 = 4 ≠ 0 still fails although 28 % 4 = 0.
     message = refusal(fixture("Qwen__Qwen2.5-7B", 8), data_parallel_size=2, enable_dp_attention=True)
     assert "TP 8 (attention TP 4): its Qwen2Attention asserts total_num_heads (28) % tp_size (8) == 0" in message
+
+
+def test_tp_refusal_takes_the_layout_directly():
+    # For a serving plan: TP and attention TP given. Qwen2 (full TP 8): 28 % 8 = 4 → refused; Qwen3-14B
+    # at TP 16, attention TP 8 (qwen3.py: attn_tp_size): 40 % 8 = 0 → None.
+    assert "tp_size (8)" in tp_refusal(fixture("Qwen__Qwen2.5-7B", 1), 8, 4)
+    assert tp_refusal(fixture("Qwen__Qwen3-14B-from-engine-log", 1), 16, 8) is None
 
 
 def test_figures_are_still_produced_when_tp_divides():

@@ -144,22 +144,30 @@ HEAD_KEYS = ("num_attention_heads", "n_head", "n_heads", "num_heads")
 
 def check_tp_asserts(report: Any, knobs: dict) -> None:
     """Refuse a TP every attention class of the model asserts against (module docstring)."""
-    arch = native_class(report)
-    asserts = sglang_tp_asserts().get(arch) if arch else None
     attn_tp = report.tensor_parallel_size  # engine modes hand each DP-attention rank its attention TP
     dp = int(knobs.get("data_parallel_size") or 1) if knobs.get("enable_dp_attention") else 1
-    if not asserts or attn_tp * dp <= 1:
-        return
-    sizes = {"tp": attn_tp * dp, "attn_tp": attn_tp}
+    reason = tp_refusal(report, attn_tp * dp, attn_tp)
+    if reason:
+        raise UnsupportedModelError(reason)
+
+
+def tp_refusal(report: Any, tp: int, attn_tp: int) -> str | None:
+    """SGLang's model-build refusal of TP ``tp`` (attention TP ``attn_tp``) for this model, or None."""
+    arch = native_class(report)
+    asserts = sglang_tp_asserts().get(arch) if arch else None
+    if not asserts or tp <= 1:
+        return None
+    sizes = {"tp": tp, "attn_tp": attn_tp}
     failures = [tp_failure(entry, query_heads(report), kv_heads(report), sizes) for entry in asserts]
-    if all(failures):
-        tp = f"TP {sizes['tp']}" + (f" (attention TP {attn_tp})" if dp > 1 else "")
-        if len(asserts) == 1:
-            raise UnsupportedModelError(f"{PREFIX} at {tp}: its {asserts[0].cls} asserts {failures[0]}")
-        # The table lists every class the entry class may build; each one fails, none is singled out.
-        names = ", ".join(entry.cls for entry in asserts)
-        raise UnsupportedModelError(f"{PREFIX} at {tp}: every attention class it may build ({names}) fails its "
-                                    f"TP assertion, e.g. {asserts[0].cls} asserts {failures[0]}")
+    if not all(failures):
+        return None
+    where = f"{PREFIX} at TP {tp}" + (f" (attention TP {attn_tp})" if attn_tp != tp else "")
+    if len(asserts) == 1:
+        return f"{where}: its {asserts[0].cls} asserts {failures[0]}"
+    # The table lists every class the entry class may build; each one fails, none is singled out.
+    names = ", ".join(entry.cls for entry in asserts)
+    return (f"{where}: every attention class it may build ({names}) fails its TP assertion, e.g. "
+            f"{asserts[0].cls} asserts {failures[0]}")
 
 
 def tp_failure(entry: TpAssert, heads: list[int], kv: list[int], sizes: dict) -> str | None:
