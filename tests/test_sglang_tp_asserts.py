@@ -163,7 +163,8 @@ def test_refused_only_when_every_listed_class_fails():
 def test_several_listed_classes_are_all_named():
     # llama4 (mllama4.py) reaches Llama4Attention (attention TP) and llama.py LlamaAttention (full TP):
     # Llama-3.2-3B's 24 heads at TP 16 fail both, 24 % 16 = 8 ≠ 0; neither is singled out.
-    message = refusal(fixture("meta-llama__Llama-3.2-3B-Instruct", 16, architectures=["Llama4ForConditionalGeneration"]))
+    report = fixture("meta-llama__Llama-3.2-3B-Instruct", 16, architectures=["Llama4ForConditionalGeneration"])
+    message = refusal(report)
     assert "every attention class it may build (Llama4Attention, LlamaAttention) fails its TP assertion" in message
     assert "Llama4Attention asserts total_num_heads (24) % attn_tp_size (16) == 0" in message
 
