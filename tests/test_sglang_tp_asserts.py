@@ -184,3 +184,20 @@ def test_cli_exits_2_with_one_line():
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1
     assert re.search(r"at TP 8: its Qwen2Attention asserts total_num_heads \(28\) % tp_size \(8\) == 0$", lines[0])
+
+
+def test_a_serving_plan_checked_as_sglang_is_refused_too(tmp_path):
+    """plot's deployment panel plans through serving.plan_serving (layout.check_model): Qwen2.5-7B at TP 8
+    is refused as SGLang would refuse it (28 heads % 8 = 4), and TP 4 is drawn (28 % 4 = 0)."""
+    pytest.importorskip("matplotlib")
+
+    def plot(tp: int) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-c", "from hfkv.cli import entry; entry()", "plot",
+                               "fixtures/Qwen__Qwen2.5-7B", "--gpu", "H200:8", "--engine", "sglang", "--tp", str(tp),
+                               "-o", str(tmp_path / f"tp{tp}.png")], capture_output=True, text=True, cwd=ROOT,
+                              timeout=120)
+
+    refused = plot(8)
+    assert refused.returncode == 2 and "Qwen2Attention asserts total_num_heads (28) % tp_size (8) == 0" in refused.stderr
+    assert not (tmp_path / "tp8.png").exists()
+    assert plot(4).returncode == 0 and (tmp_path / "tp4.png").exists()

@@ -159,9 +159,16 @@ def resolve(knobs: dict[str, Any], tp: int, engine: str, layers: int, config: di
 
 def check_model(report: Any, layout: Layout) -> None:
     """The engine's refusal of this layout for this model: PP > 1 on an architecture the engine does
-    not run under pipeline parallelism (vLLM's ``SupportsPP``, SGLang's ``pp_proxy_tensors`` test).
-    Engine modes make the same check before sizing; this is for a serving plan checked as an engine.
-    Raises ``UnsupportedModelError`` with the engine's reason; theory checks nothing."""
+    not run under pipeline parallelism (vLLM's ``SupportsPP``, SGLang's ``pp_proxy_tensors`` test), and
+    for SGLang a TP its attention classes assert against when the model is built. Engine modes make the
+    same checks before sizing; this is for a serving plan checked as an engine. Raises
+    ``UnsupportedModelError`` with the engine's reason; theory checks nothing."""
+    if layout.engine == "sglang":
+        from .sglang_support import tp_refusal
+
+        reason = tp_refusal(report, layout.tp, layout.attention_tp)
+        if reason:
+            raise UnsupportedModelError(reason)
     if layout.pp <= 1:
         return
     if layout.engine == "vllm":
