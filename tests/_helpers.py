@@ -12,6 +12,33 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 HUB_CONFIGS = Path(__file__).resolve().parents[2] / "shared" / "hub-configs"
 
 
+WINDOW_CONFIGS = Path(__file__).resolve().parent / "oracles" / "window-configs"
+
+
+def window_config(name: str) -> dict | None:
+    """A config of ``tests/oracles/window-configs`` (the oracle rows' inputs, README there): written out
+    whole when it is this project's (Domyn-Edge, MiMo), else an edit of a shared hub config, which is
+    not copied here: ``{"edit_of": "<hub config>", "set": {"dotted.key": value}}``. None when the
+    file is not there or names a hub config that is absent (no ../shared)."""
+    path = WINDOW_CONFIGS / name
+    if not path.is_file():
+        return None
+    data = json.loads(path.read_text())
+    if "edit_of" not in data:
+        return data
+    base = HUB_CONFIGS / data["edit_of"]
+    if not base.is_file():
+        return None
+    config = json.loads(base.read_text())
+    for key, value in data["set"].items():
+        *parents, last = key.split(".")
+        target = config
+        for part in parents:
+            target = target[part]
+        target[last] = value
+    return config
+
+
 def load(folder: str) -> dict:
     return json.loads((FIXTURES / folder / "config.json").read_text())
 
