@@ -11,7 +11,7 @@ argument, what ``ModelRegistry.is_pp_supported_model`` reads), SGLang's ``ModelR
 (``pp_proxy_tensors`` among the parameters of the model's ``forward``). docs/vllm.md and docs/sglang.md
 say how to regenerate the column when the pinned versions move.
 
-``tp_asserts`` (``tools/sglang_tp_asserts.py``, docs/sglang.md) is what the attention classes the model
+``tp_asserts`` (``tests/oracles/sglang-tp-asserts.py``, docs/sglang.md) is what the attention classes the model
 builds assert about TP in their ``__init__``: ``<kind>@<tp>:<Class>`` joined by ``,``, kind ``heads``
 (``total_num_heads % tp == 0``), ``kv`` (``kv % tp == 0`` at or above TP, else ``tp % kv == 0``) or
 ``heads+kv``; tp ``tp`` (the whole TP group), ``attn_tp`` (the attention TP, tp / dp under DP attention)

@@ -1,7 +1,7 @@
 """Fill the ``tp_asserts`` column of hfkv/engines/sglang-0.5.23-archs.tsv from SGLang's own source.
 
 Run it with the SGLang oracle venv's python (it only reads the installed ``sglang`` package's files,
-nothing is imported or run):  ~/.cache/hfkv-sglang-oracle/bin/python tools/sglang_tp_asserts.py [--write]
+nothing is imported or run):  ~/.cache/hfkv-sglang-oracle/bin/python tests/oracles/sglang-tp-asserts.py [--write]
 
 For each architecture it walks, with ``ast``, every class the ``EntryClass`` reaches inside
 ``sglang.srt.models`` (names used in its body, its bases, following each module's imports), and keeps
@@ -23,7 +23,7 @@ import sys
 from functools import lru_cache
 from pathlib import Path
 
-TSV = Path(__file__).resolve().parents[1] / "hfkv" / "engines" / "sglang-0.5.23-archs.tsv"
+TSV = Path(__file__).resolve().parents[2] / "hfkv" / "engines" / "sglang-0.5.23-archs.tsv"
 MODELS = "sglang.srt.models"
 TP_NAME = re.compile(r"tp|world_size|shard")
 TOWER = re.compile(r"vision|visual|vit|audio|siglip|clip|whisper|encoder|image|pixtral|navit|projector|resampler",
