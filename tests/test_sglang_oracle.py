@@ -266,17 +266,6 @@ def draft_rows() -> list:
     return [pytest.param(row, id=row_id(row), marks=gap_marks(row_id(row))) for row in found]
 
 
-def gap_marks(name: str) -> tuple:
-    reason = KNOWN_GAPS.get(name)
-    return (pytest.mark.xfail(strict=True, reason=reason),) if reason else ()
-
-
-def config_path(row: dict) -> Path:
-    """The row's config: the shared hub config, else the fixture of that name (a model no hub config holds)."""
-    hub = HUB_CONFIGS / row["config"]
-    return hub if hub.is_file() else FIXTURES / row["config"].removesuffix(".json") / "config.json"
-
-
 @pytest.mark.parametrize("row", draft_rows())
 def test_mtp_draft_pool_matches_sglang(row):
     """With the config's MTP layers as the draft (``--speculative-draft-layers``), the EAGLE cell matches."""
