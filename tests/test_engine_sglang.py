@@ -162,6 +162,24 @@ def test_sglang_chatglm_v1_gets_one_kv_head_from_sglangs_config_class():
     assert out["bytes_per_token"] == 28 * 2 * 256 * 2 == 28672  # the config's own multi_query_group_num = 2
 
 
+
+
+ZAYA = "Zyphra__ZAYA1-8B-transformers-defaults"
+
+
+def test_sglang_zaya_without_zaya_layers_keeps_the_even_layers_only():
+    # configs/zaya.py: no zaya_layers → attention (and its CCA state) iff i is even, whatever layer_types says
+    # (this config lists 40 'hybrid' layers). The oracle row (tests/oracles/sglang-0.5.23-fixtures.jsonl):
+    # 20 layers × 2 KV heads × (128 + 128) × 2 B = 20480 per token; CCA state per layer
+    # (8 + 2)·128 × (2 + 2 − 2) × 2 B + 2048 × 1 × 2 B = 5120 + 4096 = 9216, × 20 = 184320 per request.
+    out = simulate(report(ZAYA), engine="sglang", budget_bytes=None, max_model_len=None)
+    assert out["bytes_per_token"] == 20 * 2 * 256 * 2 == 20480
+    assert out["mamba_bytes_per_request"] == 20 * (1280 * 2 * 2 + 2048 * 2) == 184320
+    assert any("even layers" in a for a in out["assumptions"])
+    data = json.loads((FIXTURES / ZAYA / "config.json").read_text())
+    data["zaya_layers"] = ["a"] * 40  # the one key ZayaConfig places layers by: all 40 are attention
+    out = simulate(inspect_config(data, model="zaya-listed"), engine="sglang", budget_bytes=None, max_model_len=None)
+    assert out["bytes_per_token"] == 40 * 2 * 256 * 2 == 40960
 # -- models SGLang cannot serve (sglang_support) --------------------------------------------------
 
 

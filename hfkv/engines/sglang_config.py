@@ -9,6 +9,9 @@ differ from the report's:
   config without the key (chatglm-6b, v1) is sized with one KV head per layer.
 - Nemotron-NAS / DeciLM: ``DefaultPoolConfigurator`` sizes ``layer_info.num_effective_layers``
   layers, the no-op (and linear-replaced) attention blocks included, each like an attention block.
+- ZAYA1 (``configs/zaya.py``): ``ZayaConfig`` places attention (and its CCA state) by ``zaya_layers``
+  only; without that key it is every even layer, whatever ``layer_types`` says (transformers' format
+  lists every layer as ``hybrid``). The odd layers keep nothing in SGLang's pools.
 
 ``context_length`` is SGLang's ``ModelConfig.context_len``: the given ``--context-length``, else
 ``utils/hf_transformers/common.py:get_context_length`` (the first of ``CONTEXT_LENGTH_KEYS``, times a
@@ -25,6 +28,7 @@ from hfkv.specs import FullAttention, LayerSpec
 
 CHATGLM_DEFAULT_GROUPS = 1  # configs/chatglm.py: ChatGLMConfig(multi_query_group_num=1)
 SIZES_EVERY_LAYER = frozenset({"nemotron-nas"})  # uniform cell over num_effective_layers
+EVEN_LAYERS_UNLESS_LISTED = {"zaya": "zaya_layers"}  # model_type -> the only key that places the layers
 CONTEXT_LENGTH_KEYS = ("max_sequence_length", "seq_length", "max_seq_len", "model_max_length",
                        "max_position_embeddings")
 DEFAULT_CONTEXT_LENGTH = 2048
@@ -73,7 +77,20 @@ def sglang_layers(report: Any) -> tuple[list[LayerSpec], list[str]]:
         if filled:
             notes.append(f"SGLang sizes all {len(layers)} layers (num_effective_layers), {filled} no-op "
                          "attention blocks included, each like an attention block")
+    layers = even_layers_only(report, layers, notes)
     return layers, notes
+
+
+def even_layers_only(report: Any, layers: list[LayerSpec], notes: list[str]) -> list[LayerSpec]:
+    """ZAYA1 without ``zaya_layers``: SGLang keeps the caches of the even layers only (module docstring)."""
+    key = EVEN_LAYERS_UNLESS_LISTED.get(report.model_type)
+    if key is None or (report.config or {}).get(key) or not any(layer.parts for layer in layers[1::2]):
+        return layers
+    notes.append(f"SGLang's config class places attention on the even layers when the config has no {key} "
+                 f"({len(layers[::2])} of {len(layers)}); the odd layers keep no KV or state there")
+    template = next(layer.parts for layer in layers if layer.parts)
+    return [layer.model_copy(update={"parts": (layer.parts or template) if i % 2 == 0 else ()})
+            for i, layer in enumerate(layers)]
 
 
 def with_kv_heads(layer: LayerSpec, heads: int) -> LayerSpec:
