@@ -176,6 +176,10 @@ def test_sglang_zaya_without_zaya_layers_keeps_the_even_layers_only():
     assert out["bytes_per_token"] == 20 * 2 * 256 * 2 == 20480
     assert out["mamba_bytes_per_request"] == 20 * (1280 * 2 * 2 + 2048 * 2) == 184320
     assert any("even layers" in a for a in out["assumptions"])
+    # TP 8: the (H + K)·hd conv tensor is split, the (hidden, 1) prev_hs tensor is kept whole on every rank
+    # (configs/zaya.py mamba2_cache_params): 20 × (1280 / 8 × 2 × 2 B + 2048 × 2 B) = 20 × 4736 = 94720 (oracle row)
+    out = simulate(report(ZAYA, tensor_parallel_size=8), engine="sglang", budget_bytes=None, max_model_len=None)
+    assert out["mamba_bytes_per_request"] == 20 * (160 * 2 * 2 + 2048 * 2) == 94720
     data = json.loads((FIXTURES / ZAYA / "config.json").read_text())
     data["zaya_layers"] = ["a"] * 40  # the one key ZayaConfig places layers by: all 40 are attention
     out = simulate(inspect_config(data, model="zaya-listed"), engine="sglang", budget_bytes=None, max_model_len=None)

@@ -16,7 +16,7 @@ SGLang's reason; warnings are one line each, in the result's ``warnings`` and fi
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import Any
+from typing import Any, Callable
 
 from hfkv import dtypes
 from hfkv.dtypes import block_scaled_bytes, ceil_div
@@ -166,9 +166,12 @@ def state_precision(report: Any, knobs: dict, assumptions: list[str]) -> dtypes.
                             conv=DEFAULT_CONV_DTYPE)
 
 
-def state_bytes_per_request(layers: list[LayerSpec], p: dtypes.Precision, tp: int) -> Fraction:
-    """``mamba_cache_per_req``: Σ recurrent state over the linear / Mamba / conv layers."""
-    return sum((layer.recurrent_state_bytes(p, tp) for layer in layers), Fraction(0))
+def state_bytes_per_request(layers: list[LayerSpec], p: dtypes.Precision, tp: int,
+                            whole: Callable[[Any], bool] = lambda part: False) -> Fraction:
+    """``mamba_cache_per_req``: Σ recurrent state over the linear / Mamba / conv layers; parts ``whole``
+    selects are kept unsplit on every TP rank."""
+    return sum((Fraction(part.state_bytes(p, 1 if whole(part) else tp))
+                for layer in layers for part in layer.parts if part.recurrent), Fraction(0))
 
 
 
@@ -254,7 +257,8 @@ def simulate(report: Any, *, budget_bytes: int | None, max_model_len: int | None
         assumptions.append(f"page size {page} (SGLang default, {plan.backend} attention backend on "
                            f"SM{knobs['compute_capability']})")
     has_state = any(layer.recurrent_state_bytes(report.precision, tp) for layer in layers)
-    per_slot = state_bytes_per_request(layers, state_precision(report, knobs, assumptions), tp) if has_state else 0
+    per_slot = (state_bytes_per_request(layers, state_precision(report, knobs, assumptions), tp,
+                                        sglang_config.replicated_state(report)) if has_state else 0)
     result: dict[str, Any] = {
         "configurator": "HybridSWAPoolConfigurator" if ratio is not None else "DefaultPoolConfigurator",
         "bytes_per_token": number(cell), "page_size": page, "context_length": context,

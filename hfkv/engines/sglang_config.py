@@ -11,7 +11,9 @@ differ from the report's:
   layers, the no-op (and linear-replaced) attention blocks included, each like an attention block.
 - ZAYA1 (``configs/zaya.py``): ``ZayaConfig`` places attention (and its CCA state) by ``zaya_layers``
   only; without that key it is every even layer, whatever ``layer_types`` says (transformers' format
-  lists every layer as ``hybrid``). The odd layers keep nothing in SGLang's pools.
+  lists every layer as ``hybrid``). The odd layers keep nothing in SGLang's pools. Its CCA state's
+  (hidden_size, 1) tensor (``prev_hs``) feeds replicated projections, so ``mamba2_cache_params`` keeps it
+  whole on every TP rank (``replicated_state``); only the (H + K)·hd conv tensor is split.
 
 ``context_length`` is SGLang's ``ModelConfig.context_len``: the given ``--context-length``, else
 ``utils/hf_transformers/common.py:get_context_length`` (the first of ``CONTEXT_LENGTH_KEYS``, times a
@@ -21,14 +23,15 @@ when the config has none of the keys).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from hfkv.errors import UsageError
-from hfkv.specs import FullAttention, LayerSpec
+from hfkv.specs import FullAttention, LayerSpec, ShortConvState
 
 CHATGLM_DEFAULT_GROUPS = 1  # configs/chatglm.py: ChatGLMConfig(multi_query_group_num=1)
 SIZES_EVERY_LAYER = frozenset({"nemotron-nas"})  # uniform cell over num_effective_layers
 EVEN_LAYERS_UNLESS_LISTED = {"zaya": "zaya_layers"}  # model_type -> the only key that places the layers
+WHOLE_HIDDEN_CONV = frozenset({"zaya"})  # a (hidden_size, 1) conv tensor kept whole on every TP rank
 CONTEXT_LENGTH_KEYS = ("max_sequence_length", "seq_length", "max_seq_len", "model_max_length",
                        "max_position_embeddings")
 DEFAULT_CONTEXT_LENGTH = 2048
@@ -91,6 +94,14 @@ def even_layers_only(report: Any, layers: list[LayerSpec], notes: list[str]) -> 
     template = next(layer.parts for layer in layers if layer.parts)
     return [layer.model_copy(update={"parts": (layer.parts or template) if i % 2 == 0 else ()})
             for i, layer in enumerate(layers)]
+
+
+def replicated_state(report: Any) -> Callable[[Any], bool]:
+    """Which state parts SGLang keeps whole on every TP rank (module docstring: ZAYA1's ``prev_hs``)."""
+    hidden = (report.config or {}).get("hidden_size")
+    if report.model_type not in WHOLE_HIDDEN_CONV or not isinstance(hidden, int):
+        return lambda part: False
+    return lambda part: isinstance(part, ShortConvState) and part.dim == hidden and part.conv_kernel == 2
 
 
 def with_kv_heads(layer: LayerSpec, heads: int) -> LayerSpec:
