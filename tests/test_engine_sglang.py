@@ -401,3 +401,14 @@ def test_sglang_radix_off_with_a_request_cap_sizes_the_swa_pool_from_the_cap():
     # the rest to the full pool: 18 full layers × 2048 B = 36864 per token; the SWA pool is 18 × 2048 per slot
     assert out["max_total_num_tokens"] == (budget - 42185 * 36864) // 36864 == 831628  # the oracle's figure
     assert out["max_running_requests"] == 100
+
+
+def test_sglang_deepseek_v41_warns_that_its_swa_cap_mode_is_not_modelled():
+    # The oracle row (fixtures file, TP 1 fp8): 1632.5 B per full token = 653 × 1 + 326.5 × 3 compressed layers,
+    # with the SWA pool held as fixed bytes (cap mode); hfkv's ratio sizing differs, so it must say so.
+    out = simulate(report("deepseek-ai__DeepSeek-V4.1-synthetic", kv_cache_dtype="fp8"), engine="sglang",
+                   budget_bytes=None, max_model_len=None)
+    assert any("cap mode" in w and "\n" not in w for w in out["warnings"])
+    out = simulate(report("deepseek-ai__DeepSeek-V4-Flash", kv_cache_dtype="fp8"), engine="sglang",
+                   budget_bytes=None, max_model_len=None)
+    assert not any("cap mode" in w for w in out["warnings"])

@@ -96,10 +96,23 @@ def check_kv_dtype(report: Any, warnings: list[str]) -> None:
         raise UnsupportedModelError(f"SGLang 0.5.23 cannot serve DeepSeek V4 with a {requested} KV cache: {reason}")
 
 
+# model types whose DSV4PoolConfigurator takes cap mode (_resolve_swa_cap_tokens: a fixed SWA pool for the
+# request cap plus radix headroom, out of the per-token coefficient), which hfkv does not model yet.
+CAP_MODE_MODEL_TYPES = frozenset({"deepseek_v41"})
+
+
+def warn_cap_mode(report: Any, warnings: list[str]) -> None:
+    """Say that SGLang sizes this model's SWA pool in cap mode, which these figures do not follow."""
+    if report.model_type in CAP_MODE_MODEL_TYPES:
+        warnings.append("DeepSeek-V4.1: SGLang reserves the SWA pool as fixed bytes for the request cap (cap "
+                        "mode, _resolve_swa_cap_tokens), not per full token; hfkv's ratio sizing differs from it")
+
+
 def simulate(report: Any, *, budget_bytes: int | None, max_model_len: int | None, knobs: dict,
              swa_ratio: Fraction, warnings: list[str], notes: list[str]) -> dict:
     """DSV4PoolConfigurator's figures (see the module docstring); ``notes`` say where the ratio came from."""
     check_kv_dtype(report, warnings)
+    warn_cap_mode(report, warnings)
     context_notes: list[str] = []
     context = context_length(report, max_model_len, context_notes, warnings)
     assumptions = [*warnings, "DeepSeek V4 pool: fp8 rows in the v4 layout (584 B, pages padded to 576 B)", *notes,
