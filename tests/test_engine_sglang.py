@@ -216,6 +216,17 @@ def test_sglang_warns_when_its_transformers_fallback_serves_the_model():
     assert out["bytes_per_token"] == 32 * 8 * 256 * 2 == 131072  # the generic sizing of the same shapes
 
 
+def test_sglang_fallback_with_recurrent_layers_says_its_figures_are_not_sglangs():
+    # MiniMax-Text-01 (lightning-attention state) via SGLang's transformers fallback: the oracle row (fixtures
+    # file, TP 1 bf16) is a plain DefaultPoolConfigurator cell of 131072 B with no state pool; hfkv's figures
+    # keep the linear layers as state, so the warning must not claim they are what that path allocates.
+    out = simulate(report("MiniMaxAI__MiniMax-Text-01-hf-transformers-defaults"), engine="sglang",
+                   budget_bytes=None, max_model_len=None)
+    assert out["bytes_per_token"] != 131072
+    assert any("no state pool" in w and "not SGLang's" in w for w in out["warnings"])
+    assert not any("what that path allocates" in w for w in out["warnings"])
+
+
 def test_sglang_warns_when_the_repo_code_would_decide():
     r = renamed("meta-llama__Meta-Llama-3.1-8B", "SomeoneElsesForCausalLM", auto_map={"AutoModel": "m.Model"})
     out = simulate(r, engine="sglang", budget_bytes=None, max_model_len=None)

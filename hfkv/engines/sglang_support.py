@@ -99,20 +99,26 @@ def fallback_warnings(report: Any) -> list[str]:
     if not archs or any(a in native for a in archs):
         return []
     auto_map = (report.config or {}).get("auto_map") or {}
+    # The fallback's generic sizing (ModelConfig) gives every layer full KV and reserves no state pool.
+    keeps_state = any(part.recurrent for layer in report.layer_specs for part in layer.parts)
     warnings = []
     for arch in archs:
-        warning = fallback_verdict(arch, auto_map)
+        warning = fallback_verdict(arch, auto_map, keeps_state)
         if warning:
             warnings.append(warning)
     return warnings
 
 
-def fallback_verdict(arch: str, auto_map: dict) -> str | None:
-    """A warning for ``arch`` served by the fallback, or UnsupportedModelError when SGLang refuses it."""
+def fallback_verdict(arch: str, auto_map: dict, keeps_state: bool = False) -> str | None:
+    """A warning for ``arch`` served by the fallback, or UnsupportedModelError when SGLang refuses it.
+    ``keeps_state``: hfkv's layers hold recurrent state, which the fallback's generic sizing does not."""
     if arch in BACKEND_INCOMPATIBLE:
         raise UnsupportedModelError(
             f"{PREFIX}: {arch} has no SGLang class and its transformers {TRANSFORMERS_VERSION} implementation "
             "is not compatible with SGLang (_supports_attention_backend is False)")
+    if arch in BACKEND_COMPATIBLE and keeps_state:
+        return (f"SGLang has no native class for {arch}: its transformers fallback sizes every layer as full "
+                "attention with no state pool; hfkv's figures keep the recurrent layers as state, not SGLang's")
     if arch in BACKEND_COMPATIBLE:
         return (f"SGLang has no native class for {arch}: it serves it through its transformers fallback "
                 "(generic sizing; the figures are what that path allocates)")
