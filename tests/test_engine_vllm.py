@@ -106,6 +106,22 @@ def test_vllm_gdn_alignment_follows_the_gpu_generation():
     assert out["blocks_per_request"] == ceil_div(32768, 544) + 3 * 2 == 61 + 6
 
 
+def test_vllm_olmo_hybrid_gdn_exports_no_checkpoint():
+    # olmo_gdn_linear_attn.py declares no prefill checkpoint alignment (only Qwen's GDN does), so on SM90
+    # the block is a 16-token multiple and the GDN groups get no checkpoint block. Oracle row
+    # (vllm-0.33.0-fixtures-sweep.jsonl, TP 1 bf16, 40 GiB): block 80, 9,830,400 B per block,
+    # 826 blocks per request, 4,369 blocks.
+    out = simulate(report("allenai__Olmo-Hybrid-7B-transformers-defaults"), engine="vllm", budget_bytes=40 * GiB)
+    # GDN state: conv (3, 11520) + SSM (30, 192, 96) in bf16 = (34560 + 552960) × 2 = 1,175,040 B;
+    # attention: 30 KV heads × 128 × 2 (K, V) × 2 B = 15,360 B per token
+    assert out["block_size"] == 16 * ceil_div(1_175_040, 16 * 15_360) == 80  # 16 × ceil(4.78)
+    # 24 GDN + 8 full layers: 3 GDN groups + 1 full, group size 8
+    assert out["bytes_per_block"] == 8 * 80 * 15_360 == 9_830_400
+    # full: ceil(65536 / 80) = 820; each GDN group 2 blocks (align mode, no checkpoint block)
+    assert out["blocks_per_request"] == ceil_div(65536, 80) + 3 * 2 == 826
+    assert out["num_blocks"] == 40 * GiB // 9_830_400 == 4369
+
+
 def test_vllm_nemotron_h_block_size_and_mamba_modes():
     r = report(NEMOTRON)
     out = simulate(r, engine="vllm", budget_bytes=None, max_model_len=32768)

@@ -47,6 +47,9 @@ NVFP4_DS_MLA = 352
 SSM_FP32_ARCH_PREFIXES = ("NemotronH",)  # NemotronHForCausalLMConfig: fp32 or mamba_ssm_cache_dtype
 SSM_FROM_CONFIG_MODEL_TYPE_PREFIXES = ("qwen3_5",)  # Qwen3_5ForConditionalGenerationConfig
 FP32_STATE_VARIANTS = frozenset({"kda"})  # KDA recurrent state
+# GDN layers built on olmo_gdn_linear_attn.py, which declares no prefill checkpoint alignment (only
+# qwen_gdn_linear_attn.py's FlashInfer prefill exports one): no checkpoint block, no 64-token blocks.
+PLAIN_GDN_ARCH_PREFIXES = ("OlmoHybrid",)
 # falcon.py builds its rotary Attention without the cache config: KV stays in the model dtype.
 MODEL_DTYPE_KV_MODEL_TYPES = frozenset({"falcon"})
 
@@ -91,11 +94,14 @@ def state_precision(report: Any, part: Any, knobs: dict) -> dtypes.Precision:
     return dtypes.Precision(kv=report.precision.kv, state=dtypes.require(ssm, "--mamba-ssm-dtype"), conv=model)
 
 
-def state_variant(part: Any) -> str:
-    """The Mamba-like layer kind, which decides its prefill checkpoint (``vllm_backends``)."""
+def state_variant(part: Any, report: Any) -> str:
+    """The Mamba-like layer kind, which decides its prefill checkpoint (``vllm_backends``);
+    "gdn-plain" for a GDN layer of a model whose vLLM class exports none (``PLAIN_GDN_ARCH_PREFIXES``)."""
     if isinstance(part, MambaState):
         return f"mamba{part.version}"
     if isinstance(part, LinearAttentionState):
+        if part.variant == "gdn" and any(a.startswith(PLAIN_GDN_ARCH_PREFIXES) for a in report.architectures or []):
+            return "gdn-plain"
         return part.variant
     return "conv"
 
@@ -125,7 +131,7 @@ def part_spec(part: Any, report: Any, kv: str, knobs: dict, packed: bool) -> Spe
     if part.recurrent:
         spec_rows = int(knobs["num_speculative_tokens"])
         shaped = part.model_copy(update={"conv_kernel": part.conv_kernel + spec_rows}) if spec_rows else part
-        variant, head = state_variant(part), getattr(part, "head_k_dim", 0)
+        variant, head = state_variant(part, report), getattr(part, "head_k_dim", 0)
         return Spec("mamba", state_bytes=shaped.state_bytes(state_precision(report, part, knobs), tp), variant=variant,
                     head_dim=head, checkpoint_blocks=backends.checkpoint_blocks(variant, capability_major(knobs), head))
     return None

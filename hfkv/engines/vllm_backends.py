@@ -123,7 +123,8 @@ def mamba_checkpoint_alignment(variant: str, major: int, head_dim: int = 0) -> i
     """Token alignment of the prefill checkpoint a state layer exports in align mode (None: it exports none).
 
     GDN (``qwen_gdn_linear_attn.py``): FlashInfer's GDN prefill (SM90; SM 10/12 with head_k_dim 128)
-    exports states every 64 tokens. KDA (``kda_checkpoint.py``): FlashKDA (SM 9/10/12) every 16.
+    exports states every 64 tokens; OLMo-Hybrid's GDN (``olmo_gdn_linear_attn.py``, variant "gdn-plain")
+    exports none. KDA (``kda_checkpoint.py``): FlashKDA (SM 9/10/12) every 16.
     Mamba-2 exports from inside the forward pass at any position but declares no alignment.
     """
     if variant == "gdn":

@@ -37,7 +37,7 @@ class Spec:
     window: int | None = None
     mla: bool = False
     head_dim: int = 0  # attention head size (backend choice); GDN head_k_dim (its prefill kernel)
-    variant: str = ""  # state layers: mamba1 | mamba2 | gdn | kda | lightning | conv
+    variant: str = ""  # state layers: mamba1 | mamba2 | gdn | gdn-plain | kda | lightning | conv
     checkpoint_blocks: int = 0  # MambaSpec.num_prefill_checkpoint_blocks
 
     @property
