@@ -333,11 +333,28 @@ def test_vllm_default_max_model_len_is_vllms_derivation(name, length):
     ("tiiuae__falcon-40b", {}, r"Model architecture RWForCausalLM was supported in vLLM until v0.28.0"),
     ("bigscience__bloom", {"kv_cache_dtype": "fp8"}, r"FlashAttention does not support fp8 kv-cache"),
     ("THUDM__chatglm-6b", {}, r".*'ChatGLMConfig' object has no attribute 'original_rope'"),
+    # oracle rows (vllm-0.33.0-fixtures-sweep.jsonl): "AssertionError: Kimi-K3 MLA (MultiHeadLatentAttention)
+    # is NoPE-only" — the fixture leaves out mla_use_nope, KimiLinearConfig's default is False
+    ("moonshotai__Kimi-Linear-48B-A3B-Instruct-transformers-defaults", {},
+     r"Kimi-K3 MLA \(MultiHeadLatentAttention\) is NoPE-only"),
 ])
 def test_vllm_refuses_with_vllms_reason(name, options, reason):
     with pytest.raises(VllmRefusal, match=r"vLLM 0\.33\.0 would refuse to start: " + reason) as caught:
         simulate(report(name, **options), engine="vllm", budget_bytes=40 * GiB, max_model_len=None)
     assert "\n" not in str(caught.value)
+
+
+def test_vllm_kimi_linear_with_mla_use_nope_starts():
+    import json
+
+    from hfkv.report import inspect_config
+    from test_engines import FIXTURES
+
+    data = json.loads((FIXTURES / "moonshotai__Kimi-Linear-48B-A3B-Instruct-transformers-defaults" / "config.json")
+                      .read_text())
+    data["mla_use_nope"] = True  # as the real checkpoint's config sets it
+    out = simulate(inspect_config(data, model="kimi-linear"), engine="vllm", budget_bytes=40 * GiB)
+    assert out["num_blocks"] > 0
 
 
 def test_vllm_unregistered_architecture_has_no_kv_groups():

@@ -96,7 +96,7 @@ def refusal(report: Any, knobs: dict | None = None) -> str | None:
     """
     pp = size((knobs or {}).get("pipeline_parallel_size"), "pipeline_parallel_size")
     checks = (_architecture_refusal, _float_kv_refusal, _head_split_refusal, lambda r: pipeline_refusal(r, pp),
-              _chatglm_refusal, _deepseek_v4_refusal, _transformers_backend_refusal)
+              _chatglm_refusal, _deepseek_v4_refusal, _nope_only_mla_refusal, _transformers_backend_refusal)
     for check in checks:
         reason = check(report)
         if reason:
@@ -160,6 +160,19 @@ def _float_kv_refusal(report: Any) -> str | None:
         return None
     return (f'kv_cache_dtype="{cache}" is incompatible with dtype="{model}". Please set `--kv-cache-dtype` '
             f"to `auto` or `{model}`.")
+
+
+# vllm/models/kimi_k3/nvidia/model.py builds Kimi-Linear's latent layers NoPE-only and asserts the config's
+# mla_use_nope, which vLLM's KimiLinearConfig defaults to False: a config that leaves it out does not start.
+NOPE_ONLY_MLA_ARCHS = frozenset({"KimiLinearForCausalLM"})
+
+
+def _nope_only_mla_refusal(report: Any) -> str | None:
+    """The model build's ``assert mla_use_nope`` (an AssertionError at start-up)."""
+    if not NOPE_ONLY_MLA_ARCHS.intersection(report.architectures or []) or (report.config or {}).get("mla_use_nope"):
+        return None
+    return ("Kimi-K3 MLA (MultiHeadLatentAttention) is NoPE-only (the model's AssertionError: the config does "
+            "not set mla_use_nope)")
 
 
 def _transformers_backend_refusal(report: Any) -> str | None:
