@@ -42,8 +42,40 @@ NOT_COMPARABLE = {
     "nvidia__Llama-3_3-Nemotron-Super-49B-v1.json": "auto_map config class needs the repo's code (trust_remote_code)",
     "replit__replit-code-v1_5-3b.json": "transformers' built-in MptConfig rejects the repo's attn_type; the repo's own "
                                         "config class (remote code) is not run",
+    # vllm-0.33.0-fixtures-sweep.jsonl: fixtures written from a config class's defaults (or from an engine log)
+    # lack keys the checkpoint's config.json sets and vLLM's model code reads; vLLM stops on them before any
+    # KV-cache spec, so the rows say nothing about the cache.
+    **{f"{name}.json": f"the fixture lacks {key}, which vLLM's model code reads (the checkpoint's config sets it)"
+       for name, key in (
+           ("LiquidAI__LFM2-1.2B-transformers-defaults", "block_dim (lfm2.py)"),
+           ("MiniMaxAI__MiniMax-M2.7-from-engine-log", "rotary_dim (minimax_m2.py)"),
+           ("Qwen__Qwen3-VL-MoE-transformers-defaults", "text_config.norm_topk_prob (qwen3_moe MoE block)"),
+           ("Qwen__Qwen4-Exp-transformers-defaults", "vision_config.deepstack_visual_indexes"),
+           ("XiaomiMiMo__MiMo-V2-Flash-transformers-defaults", "hybrid_layer_pattern (mimo_v2_flash.py)"),
+           ("allenai__Molmo2-transformers-defaults", "vit_config (molmo2.py)"),
+           ("arcee-ai__Trinity-Mini-transformers-defaults", "score_func (afmoe.py router)"),
+           ("deepseek-ai__DeepSeek-V4.1-synthetic", "vocab_size"),
+           ("meituan-longcat__LongCat-Flash-Chat-transformers-defaults", "mla_scale_q_lora (longcat_flash.py)"),
+           ("stepfun-ai__Step-3.7-Flash-transformers-defaults", "vision_config.output_dim"),
+           ("zai-org__GLM-5.3-Flash-transformers-defaults", "text_config.mhc (glm5_next)"),
+           ("thinkingmachines__Inkling-transformers-defaults",
+            "n_shared_experts / shared_expert_sink (inkling/nvidia/moe.py asserts both)"),
+       )},
+    "XiaomiMiMo__MiMo-7B-RL-from-engine-log.json": "model_type mimo has no config class in the oracle's transformers "
+                                                   "(the repo's own is remote code)",
+    "openbmb__MiniCPM3-4B-transformers-defaults.json": "the fixture has no model_type, which transformers' AutoConfig "
+                                                       "needs (the checkpoint's config sets minicpm3)",
+    "domyn__Domyn-Edge-Base-config-class-defaults.json": "transformers 5.20 has no domynedge config class; the "
+                                                         "window-configs rows run Domyn-Edge as a qwen2 copy",
 }
 OFFLINE_ERRORS = {
+    "Can't load image processor for": "the oracle has no processor files: a multimodal build loads an image "
+                                      "processor (preprocessor_config.json) offline",
+    "Can't load feature extractor for": "the oracle has no processor files: an audio build loads a feature "
+                                        "extractor offline",
+    "contains custom code which must be executed": "auto_map config class needs the repo's code (trust_remote_code), "
+                                                   "which the oracle never runs",
+    "TimmWrapperModel requires the timm library": "the oracle venv has no timm (Gemma 3n's vision tower)",
     "Input device meta does not match TP device": "meta-device limitation: Kimi-K3's SM100 TP>1 layers check their "
                                                   "input device, and the oracle builds on torch.device('meta')",
 }
@@ -51,7 +83,27 @@ OFFLINE_ERRORS = {
 
 # Rows hfkv's vLLM mode does not match yet, and the engine change that would: they must still mismatch
 # (test_known_gaps_still_differ), so a row that starts to match fails until it is taken off this list.
-KNOWN_GAPS: dict = {}  # (config, TP, KV dtype) -> why hfkv does not match vLLM yet
+KNOWN_GAPS: dict = {  # (config, TP, KV dtype) -> why hfkv does not match vLLM yet
+    **{("meta-llama__Llama-4-Scout-17B-16E-transformers-defaults.json", 1, kv):
+       "vLLM 0.33.0's envs.py defaults VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE to 1 (chunked layers keep "
+       "ChunkedLocalAttentionSpec, 4 groups); hfkv's chunked_local_hybrid knob defaults to off (engines/__init__.py)"
+       for kv in ("bf16", "fp8")},
+    **{("ibm-granite__granite-speech-3.2-8b-transformers-defaults.json", 1, kv):
+       "GraniteMoeHybridConfig fills an absent layer_types with 32 linear_attention layers (granitemoehybrid.py "
+       "reads config.layer_types): all Mamba; mappings/granite.py puts attention at (i+1) % 6 == 0"
+       for kv in ("bf16", "fp8")},
+    ("openai__whisper-large-v3.json", 1, "bf16"): "vLLM refuses the explicit bf16 KV of a float16 model first; hfkv's "
+                                                  "engines/__init__.py refuses encoder-decoder models before it",
+    ("openai__whisper-large-v3.json", 1, "fp8"): "vLLM serves Whisper with cross-attention (CrossAttentionSpec) "
+                                                 "groups; hfkv's engine modes do not model cross-attention pools",
+    ("distil-whisper__distil-large-v3.json", 1, "bf16"): "as whisper-large-v3 bf16: vLLM's float-KV refusal comes "
+                                                         "before hfkv's encoder-decoder refusal",
+    ("distil-whisper__distil-large-v3.json", 1, "fp8"): "as whisper-large-v3 fp8: cross-attention pools not modelled",
+    **{("dots-studio__dots3-note-prev-transformers-defaults.json", 1, kv):
+       "vLLM's Dots3NoteConfig is a flat DeepseekV3Config: with the fixture's nested text_config (transformers' "
+       "layout) get_hf_text_config refuses (no num_attention_heads); hfkv reads the nested form and answers"
+       for kv in ("bf16", "fp8")},
+}
 
 
 def gap_reason(row: dict) -> str | None:
