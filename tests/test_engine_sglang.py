@@ -420,6 +420,7 @@ def test_sglang_deepseek_v41_warns_that_its_swa_cap_mode_is_not_modelled():
     out = simulate(report("deepseek-ai__DeepSeek-V4.1-synthetic", kv_cache_dtype="fp8"), engine="sglang",
                    budget_bytes=None, max_model_len=None)
     assert any("cap mode" in w and "\n" not in w for w in out["warnings"])
+    assert out["swa_full_tokens_ratio"] == 0.1  # DSV4_DEFAULT_SWA_FULL_TOKENS_RATIO, the row's dsv4.swa_ratio
     out = simulate(report("deepseek-ai__DeepSeek-V4-Flash", kv_cache_dtype="fp8"), engine="sglang",
                    budget_bytes=None, max_model_len=None)
     assert not any("cap mode" in w for w in out["warnings"])

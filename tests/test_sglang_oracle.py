@@ -79,7 +79,7 @@ FIXTURE_GAPS = {
         "layers (96 × 5120 B); hfkv's engine modes refuse encoder-decoder models (hfkv/engines/__init__.py)",
     "deepseek-ai__DeepSeek-V4.1-synthetic": "pool_configurator.py DSV4PoolConfigurator takes cap mode for "
         "V4.1 (_resolve_swa_cap_tokens: 606464 SWA tokens as fixed bytes, 1632.5 B per full token, ratio 0.1); "
-        "hfkv sizes SWA per full token at 0.8 (20352.5) and warns",
+        "hfkv sizes SWA per full token (653 + 3 × 326.5 + 0.1 × 23400 = 3972.5) and warns",
     "distil-whisper__distil-large-v3": "models/whisper.py is native: SGLang sizes encoder_layers + "
         "2·decoder_layers layers (36 × 5120 B); hfkv's engine modes refuse encoder-decoder models",
 }

@@ -46,7 +46,7 @@ HYBRID_SWA_IF_SLIDING = frozenset({"LagunaForCausalLM", "BeamForCausalLM"})
 # arg_groups/fields/schedule.py and DSV4_DEFAULT_SWA_FULL_TOKENS_RATIO (engines.md §2.4c, §2.6c).
 DEFAULT_SWA_RATIO = Fraction(4, 5)
 SMALL_SWA_RATIO = Fraction(1, 10)
-SMALL_SWA_RATIO_MODEL_TYPES = frozenset({"deepseek_v4"})
+SMALL_SWA_RATIO_MODEL_TYPES = frozenset({"deepseek_v4", "deepseek_v41"})  # DSV4PoolConfigurator's default
 SMALL_SWA_RATIO_PREFIXES = ("Inkling",)
 
 # configs/mamba_utils.py:mamba2_state_dtype (engines.md §2.8d): these families build their state
