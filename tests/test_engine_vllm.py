@@ -138,16 +138,18 @@ def test_vllm_nemotron_h_block_size_and_mamba_modes():
     assert off["blocks_per_request"] == full_blocks + 4 * 1  # mode none: 1 block, no checkpoint
 
 
-def test_vllm_chunked_local_is_full_by_default():
+def test_vllm_chunked_local_keeps_its_window_by_default():
+    # vLLM 0.33.0 envs.py: VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE defaults to "1" (the oracle row of this
+    # fixture, tests/oracles/vllm-0.33.0-fixtures-sweep.jsonl: 3 chunked_local_attention groups + 1 full, 12 layers each)
     r = report("meta-llama__Llama-4-Scout-17B-16E-transformers-defaults")
-    out = simulate(r, engine="vllm", budget_bytes=None, max_model_len=32768)
-    # 48 layers × 8 KV heads × 256 × 2 B = 196608, one group
-    assert out["bytes_per_token"] == 48 * 4096 == 196608
-    assert len(out["kv_cache_groups"]) == 1
-    hybrid = simulate(r, engine="vllm", budget_bytes=None, max_model_len=32768, chunked_local_hybrid=True)
+    hybrid = simulate(r, engine="vllm", budget_bytes=None, max_model_len=32768)
     # 36 chunked + 12 full: 3 chunked groups + 1 full; chunked: ceil(min(8192 + 16384, 32768) / 16) = 1536
     assert len(hybrid["kv_cache_groups"]) == 4
     assert hybrid["blocks_per_request"] == 2048 + 3 * 1536
+    off = simulate(r, engine="vllm", budget_bytes=None, max_model_len=32768, chunked_local_hybrid=False)
+    # ...=0: 48 layers × 8 KV heads × 256 × 2 B = 196608, one group
+    assert off["bytes_per_token"] == 48 * 4096 == 196608
+    assert len(off["kv_cache_groups"]) == 1
 
 
 def test_vllm_shared_layers_get_no_spec():

@@ -84,10 +84,6 @@ OFFLINE_ERRORS = {
 # Rows hfkv's vLLM mode does not match yet, and the engine change that would: they must still mismatch
 # (test_known_gaps_still_differ), so a row that starts to match fails until it is taken off this list.
 KNOWN_GAPS: dict = {  # (config, TP, KV dtype) -> why hfkv does not match vLLM yet
-    **{("meta-llama__Llama-4-Scout-17B-16E-transformers-defaults.json", 1, kv):
-       "vLLM 0.33.0's envs.py defaults VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE to 1 (chunked layers keep "
-       "ChunkedLocalAttentionSpec, 4 groups); hfkv's chunked_local_hybrid knob defaults to off (engines/__init__.py)"
-       for kv in ("bf16", "fp8")},
     **{("ibm-granite__granite-speech-3.2-8b-transformers-defaults.json", 1, kv):
        "GraniteMoeHybridConfig fills an absent layer_types with 32 linear_attention layers (granitemoehybrid.py "
        "reads config.layer_types): all Mamba; mappings/granite.py puts attention at (i+1) % 6 == 0"

@@ -35,8 +35,9 @@ name):
 - ``async_scheduling`` (True): vLLM async scheduling, two batches in flight (the sliding-window
   admission bound adds 2·max_num_batched_tokens).
 - ``disable_hybrid_kv_cache_manager`` (False): vLLM; every sliding/chunked layer gets full KV.
-- ``chunked_local_hybrid`` (False): vLLM ``VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE``;
-  off = chunked-local layers (Llama 4) allocated as full attention (§2.5).
+- ``chunked_local_hybrid`` (True): vLLM ``VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE``, which
+  vLLM 0.33.0's ``envs.py`` defaults to 1 (engines.md §2.5 says off; the code wins): chunked-local layers
+  (Llama 4) keep their window in the hybrid manager; off = allocated as full attention.
 - ``num_speculative_tokens`` (0): vLLM speculative tokens: extra Mamba blocks and conv rows.
 - ``mamba_ssm_dtype`` (None): recurrent-state dtype; default SGLang fp32 (or the config's
   ``mamba_ssm_dtype``), vLLM the model dtype (Nemotron-H and KDA fp32, Qwen3.5 the config's).
@@ -102,7 +103,8 @@ ENGINE_KNOBS: dict[str, tuple[Any, str]] = {
                                      "--gpu sets vLLM's default for it)"),
     "async_scheduling": (True, "vLLM async scheduling: two batches in flight"),
     "disable_hybrid_kv_cache_manager": (False, "vLLM: allocate full KV for sliding and chunked layers"),
-    "chunked_local_hybrid": (False, "vLLM: let chunked-local layers (Llama 4) use the hybrid manager"),
+    "chunked_local_hybrid": (True, "vLLM: chunked-local layers (Llama 4) keep their window in the hybrid manager "
+                             "(vLLM's default; --no-chunked-local-hybrid = VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=0)"),
     "num_speculative_tokens": (0, "vLLM speculative tokens (extra Mamba blocks and conv rows)"),
     "mamba_ssm_dtype": (None, "recurrent-state dtype (default: the engine's rule)"),
     "speculative_draft_layers": (0, "SGLang EAGLE/MTP draft layers sharing the token count (MTP: the config's "

@@ -198,7 +198,8 @@ def promote_local(specs: list[Spec], knobs: dict, assumptions: list[str]) -> lis
         else:
             out.append(spec)
     if any(s.kind == "chunked" for s in specs) and not knobs["chunked_local_hybrid"]:
-        assumptions.append("chunked local attention allocated as full attention (hybrid manager off for it by default)")
+        assumptions.append("chunked local attention allocated as full attention "
+                           "(VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=0)")
     if knobs["disable_hybrid_kv_cache_manager"] and any(s.kind in ("sliding", "chunked") for s in specs):
         assumptions.append("hybrid KV cache manager disabled: sliding layers get full KV")
     return out
