@@ -1,7 +1,8 @@
 """IBM Granite-4.0-H and Bamba: Mamba-2 hybrids with GQA layers.
 
-- Granite-4.0-H: ``layer_types`` (mamba/attention), else ``layers_block_type``; default attention iff
-  (i+1) % 6 == 0 (0-based i).
+- Granite-4.0-H: ``layer_types`` (mamba/attention), else ``layers_block_type``, else the config class's
+  default (transformers 5: every layer ``linear_attention``, what vLLM builds); attention iff
+  (i+1) % 6 == 0 (0-based i) only when no transformers config class answers, with a warning.
 - Bamba: attention at the 0-based ``attn_layer_indices``.
 """
 
@@ -31,15 +32,18 @@ _GRANITE_ROLES = (ATTENTION, LINEAR)
     fixtures={"granitemoehybrid": "ibm-granite__granite-speech-3.2-8b-transformers-defaults"},
 )
 def granite_hybrid(cfg: ConfigView) -> Layout:
-    """Mamba-2 and attention per ``layer_types``; without it attention iff (i+1) % 6 == 0 (engine default)."""
+    """Mamba-2 and attention per ``layer_types`` (module docstring for an absent one)."""
     n = num_layers(cfg)
     notes = []
     roles = roles_from_list(cfg, "layer_types", n, _GRANITE_ROLES)
     if roles is None:
         roles = roles_from_list(cfg, "layers_block_type", n, _GRANITE_ROLES)
+    if roles is None:  # GraniteMoeHybridConfig fills it (vLLM reads config.layer_types: the same list)
+        roles = roles_from_list(cfg, "layer_types", n, _GRANITE_ROLES, defaults=True)
     if roles is None:
         roles = roles_from_rule(n, lambda i: (i + 1) % 6 == 0)
-        notes.append("no layer_types: the engines' default pattern applies (attention iff (i+1) % 6 == 0)")
+        cfg.warn("no layer_types and no transformers config class to fill it: attention assumed iff (i+1) % 6 == 0 "
+                 "(an older transformers' default; transformers 5 makes every layer Mamba-2)")
     attention = windowed_attention(cfg) if ATTENTION in roles else None
     cfg.mark("position_embedding_type")
     return ssm_layout(cfg, roles, mamba2_state(cfg, GRANITE), attention, notes)

@@ -122,14 +122,16 @@ def test_falcon_h1_both_parts_every_layer():
 GRANITE_C = 128 * 64 * 256 * 4 + 3 * (128 * 64 + 2 * 1 * 256) * 2  # d_head 2·4096/128 = 64: 8388608 + 52224
 
 
-def test_granite_hybrid_engine_default_pattern():
-    # The fixture has no layer_types (the class field default); the engines then put attention at
-    # (i + 1) % 6 == 0 → i = 5, 11, 17, 23, 29.
+def test_granite_hybrid_without_layer_types_is_all_mamba():
+    # The fixture has no layer_types: GraniteMoeHybridConfig fills ["linear_attention"] × 32 (transformers
+    # 5 configuration_granitemoehybrid.py), which vLLM reads too (its oracle row: 32 Mamba layers, no attention
+    # group; tests/oracles/vllm-0.33.0-fixtures-sweep.jsonl).
     rep = report(load("ibm-granite__granite-speech-3.2-8b-transformers-defaults"))
-    assert [i for i, k in enumerate(kinds(rep)) if k == "full"] == [5, 11, 17, 23, 29]
-    assert rep.alpha_bytes_per_token == 5 * 32 * 128 * 2 * 2 == 81920  # 32 KV heads (MHA) × 128
+    assert set(kinds(rep)) == {"mamba"} and len(kinds(rep)) == 32
+    assert rep.alpha_bytes_per_token == 0
     assert state_of(rep, 0) == GRANITE_C == 8440832
-    assert rep.gamma_bytes_per_request == 27 * GRANITE_C
+    assert rep.gamma_bytes_per_request == 32 * GRANITE_C
+    assert "layer_types" in rep.transformers_defaults
 
 
 def test_granite_hybrid_layer_types_both_spellings():

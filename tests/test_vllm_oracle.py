@@ -84,10 +84,6 @@ OFFLINE_ERRORS = {
 # Rows hfkv's vLLM mode does not match yet, and the engine change that would: they must still mismatch
 # (test_known_gaps_still_differ), so a row that starts to match fails until it is taken off this list.
 KNOWN_GAPS: dict = {  # (config, TP, KV dtype) -> why hfkv does not match vLLM yet
-    **{("ibm-granite__granite-speech-3.2-8b-transformers-defaults.json", 1, kv):
-       "GraniteMoeHybridConfig fills an absent layer_types with 32 linear_attention layers (granitemoehybrid.py "
-       "reads config.layer_types): all Mamba; mappings/granite.py puts attention at (i+1) % 6 == 0"
-       for kv in ("bf16", "fp8")},
     ("openai__whisper-large-v3.json", 1, "bf16"): "vLLM refuses the explicit bf16 KV of a float16 model first; hfkv's "
                                                   "engines/__init__.py refuses encoder-decoder models before it",
     ("openai__whisper-large-v3.json", 1, "fp8"): "vLLM serves Whisper with cross-attention (CrossAttentionSpec) "

@@ -208,8 +208,22 @@ def promote_local(specs: list[Spec], knobs: dict, assumptions: list[str]) -> lis
 # -- the logged numbers -------------------------------------------------------------------------
 
 
-def block_settings(specs: list[Spec], knobs: dict, assumptions: list[str]) -> tuple[int, int, bool]:
-    """(tokens in flight for the sliding-window bound, Mamba state blocks per request, align mode)."""
+# vLLM's IsAttentionFree classes (model_executor/models/mamba.py, mamba2.py; FalconMamba is MambaForCausalLM):
+# prefix caching off by default and one Mamba block of max_model_len. A hybrid (IsHybrid) whose config
+# happens to hold no attention layer (Granite-4.0-H without layer_types) is not one of them.
+ATTENTION_FREE_ARCHITECTURES = frozenset({"MambaForCausalLM", "Mamba2ForCausalLM", "FalconMambaForCausalLM"})
+
+
+def attention_free(report: Any, specs: list[Spec]) -> bool:
+    """No attention spec and a class vLLM marks attention-free (``ATTENTION_FREE_ARCHITECTURES``)."""
+    return (not any(s.kind != "mamba" for s in specs)
+            and bool(ATTENTION_FREE_ARCHITECTURES & set(report.architectures or [])))
+
+
+def block_settings(specs: list[Spec], knobs: dict, assumptions: list[str],
+                   free: bool = False) -> tuple[int, int, bool]:
+    """(tokens in flight for the sliding-window bound, Mamba state blocks per request, align mode);
+    ``free``: an attention-free model (``attention_free``)."""
     batched = knobs["max_num_batched_tokens"]
     if batched is None:
         batched = DEFAULT_MAX_NUM_BATCHED_TOKENS
@@ -221,7 +235,7 @@ def block_settings(specs: list[Spec], knobs: dict, assumptions: list[str]) -> tu
                            f"({'async scheduling' if batches == 2 else 'no async scheduling'})")
     caching = knobs["enable_prefix_caching"]
     if caching is None:
-        caching = any(s.kind != "mamba" for s in specs)  # vLLM disables prefix caching for attention-free models
+        caching = not free  # vLLM disables prefix caching for attention-free models
     spec_tokens = int(knobs["num_speculative_tokens"])
     state_blocks = (2 if caching else 1) + spec_tokens
     if any(s.kind == "mamba" for s in specs):
@@ -307,9 +321,10 @@ def simulate(report: Any, *, budget_bytes: int | None, max_model_len: int | None
         specs = collect_specs(report, kv, knobs, assumptions)
     if not specs:
         raise UnsupportedModelError("no layer keeps a KV cache or state that vLLM would allocate")
-    plan = block_settings(specs, knobs, assumptions)
+    free = attention_free(report, specs)
+    plan = block_settings(specs, knobs, assumptions, free)
     backend = choose_backend(report, specs, kv, knobs)
-    block = block_size(specs, backend, knobs, plan[2], capability_major(knobs), length, assumptions)
+    block = block_size(specs, backend, knobs, plan[2], capability_major(knobs), length, assumptions, free)
     groups = make_groups(specs, block, assumptions)
     bytes_per_block = max(g.block_bytes for g in groups)
     growing = [g for g in groups if g.spec.kind != "mamba"]

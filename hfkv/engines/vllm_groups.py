@@ -20,6 +20,7 @@ from . import number
 from .vllm_backends import Backend, mamba_checkpoint_alignment
 
 MLA_HYBRID_ALIGN = 128  # _align_hybrid_block_size: TRTLLM/FlashInfer MLA decode wants 128-token multiples
+DEFAULT_BLOCK = 16  # CacheConfig.block_size when no backend or model sets one
 GROUP_SIZE_SLACK = Fraction(3, 2)  # one group per type when the largest count is < 1.5 × the smallest
 
 
@@ -73,12 +74,17 @@ class Group:
 
 
 def block_size(specs: list[Spec], backend: Backend | None, knobs: dict, align_mode: bool, major: int,
-               length: int | None, assumptions: list[str]) -> int:
+               length: int | None, assumptions: list[str], attention_free: bool = True) -> int:
     """The cache block size: the backend's (or ``--block-size``), raised for hybrids so one attention
-    page holds the largest Mamba state; attention-free models use max_model_len (``mamba_block_size``)."""
+    page holds the largest Mamba state; attention-free models use max_model_len (``mamba_block_size``).
+    A hybrid class with no attention layer in its config keeps the default 16 (no page to align)."""
     attention = [s for s in specs if s.kind != "mamba"]
     mamba = [s for s in specs if s.kind == "mamba"]
     given = int(knobs["block_size"]) if knobs["block_size"] else None
+    if not attention and not attention_free:
+        block = given or DEFAULT_BLOCK
+        assumptions.append(f"a hybrid model class with no attention layer here: block size {block} (vLLM's default)")
+        return block
     if not attention:
         block = given if given and align_mode else (length or given or 16)
         assumptions.append(f"attention-free: Mamba block size = max_model_len {block} (mamba_block_size)")
