@@ -39,13 +39,13 @@ CASES = {
 IMPORTS = {
     "import click": "import click",
     "import pydantic (BaseModel, Field, ValidationError)": "from pydantic import BaseModel, Field, ValidationError",
-    "import hfkv.specs (19 model classes, none built)": "import hfkv.specs",
-    "hfkv.specs + first validators (a part, LayerSpec, Layout)": (
-        "from hfkv.specs import FullAttention, LayerSpec, Layout\n"
+    "import hfkv.model.specs (19 model classes, none built)": "import hfkv.model.specs",
+    "hfkv.model.specs + first validators (a part, LayerSpec, Layout)": (
+        "from hfkv.model.specs import FullAttention, LayerSpec, Layout\n"
         "Layout(layers=[LayerSpec(index=0, kind='full', parts=(FullAttention(kv_heads=8, head_dim=128),))])"),
     "import importlib.metadata (pydantic imports it to look for plugins)": "import importlib.metadata",
-    "import hfkv.report": "import hfkv.report",
-    "import hfkv.config (and hfkv.tfdefaults)": "import hfkv.config",
+    "import hfkv.model.report": "import hfkv.model.report",
+    "import hfkv.model.config (and hfkv.model.defaults)": "import hfkv.model.config",
     "import rich (table output only)": "import rich.console, rich.table, rich.text",
 }
 

@@ -56,13 +56,13 @@ main()
 
 PREFETCH = """
 import sys
-import hfkv.hub as hub
+import hfkv.sources.hub as hub
 init = hub.HubClient.__init__
 def prefetching(self, *args, **kwargs):
     kwargs.setdefault("prefetch_weights", True)
     init(self, *args, **kwargs)
 hub.HubClient.__init__ = prefetching
-from hfkv.cli import entry
+from hfkv.commands.cli import entry
 sys.argv = ["hfkv", *sys.argv[1:]]
 entry()
 """

@@ -102,7 +102,7 @@ OWN_PEAK = ("import atexit, os, sys\n"
             "    real = os._exit\n"
             "    os._exit = lambda code: (_peak('fetcher-peak-rss-kib'), real(code))\n"
             "os.register_at_fork(after_in_child=_in_fork)\n")
-SCAN = OWN_PEAK + "from hfkv.cli import entry\nsys.argv = ['hfkv', *sys.argv[1:]]\nentry()\n"
+SCAN = OWN_PEAK + "from hfkv.commands.cli import entry\nsys.argv = ['hfkv', *sys.argv[1:]]\nentry()\n"
 
 
 LAST_FETCHER_PEAK: float | None = None  # peak RSS (MiB) of the last scan's fetching process, if it forked one
@@ -179,7 +179,7 @@ def side_costs(root: str | None, repos: int) -> None:
     """Two costs a cold scan pays that the floor does not, each measured alone: transformers'
     import (what the helper does before it can answer) and the cache writes (``hubcache.store`` of
     ``repos`` configs under ``root``: 4 folders and 2 files per repo, the disk's metadata cost)."""
-    from hfkv import hubcache
+    from hfkv.sources import cache as hubcache
 
     wall, cpu, _ = measured([sys.executable, "-c", OWN_PEAK + IMPORT_TRANSFORMERS], dict(os.environ))
     print(f"transformers import alone (fresh process): {wall:.2f} s wall, {cpu:.2f} s CPU")

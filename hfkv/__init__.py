@@ -11,7 +11,7 @@ and the knobs of ``Options`` as keyword arguments. ``inspect_config`` takes a co
 Importing ``hfkv`` is cheap: ``Options``, ``Report`` and ``inspect_config`` load the report machinery
 (and pydantic) on first use (PEP 562), so ``hfkv --help`` and the error classes cost no more than they
 need. Imported as a library, hfkv leaves pydantic's plugins to the user; only the ``hfkv`` command
-turns their discovery off (``hfkv.cli.entry``).
+turns their discovery off (``hfkv.commands.cli.entry``).
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-from .errors import ConfigError, HfkvError, SourceError, UnsupportedModelError, UsageError
+from hfkv.errors import ConfigError, HfkvError, SourceError, UnsupportedModelError, UsageError
 
 if TYPE_CHECKING:
-    from .report import Options, Report, inspect_config
+    from hfkv.model.report import Options, Report, inspect_config
 
 __version__ = "0.1.0"
 __all__ = [
@@ -34,7 +34,7 @@ _LAZY = {"Options", "Report", "inspect_config"}  # from .report, loaded on first
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
-        from . import report
+        from hfkv.model import report
 
         value = getattr(report, name)
         globals()[name] = value  # the next access is a plain attribute
@@ -50,14 +50,14 @@ def inspect(source: "str | os.PathLike[str]", *, hub: Any = None, revision: str 
     """Report on one model.
 
     ``source``: a ``config.json`` path, a model folder, or a Hub repo id. ``hub``: a
-    ``hfkv.hub.HubClient`` (endpoint, token, cache) for Hub sources; one with the environment's
+    ``hfkv.sources.hub.HubClient`` (endpoint, token, cache) for Hub sources; one with the environment's
     settings is made when omitted. ``options``: any field of ``Options``
     (``kv_cache_dtype="fp8"``, ``tensor_parallel_size=8``, ``contexts=(4096,)``, ``budget_bytes=...``).
     Raises ``SourceError`` when the config cannot be obtained and ``ConfigError`` when it cannot be
     understood; both name the source.
     """
-    from .report import inspect_loaded, make_options
-    from .source import load_config
+    from hfkv.model.report import inspect_loaded, make_options
+    from hfkv.sources.local import load_config
 
     settings = make_options(**options)  # bad options fail before anything is fetched
     return inspect_loaded(load_config(source, hub=hub, revision=revision), settings)

@@ -1,5 +1,5 @@
 """``python -m hfkv`` runs the command line."""
 
-from .cli import entry
+from hfkv.commands.cli import entry
 
 entry()

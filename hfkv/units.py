@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from fractions import Fraction
 
-from .errors import UsageError
+from hfkv.errors import UsageError
 
 _SIZE_UNITS = {
     "": 1, "b": 1,

@@ -6,15 +6,15 @@ full layers are gated GQA.
 
 from __future__ import annotations
 
-from hfkv.config import ConfigView
-from hfkv.specs import Layout
+from hfkv.model.config import ConfigView
+from hfkv.model.specs import Layout
 
-from .attention_keys import num_layers
-from .layer_builders import gqa_parts, hybrid_layout
-from .layer_patterns import ATTENTION, LINEAR
-from .qwen import interval_roles
-from .registry import register
-from .state_shapes import QWEN_LINEAR_READS, gdn_state
+from hfkv.mappings.readers.attention_keys import num_layers
+from hfkv.mappings.readers.layer_builders import gqa_parts, hybrid_layout
+from hfkv.mappings.readers.layer_patterns import ATTENTION, LINEAR
+from hfkv.mappings.qwen import interval_roles
+from hfkv.mappings.registry import register
+from hfkv.mappings.readers.state_shapes import QWEN_LINEAR_READS, gdn_state
 
 
 @register(

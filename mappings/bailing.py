@@ -5,13 +5,13 @@ full iff (i+1) % g == 0; a per-layer list: 1 = linear).
 
 from __future__ import annotations
 
-from hfkv.config import ConfigView
-from hfkv.specs import Layout
+from hfkv.model.config import ConfigView
+from hfkv.model.specs import Layout
 
-from .attention_keys import num_heads, num_layers
-from .latent_keys import mla_parts
-from .layer_builders import PartsFactory, hybrid_layout
-from .layer_patterns import (
+from hfkv.mappings.readers.attention_keys import num_heads, num_layers
+from hfkv.mappings.readers.latent_keys import mla_parts
+from hfkv.mappings.readers.layer_builders import PartsFactory, hybrid_layout
+from hfkv.mappings.readers.layer_patterns import (
     ATTENTION,
     ATTENTION_OR_LINEAR,
     LINEAR,
@@ -19,8 +19,8 @@ from .layer_patterns import (
     roles_from_list,
     roles_from_rule,
 )
-from .registry import register
-from .state_shapes import kda_state, lightning_state
+from hfkv.mappings.registry import register
+from hfkv.mappings.readers.state_shapes import kda_state, lightning_state
 
 
 def group_size_roles(cfg: ConfigView, n: int, warnings: list[str]) -> list[str]:

@@ -6,13 +6,13 @@ plus, for DSA, indexer keys on every layer that computes its own top-k. A DeepSe
 
 from __future__ import annotations
 
-from hfkv.config import ConfigView
-from hfkv.specs import LayerSpec, Layout
+from hfkv.model.config import ConfigView
+from hfkv.model.specs import LayerSpec, Layout
 
-from .attention_keys import num_layers, sliding_window
-from .latent_keys import dsa_indexer, dsa_skips_indexer, mha_part, mla_latent, plain_mha
-from .layer_builders import mtp_note, pattern_layout
-from .registry import register
+from hfkv.mappings.readers.attention_keys import num_layers, sliding_window
+from hfkv.mappings.readers.latent_keys import dsa_indexer, dsa_skips_indexer, mha_part, mla_latent, plain_mha
+from hfkv.mappings.readers.layer_builders import mtp_note, pattern_layout
+from hfkv.mappings.registry import register
 
 
 MLA_READS = ("num_hidden_layers", "kv_lora_rank", "qk_rope_head_dim", "num_nextn_predict_layers")

@@ -26,12 +26,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hfkv.config import ConfigView
+from hfkv.model.config import ConfigView
 from hfkv.errors import ConfigError
-from hfkv.specs import CompressedKV, IndexerKeys, LayerSpec, Layout, MLALatent
+from hfkv.model.specs import CompressedKV, IndexerKeys, LayerSpec, Layout, MLALatent
 
-from .attention_keys import num_layers
-from .registry import register
+from hfkv.mappings.readers.attention_keys import num_layers
+from hfkv.mappings.registry import register
 
 DEFAULT_WINDOW = 128
 DEFAULT_ROPE_DIM = 64

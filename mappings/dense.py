@@ -5,12 +5,12 @@ Phi-3, PhiMoE: vLLM applies it to all layers), or as ``layer_types`` says.
 
 from __future__ import annotations
 
-from hfkv.config import ConfigView
-from hfkv.specs import Layout
+from hfkv.model.config import ConfigView
+from hfkv.model.specs import Layout
 
-from .attention_keys import GQA_READS, KV_HEAD_KEYS
-from .layer_builders import pattern_layout
-from .registry import register
+from hfkv.mappings.readers.attention_keys import GQA_READS, KV_HEAD_KEYS
+from hfkv.mappings.readers.layer_builders import pattern_layout
+from hfkv.mappings.registry import register
 
 
 # Model types whose config class defaults the KV heads to fewer than the query heads (GlmConfig 2,

@@ -11,11 +11,11 @@ SGLang 0.5.23 does not serve the architecture.
 
 from __future__ import annotations
 
-from hfkv.config import MAX_LAYERS, ConfigView
+from hfkv.model.config import MAX_LAYERS, ConfigView
 from hfkv.errors import ConfigError
-from hfkv.specs import LayerSpec, Layout
+from hfkv.model.specs import LayerSpec, Layout
 
-from .attention_keys import (
+from hfkv.mappings.readers.attention_keys import (
     Window,
     head_dim,
     heads_part,
@@ -25,7 +25,7 @@ from .attention_keys import (
     num_layers,
     per_layer_override,
 )
-from .registry import register
+from hfkv.mappings.registry import register
 
 
 def _left_bounds(cfg: ConfigView, n: int) -> list[int]:

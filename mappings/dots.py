@@ -5,15 +5,15 @@ indexer keys; ``sliding_attention`` layers keep an MLA latent of ``swa_kv_lora_r
 
 from __future__ import annotations
 
-from hfkv.config import ConfigView
+from hfkv.model.config import ConfigView
 from hfkv.errors import ConfigError
-from hfkv.specs import LayerSpec, Layout, MLALatent
+from hfkv.model.specs import LayerSpec, Layout, MLALatent
 
-from .attention_keys import effective_window, num_layers, per_layer_override
-from .latent_keys import dsa_indexer, mla_latent
-from .layer_builders import mtp_note
-from .layer_patterns import layer_types
-from .registry import register
+from hfkv.mappings.readers.attention_keys import effective_window, num_layers, per_layer_override
+from hfkv.mappings.readers.latent_keys import dsa_indexer, mla_latent
+from hfkv.mappings.readers.layer_builders import mtp_note
+from hfkv.mappings.readers.layer_patterns import layer_types
+from hfkv.mappings.registry import register
 
 
 _DOTS3_TYPES = ("full_attention", "indexed_attention", "sliding_attention")

@@ -23,11 +23,11 @@ text encoder by diffusion pipelines) is encoder-only.
 
 from __future__ import annotations
 
-from hfkv.config import ConfigView
+from hfkv.model.config import ConfigView
 from hfkv.errors import ConfigError, UnsupportedModelError
-from hfkv.specs import Layout
+from hfkv.model.specs import Layout
 
-from .registry import register
+from hfkv.mappings.registry import register
 
 
 ENCODER_DECODER = (

@@ -4,14 +4,14 @@ use ``dense.dense`` and ``mamba.mamba1``.
 
 from __future__ import annotations
 
-from hfkv.config import ConfigView
-from hfkv.specs import Layout
+from hfkv.model.config import ConfigView
+from hfkv.model.specs import Layout
 
-from .attention_keys import attention_part, num_layers
-from .layer_builders import ssm_layout
-from .layer_patterns import HYBRID
-from .registry import register
-from .state_shapes import FALCON_H1, mamba2_state
+from hfkv.mappings.readers.attention_keys import attention_part, num_layers
+from hfkv.mappings.readers.layer_builders import ssm_layout
+from hfkv.mappings.readers.layer_patterns import HYBRID
+from hfkv.mappings.registry import register
+from hfkv.mappings.readers.state_shapes import FALCON_H1, mamba2_state
 
 
 @register(

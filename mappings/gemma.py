@@ -30,11 +30,11 @@ from __future__ import annotations
 
 from typing import Callable
 
-from hfkv.config import ConfigView
+from hfkv.model.config import ConfigView
 from hfkv.errors import ConfigError
-from hfkv.specs import LayerSpec, Layout, MambaState
+from hfkv.model.specs import LayerSpec, Layout, MambaState
 
-from .attention_keys import (
+from hfkv.mappings.readers.attention_keys import (
     Window,
     attention_part,
     head_dim,
@@ -47,9 +47,9 @@ from .attention_keys import (
     sliding_window,
     window_of,
 )
-from .layer_builders import hybrid_layout
-from .layer_patterns import LINEAR, SLIDING, is_sliding_type, layer_types, named_roles
-from .registry import register
+from hfkv.mappings.readers.layer_builders import hybrid_layout
+from hfkv.mappings.readers.layer_patterns import LINEAR, SLIDING, is_sliding_type, layer_types, named_roles
+from hfkv.mappings.registry import register
 
 
 SHARING_NOTE = (

@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import re
 
-from hfkv.config import ConfigView
-from hfkv.specs import LayerSpec, Layout
+from hfkv.model.config import ConfigView
+from hfkv.model.specs import LayerSpec, Layout
 
-from .attention_keys import num_layers
-from .encoders import declared_encoder_decoder
-from .latent_keys import mla_latent
-from .layer_builders import pattern_layout
-from .registry import register
+from hfkv.mappings.readers.attention_keys import num_layers
+from hfkv.mappings.encoders import declared_encoder_decoder
+from hfkv.mappings.readers.latent_keys import mla_latent
+from hfkv.mappings.readers.layer_builders import pattern_layout
+from hfkv.mappings.registry import register
 
 # Key names that count or size heads: if one is left unread, the head count may be wrong.
 _HEAD_SHAPING = re.compile(r"head|group|query|kv_channels", re.I)

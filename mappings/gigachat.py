@@ -4,16 +4,16 @@ else the **0-based** ``full_attention_layers`` list.
 
 from __future__ import annotations
 
-from hfkv.config import ConfigView
+from hfkv.model.config import ConfigView
 from hfkv.errors import ConfigError
-from hfkv.specs import Layout
+from hfkv.model.specs import Layout
 
-from .attention_keys import num_layers
-from .latent_keys import mla_parts
-from .layer_builders import hybrid_layout
-from .layer_patterns import ATTENTION, LINEAR, roles_from_indices, roles_from_list
-from .registry import register
-from .state_shapes import QWEN_LINEAR_READS, gdn_state
+from hfkv.mappings.readers.attention_keys import num_layers
+from hfkv.mappings.readers.latent_keys import mla_parts
+from hfkv.mappings.readers.layer_builders import hybrid_layout
+from hfkv.mappings.readers.layer_patterns import ATTENTION, LINEAR, roles_from_indices, roles_from_list
+from hfkv.mappings.registry import register
+from hfkv.mappings.readers.state_shapes import QWEN_LINEAR_READS, gdn_state
 
 
 @register(

@@ -5,16 +5,16 @@ says, else ``layer_types``, else KDA iff i % 4 != 3; full layers are MLA, plus a
 
 from __future__ import annotations
 
-from hfkv.config import ConfigView
-from hfkv.specs import IndexerKeys, Layout
+from hfkv.model.config import ConfigView
+from hfkv.model.specs import IndexerKeys, Layout
 
-from .attention_keys import num_layers
-from .kimi import kda_list_roles
-from .latent_keys import mla_latent, mla_parts
-from .layer_builders import PartsFactory, hybrid_layout
-from .layer_patterns import ATTENTION, ATTENTION_OR_LINEAR, LINEAR, roles_from_list, roles_from_rule
-from .registry import register
-from .state_shapes import kda_from_linear_config
+from hfkv.mappings.readers.attention_keys import num_layers
+from hfkv.mappings.kimi import kda_list_roles
+from hfkv.mappings.readers.latent_keys import mla_latent, mla_parts
+from hfkv.mappings.readers.layer_builders import PartsFactory, hybrid_layout
+from hfkv.mappings.readers.layer_patterns import ATTENTION, ATTENTION_OR_LINEAR, LINEAR, roles_from_list, roles_from_rule
+from hfkv.mappings.registry import register
+from hfkv.mappings.readers.state_shapes import kda_from_linear_config
 
 
 def dsa_full_parts(cfg: ConfigView, roles: list[str], notes: list[str]) -> dict[str, tuple[str, PartsFactory]]:

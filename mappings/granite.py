@@ -8,14 +8,14 @@
 
 from __future__ import annotations
 
-from hfkv.config import ConfigView
-from hfkv.specs import Layout
+from hfkv.model.config import ConfigView
+from hfkv.model.specs import Layout
 
-from .attention_keys import num_layers, windowed_attention
-from .layer_builders import ssm_layout
-from .layer_patterns import ATTENTION, LINEAR, roles_from_indices, roles_from_list, roles_from_rule
-from .registry import register
-from .state_shapes import GRANITE, mamba2_state
+from hfkv.mappings.readers.attention_keys import num_layers, windowed_attention
+from hfkv.mappings.readers.layer_builders import ssm_layout
+from hfkv.mappings.readers.layer_patterns import ATTENTION, LINEAR, roles_from_indices, roles_from_list, roles_from_rule
+from hfkv.mappings.registry import register
+from hfkv.mappings.readers.state_shapes import GRANITE, mamba2_state
 
 
 _GRANITE_ROLES = (ATTENTION, LINEAR)

@@ -7,10 +7,10 @@ layer keeps four short convs (k and v over K·hd channels, attention and MLP ove
 
 from __future__ import annotations
 
-from hfkv.config import ConfigView
-from hfkv.specs import Layout, ShortConvState
+from hfkv.model.config import ConfigView
+from hfkv.model.specs import Layout, ShortConvState
 
-from .attention_keys import (
+from hfkv.mappings.readers.attention_keys import (
     Window,
     attention_part,
     attention_shape,
@@ -19,9 +19,9 @@ from .attention_keys import (
     num_layers,
     window_of,
 )
-from .layer_builders import PartsFactory, hybrid_layout
-from .layer_patterns import ATTENTION, SLIDING, named_roles, roles_from_indices
-from .registry import register
+from hfkv.mappings.readers.layer_builders import PartsFactory, hybrid_layout
+from hfkv.mappings.readers.layer_patterns import ATTENTION, SLIDING, named_roles, roles_from_indices
+from hfkv.mappings.registry import register
 
 
 _INKLING_TYPES = {"hybrid": ATTENTION, "hybrid_sliding": SLIDING, "full_attention": ATTENTION,

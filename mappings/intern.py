@@ -4,12 +4,12 @@ Qwen3-Next (``qwen.qwen_gdn``).
 
 from __future__ import annotations
 
-from hfkv.config import ConfigView
-from hfkv.specs import Layout
+from hfkv.model.config import ConfigView
+from hfkv.model.specs import Layout
 
-from .qwen import qwen_gdn
-from .registry import register
-from .state_shapes import QWEN_LINEAR_READS
+from hfkv.mappings.qwen import qwen_gdn
+from hfkv.mappings.registry import register
+from hfkv.mappings.readers.state_shapes import QWEN_LINEAR_READS
 
 
 @register(

@@ -4,16 +4,16 @@
 
 from __future__ import annotations
 
-from hfkv.config import ConfigView
+from hfkv.model.config import ConfigView
 from hfkv.errors import ConfigError
-from hfkv.specs import Layout
+from hfkv.model.specs import Layout
 
-from .attention_keys import num_layers
-from .latent_keys import mla_parts
-from .layer_builders import hybrid_layout
-from .layer_patterns import ATTENTION, LINEAR, layer_types_or_default, roles_from_indices
-from .registry import register
-from .state_shapes import kda_from_linear_config
+from hfkv.mappings.readers.attention_keys import num_layers
+from hfkv.mappings.readers.latent_keys import mla_parts
+from hfkv.mappings.readers.layer_builders import hybrid_layout
+from hfkv.mappings.readers.layer_patterns import ATTENTION, LINEAR, layer_types_or_default, roles_from_indices
+from hfkv.mappings.registry import register
+from hfkv.mappings.readers.state_shapes import kda_from_linear_config
 
 
 def kda_list_roles(cfg: ConfigView, n: int, base: int) -> list[str] | None:

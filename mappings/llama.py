@@ -10,13 +10,13 @@ Dense Llama models use ``dense.dense``.
 
 from __future__ import annotations
 
-from hfkv.config import MAX_SIZE, ConfigView
+from hfkv.model.config import MAX_SIZE, ConfigView
 from hfkv.errors import ConfigError
-from hfkv.specs import Layout
+from hfkv.model.specs import Layout
 
-from .attention_keys import attention_shape, heads_part, num_layers
-from .layer_builders import cross_attention_layers, cross_attention_note, layers_from_flags
-from .registry import register
+from hfkv.mappings.readers.attention_keys import attention_shape, heads_part, num_layers
+from hfkv.mappings.readers.layer_builders import cross_attention_layers, cross_attention_note, layers_from_flags
+from hfkv.mappings.registry import register
 
 
 def _llama4_chunk(cfg: ConfigView) -> int | None:

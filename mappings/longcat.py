@@ -3,13 +3,13 @@
 
 from __future__ import annotations
 
-from hfkv.config import MAX_LAYERS, ConfigView
+from hfkv.model.config import MAX_LAYERS, ConfigView
 from hfkv.errors import ConfigError
-from hfkv.specs import LayerSpec, Layout
+from hfkv.model.specs import LayerSpec, Layout
 
-from .latent_keys import dsa_indexer, dsa_skips_indexer, mla_latent
-from .layer_builders import mtp_note
-from .registry import register
+from hfkv.mappings.readers.latent_keys import dsa_indexer, dsa_skips_indexer, mla_latent
+from hfkv.mappings.readers.layer_builders import mtp_note
+from hfkv.mappings.registry import register
 
 
 def _longcat_decoder_layers(cfg: ConfigView, warnings: list[str]) -> int:

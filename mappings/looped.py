@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from typing import Callable
 
-from hfkv.config import MAX_LAYERS, ConfigView
+from hfkv.model.config import MAX_LAYERS, ConfigView
 from hfkv.errors import ConfigError
-from hfkv.specs import CachePart, FullAttention, LayerSpec, Layout
+from hfkv.model.specs import CachePart, FullAttention, LayerSpec, Layout
 
-from .attention_keys import Window, heads_part, layer_window
-from .layer_builders import pattern_layout
-from .registry import register
+from hfkv.mappings.readers.attention_keys import Window, heads_part, layer_window
+from hfkv.mappings.readers.layer_builders import pattern_layout
+from hfkv.mappings.registry import register
 
 
 PartRewrite = Callable[[CachePart], CachePart]

@@ -10,14 +10,14 @@ used as is. (MiMo-7B uses ``qwen.qwen2``.)
 
 from __future__ import annotations
 
-from hfkv.config import ConfigView
+from hfkv.model.config import ConfigView
 from hfkv.errors import ConfigError
-from hfkv.specs import Layout
+from hfkv.model.specs import Layout
 
-from .attention_keys import Window, attention_shape, heads_part, layer_window, num_layers
-from .layer_builders import layers_from_flags, mtp_note
-from .layer_patterns import cut_note, is_sliding_type, layer_types
-from .registry import register
+from hfkv.mappings.readers.attention_keys import Window, attention_shape, heads_part, layer_window, num_layers
+from hfkv.mappings.readers.layer_builders import layers_from_flags, mtp_note
+from hfkv.mappings.readers.layer_patterns import cut_note, is_sliding_type, layer_types
+from hfkv.mappings.registry import register
 
 
 def _mimo_flags(cfg: ConfigView, n: int, notes: list[str]) -> list[bool]:

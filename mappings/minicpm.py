@@ -5,14 +5,14 @@ attention, counted as full GQA KV; ``lightning``/``lightning-attn`` layers keep 
 
 from __future__ import annotations
 
-from hfkv.config import ConfigView
-from hfkv.specs import Layout, LinearAttentionState
+from hfkv.model.config import ConfigView
+from hfkv.model.specs import Layout, LinearAttentionState
 
-from .attention_keys import head_dim, num_heads, num_layers
-from .layer_builders import gqa_parts, hybrid_layout
-from .layer_patterns import ATTENTION, LINEAR, required_named_roles
-from .registry import register
-from .state_shapes import lightning_state
+from hfkv.mappings.readers.attention_keys import head_dim, num_heads, num_layers
+from hfkv.mappings.readers.layer_builders import gqa_parts, hybrid_layout
+from hfkv.mappings.readers.layer_patterns import ATTENTION, LINEAR, required_named_roles
+from hfkv.mappings.registry import register
+from hfkv.mappings.readers.state_shapes import lightning_state
 
 
 _SALA_ROLES = {

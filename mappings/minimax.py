@@ -7,15 +7,15 @@
 
 from __future__ import annotations
 
-from hfkv.config import ConfigView
+from hfkv.model.config import ConfigView
 from hfkv.errors import ConfigError
-from hfkv.specs import FullAttention, LayerSpec, Layout, LinearAttentionState
+from hfkv.model.specs import FullAttention, LayerSpec, Layout, LinearAttentionState
 
-from .attention_keys import attention_part, head_dim, num_heads, num_layers
-from .layer_builders import gqa_parts, hybrid_layout, mtp_note
-from .layer_patterns import ATTENTION, LINEAR, flag_list, layer_types_or_default
-from .registry import register
-from .state_shapes import lightning_state
+from hfkv.mappings.readers.attention_keys import attention_part, head_dim, num_heads, num_layers
+from hfkv.mappings.readers.layer_builders import gqa_parts, hybrid_layout, mtp_note
+from hfkv.mappings.readers.layer_patterns import ATTENTION, LINEAR, flag_list, layer_types_or_default
+from hfkv.mappings.registry import register
+from hfkv.mappings.readers.state_shapes import lightning_state
 
 
 def attn_type_roles(cfg: ConfigView, n: int) -> list[str] | None:

@@ -4,13 +4,13 @@ convention of ``llama.mllama`` (SGLang's token pool); their real cache holds ima
 
 from __future__ import annotations
 
-from hfkv.config import ConfigView
+from hfkv.model.config import ConfigView
 from hfkv.errors import ConfigError
-from hfkv.specs import Layout
+from hfkv.model.specs import Layout
 
-from .attention_keys import num_layers
-from .layer_builders import cross_attention_layers, cross_attention_note
-from .registry import register
+from hfkv.mappings.readers.attention_keys import num_layers
+from hfkv.mappings.readers.layer_builders import cross_attention_layers, cross_attention_note
+from hfkv.mappings.registry import register
 
 
 @register(

@@ -12,11 +12,11 @@
 
 from __future__ import annotations
 
-from hfkv.config import MAX_SIZE, ConfigView
+from hfkv.model.config import MAX_SIZE, ConfigView
 from hfkv.errors import ConfigError
-from hfkv.specs import LayerSpec, Layout, LinearAttentionState
+from hfkv.model.specs import LayerSpec, Layout, LinearAttentionState
 
-from .attention_keys import (
+from hfkv.mappings.readers.attention_keys import (
     attention_part,
     head_dim,
     layer_window,
@@ -26,8 +26,8 @@ from .attention_keys import (
     window_of,
     windowed_attention,
 )
-from .layer_builders import PartsFactory, hybrid_layout, ssm_layout
-from .layer_patterns import (
+from hfkv.mappings.readers.layer_builders import PartsFactory, hybrid_layout, ssm_layout
+from hfkv.mappings.readers.layer_patterns import (
     ATTENTION,
     LINEAR,
     MLP,
@@ -37,8 +37,8 @@ from .layer_patterns import (
     roles_from_list,
     roles_from_pattern,
 )
-from .registry import register
-from .state_shapes import NEMOTRON_H, mamba2_state
+from hfkv.mappings.registry import register
+from hfkv.mappings.readers.state_shapes import NEMOTRON_H, mamba2_state
 
 
 _NEMOTRON_ROLES = (ATTENTION, LINEAR, MLP)

@@ -3,15 +3,15 @@
 
 from __future__ import annotations
 
-from hfkv.config import ConfigView
+from hfkv.model.config import ConfigView
 from hfkv.errors import ConfigError
-from hfkv.specs import Layout
+from hfkv.model.specs import Layout
 
-from .attention_keys import num_layers
-from .layer_builders import gqa_parts, hybrid_layout
-from .layer_patterns import ATTENTION, ATTENTION_OR_LINEAR, LINEAR, roles_from_list
-from .registry import register
-from .state_shapes import GDN_READS, gdn_state
+from hfkv.mappings.readers.attention_keys import num_layers
+from hfkv.mappings.readers.layer_builders import gqa_parts, hybrid_layout
+from hfkv.mappings.readers.layer_patterns import ATTENTION, ATTENTION_OR_LINEAR, LINEAR, roles_from_list
+from hfkv.mappings.registry import register
+from hfkv.mappings.readers.state_shapes import GDN_READS, gdn_state
 
 
 @register(

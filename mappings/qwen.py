@@ -13,13 +13,13 @@
 
 from __future__ import annotations
 
-from hfkv.config import ConfigView
+from hfkv.model.config import ConfigView
 from hfkv.errors import ConfigError
-from hfkv.specs import IndexerKeys, Layout, ShortConvState
+from hfkv.model.specs import IndexerKeys, Layout, ShortConvState
 
-from .attention_keys import GQA_READS, attention_part, hidden_size, num_layers
-from .layer_builders import gqa_parts, hybrid_layout, pattern_layout
-from .layer_patterns import (
+from hfkv.mappings.readers.attention_keys import GQA_READS, attention_part, hidden_size, num_layers
+from hfkv.mappings.readers.layer_builders import gqa_parts, hybrid_layout, pattern_layout
+from hfkv.mappings.readers.layer_patterns import (
     ATTENTION,
     ATTENTION_OR_LINEAR,
     LINEAR,
@@ -28,8 +28,8 @@ from .layer_patterns import (
     roles_from_list,
     roles_from_rule,
 )
-from .registry import register
-from .state_shapes import GDN_READS, QWEN_LINEAR_READS, gdn_state
+from hfkv.mappings.registry import register
+from hfkv.mappings.readers.state_shapes import GDN_READS, QWEN_LINEAR_READS, gdn_state
 
 
 @register(

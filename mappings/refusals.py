@@ -15,11 +15,11 @@ checkpoint shares with a servable model (a Llama EAGLE head says ``llama``).
 
 from __future__ import annotations
 
-from hfkv.config import ConfigView
+from hfkv.model.config import ConfigView
 from hfkv.errors import UnsupportedModelError
-from hfkv.specs import Layout
+from hfkv.model.specs import Layout
 
-from .registry import register
+from hfkv.mappings.registry import register
 
 DRAFTS = (
     "BailingMoeForCausalLMNextN", "DFlash2BeamDraftModel", "DFlash2DraftModel", "DFlashDraftModel",

@@ -11,7 +11,7 @@ Each family module registers its mappers with ``@register``, by ``model_type`` a
 4. else the generic mapper.
 
 A mapper registered with ``refuses`` always raises ``UnsupportedModelError``; the reason is what
-``python -m hfkv.coverage --architectures`` prints for its architectures.
+``python -m hfkv.mappings.coverage --architectures`` prints for its architectures.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from hfkv.config import ConfigView
-from hfkv.specs import Layout
+from hfkv.model.config import ConfigView
+from hfkv.model.specs import Layout
 
 MapperFn = Callable[[ConfigView], Layout]
 
@@ -58,9 +58,8 @@ class Mapper:
 _MAPPERS: list[Mapper] = []
 _GENERIC: list[Mapper] = []
 _PACKAGE = __name__.rsplit(".", 1)[0]
-# Modules that hold readers or the index, not mappers.
-_NOT_FAMILIES = frozenset({"registry", "common", "family_index", "attention_keys", "layer_patterns", "layer_builders",
-                           "latent_keys", "state_shapes"})
+# Modules that hold the registry, the index or the coverage tool, and the readers' sub-package: not mappers.
+_NOT_FAMILIES = frozenset({"registry", "family_index", "coverage", "readers"})
 
 
 def family_modules() -> list[str]:
@@ -81,7 +80,7 @@ def load_all() -> None:
 
 def _load_for(view: ConfigView) -> None:
     """Import the family modules the index names for this config's model types and architectures."""
-    from .family_index import ARCHITECTURES, MODEL_TYPES
+    from hfkv.mappings.family_index import ARCHITECTURES, MODEL_TYPES
 
     names = [view.model_type, view.text_model_type]
     modules = {MODEL_TYPES[n] for n in names if n in MODEL_TYPES}

@@ -9,11 +9,11 @@ no decode phase. Registered with ``first=True``: the architecture decides before
 
 from __future__ import annotations
 
-from hfkv.config import ConfigView
-from hfkv.specs import Layout
+from hfkv.model.config import ConfigView
+from hfkv.model.specs import Layout
 
-from .layer_builders import pattern_layout
-from .registry import register, resolve_language_model
+from hfkv.mappings.readers.layer_builders import pattern_layout
+from hfkv.mappings.registry import register, resolve_language_model
 
 HEADS = {
     "Gemma2ForSequenceClassification": "reward/classification",

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from typing import Callable
 
-from hfkv.config import ConfigView
+from hfkv.model.config import ConfigView
 from hfkv.errors import UnsupportedModelError
-from hfkv.specs import Layout
+from hfkv.model.specs import Layout
 
-from .dense import class_kv_heads
-from .layer_builders import pattern_layout
-from .registry import register
+from hfkv.mappings.dense import class_kv_heads
+from hfkv.mappings.readers.layer_builders import pattern_layout
+from hfkv.mappings.registry import register
 
 Rule = Callable[[int, int], bool]
 

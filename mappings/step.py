@@ -8,14 +8,14 @@
 
 from __future__ import annotations
 
-from hfkv.config import ConfigView
+from hfkv.model.config import ConfigView
 from hfkv.errors import ConfigError
-from hfkv.specs import LayerSpec, Layout
+from hfkv.model.specs import LayerSpec, Layout
 
-from .attention_keys import attention_shape, heads_part, layer_window, num_layers
-from .layer_builders import mtp_note
-from .layer_patterns import cut_note, is_sliding_type, layer_types
-from .registry import register
+from hfkv.mappings.readers.attention_keys import attention_shape, heads_part, layer_window, num_layers
+from hfkv.mappings.readers.layer_builders import mtp_note
+from hfkv.mappings.readers.layer_patterns import cut_note, is_sliding_type, layer_types
+from hfkv.mappings.registry import register
 
 
 def _step_other(cfg: ConfigView) -> tuple[str, dict]:

@@ -7,11 +7,11 @@ self-attention (``CrossAttention``).
 
 from __future__ import annotations
 
-from hfkv.config import MAX_LAYERS, ConfigView
+from hfkv.model.config import MAX_LAYERS, ConfigView
 from hfkv.errors import ConfigError
-from hfkv.specs import CrossAttention, FullAttention, LayerSpec, Layout
+from hfkv.model.specs import CrossAttention, FullAttention, LayerSpec, Layout
 
-from .registry import register
+from hfkv.mappings.registry import register
 
 
 @register(

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import Callable
 
-from hfkv.config import ConfigView
+from hfkv.model.config import ConfigView
 from hfkv.errors import ConfigError
-from hfkv.specs import FullAttention, Layout, ShortConvState
+from hfkv.model.specs import FullAttention, Layout, ShortConvState
 
-from .attention_keys import (
+from hfkv.mappings.readers.attention_keys import (
     Window,
     attention_part,
     head_dim,
@@ -26,10 +26,10 @@ from .attention_keys import (
     num_layers,
     sliding_window,
 )
-from .layer_builders import PartsFactory, hybrid_layout, ssm_layout
-from .layer_patterns import ATTENTION, HYBRID, LINEAR, MLP, SLIDING, named_roles, roles_from_list
-from .registry import register
-from .state_shapes import ZAMBA2, mamba2_state
+from hfkv.mappings.readers.layer_builders import PartsFactory, hybrid_layout, ssm_layout
+from hfkv.mappings.readers.layer_patterns import ATTENTION, HYBRID, LINEAR, MLP, SLIDING, named_roles, roles_from_list
+from hfkv.mappings.registry import register
+from hfkv.mappings.readers.state_shapes import ZAMBA2, mamba2_state
 
 
 def zamba2_attention(cfg: ConfigView) -> tuple:

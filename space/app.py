@@ -5,6 +5,6 @@ The Space runs ``python app.py``; Spaces set ``GRADIO_SERVER_NAME=0.0.0.0`` and 
 for gated repos, is the Space secret ``HF_TOKEN``: read from the environment, never shown.
 """
 
-from hfkv.web import build_app, launch_options
+from hfkv.commands.serve import build_app, launch_options
 
 build_app().launch(**launch_options())

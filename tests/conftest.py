@@ -11,7 +11,7 @@
 ``hub_cache`` (function)
     An empty Hugging Face cache folder (str) for this test.
 ``hub_client`` (function)
-    ``hfkv.hub.HubClient(endpoint=fake_hub.url, cache_dir=hub_cache)``, no token.
+    ``hfkv.sources.hub.HubClient(endpoint=fake_hub.url, cache_dir=hub_cache)``, no token.
 ``no_sleep`` (function)
     huggingface_hub's retry/backoff sleeps return at once; the fixture is the list of requested waits.
     Use it when a test must go through the library's retries (429/5xx/connection errors on an uncached
@@ -69,7 +69,7 @@ def hub_cache(tmp_path: Path) -> str:
 
 @pytest.fixture
 def hub_client(fake_hub: FakeHub, hub_cache: str) -> Any:
-    from hfkv.hub import HubClient
+    from hfkv.sources.hub import HubClient
 
     return HubClient(endpoint=fake_hub.url, cache_dir=hub_cache)
 

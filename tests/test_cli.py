@@ -18,7 +18,7 @@ LLAMA = str(FIXTURES / "meta-llama__Meta-Llama-3.1-8B")
 
 def hfkv(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-c", "from hfkv.cli import entry; entry()", *args],
+        [sys.executable, "-c", "from hfkv.commands.cli import entry; entry()", *args],
         capture_output=True, text=True, input=stdin, timeout=120,
     )
 
@@ -211,7 +211,7 @@ def _run_watched(code: str, *args: str) -> dict[str, list[str]]:
 def _cli_after(*args: str) -> dict[str, list[str]]:
     """What a fresh ``hfkv ARGS`` process imported (``MODULES``), the entry-point reads it made
     (``SCANS``) and its ``PYDANTIC_DISABLE_PLUGINS`` at exit (``PLUGINS``)."""
-    return _run_watched("from hfkv.cli import entry; entry()", *args)
+    return _run_watched("from hfkv.commands.cli import entry; entry()", *args)
 
 
 def _pydantic(modules: list[str]) -> set[str]:
@@ -220,20 +220,20 @@ def _pydantic(modules: list[str]) -> set[str]:
 
 def test_help_imports_no_report_machinery_and_nothing_of_pydantic():
     loaded = set(_cli_after("--help")["MODULES"])
-    assert not {"hfkv.report", "hfkv.specs", "hfkv.scan", "hfkv.watch", "hfkv.compare", "hfkv.plot"} & loaded
+    assert not {"hfkv.model.report", "hfkv.model.specs", "hfkv.commands.scan", "hfkv.commands.watch", "hfkv.commands.compare", "hfkv.commands.plot"} & loaded
     assert not _pydantic(loaded), sorted(_pydantic(loaded))
 
 
 @pytest.mark.parametrize("command", ["scan", "watch", "compare", "plot", "serve"])
 def test_a_subcommands_help_imports_nothing_of_pydantic(command):
     loaded = set(_cli_after(command, "--help")["MODULES"])
-    assert not _pydantic(loaded) and "hfkv.report" not in loaded, sorted(_pydantic(loaded))
+    assert not _pydantic(loaded) and "hfkv.model.report" not in loaded, sorted(_pydantic(loaded))
 
 
 def test_a_local_json_report_validates_with_pydantic_without_plugin_discovery():
     seen = _cli_after(LLAMA, "--format", "json")
     loaded = set(seen["MODULES"])
-    assert {"hfkv.report", "hfkv.specs", "pydantic"} <= loaded  # the specs are pydantic models
+    assert {"hfkv.model.report", "hfkv.model.specs", "pydantic"} <= loaded  # the specs are pydantic models
     assert not {"rich", "huggingface_hub", "transformers"} & loaded  # no renderer, no Hub client
     assert seen["SCANS"] == [] and seen["PLUGINS"] == ["__all__"]  # no entry-point scan: plugins off
 
@@ -244,8 +244,8 @@ def test_the_library_leaves_pydantic_plugins_alone():
 
 
 def test_spec_and_option_models_are_built_on_first_use_not_at_import():
-    code = ("import hfkv.report, hfkv.specs as s\n"
-            "built = [c.__name__ for c in (s.FullAttention, s.MambaState, s.LayerSpec, s.Layout, hfkv.report.Options)"
+    code = ("import hfkv.model.report, hfkv.model.specs as s\n"
+            "built = [c.__name__ for c in (s.FullAttention, s.MambaState, s.LayerSpec, s.Layout, hfkv.model.report.Options)"
             " if c.__pydantic_complete__]\n"
             "s.FullAttention(kv_heads=8, head_dim=128)\n"
             "print(built, s.FullAttention.__pydantic_complete__, s.MambaState.__pydantic_complete__)")
@@ -274,7 +274,7 @@ def test_serve_is_listed_and_says_what_it_binds():
 
 def test_only_the_command_line_imports_the_http_stack_without_trio():
     pytest.importorskip("trio")
-    code = ("import sys, hfkv.deadlines as d, hfkv.hub as h\n"
+    code = ("import sys, hfkv.runtime.deadlines as d, hfkv.sources.hub as h\n"
             "{}h.HubClient(offline=True)\n"
             "import httpcore2._synchronization as s\n"
             "print(getattr(s, 'trio', 'absent') is None)")

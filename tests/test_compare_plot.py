@@ -25,8 +25,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from hfkv.cli import main
-from hfkv.compare import short_label, unique_labels
+from hfkv.commands.cli import main
+from hfkv.commands.compare import short_label, unique_labels
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 LLAMA = str(FIXTURES / "meta-llama__Meta-Llama-3.1-8B" / "config.json")
@@ -222,8 +222,8 @@ def test_plot_rejects_other_formats(tmp_path):
 
 
 def test_plot_figures_by_band():
-    from hfkv.plot import concurrency, curves
-    from hfkv.report import Options, inspect_config
+    from hfkv.commands.plot import concurrency, curves
+    from hfkv.model.report import Options, inspect_config
 
     report = inspect_config(json.loads(Path(GPT_OSS).read_text()), model="gpt-oss", options=Options())
     c = curves(report, [64, 4096])
@@ -237,8 +237,8 @@ def test_plot_figures_by_band():
 
 
 def test_plot_gives_compressor_rings_their_own_band():
-    from hfkv.plot import curves
-    from hfkv.report import Options, inspect_config
+    from hfkv.commands.plot import curves
+    from hfkv.model.report import Options, inspect_config
 
     v4 = Path(__file__).resolve().parents[1] / "fixtures" / "deepseek-ai__DeepSeek-V4-Flash" / "config.json"
     report = inspect_config(json.loads(v4.read_text()), model="v4", options=Options())
@@ -329,13 +329,13 @@ DEFAULT_PARAMS = {"kv_cache_dtype": "auto", "state_dtype": "fp32", "conv_dtype":
 
 
 def _reports(*paths: str, contexts: tuple[int, ...] = (4096, 131072)):
-    from hfkv.compare import collect_reports
+    from hfkv.commands.compare import collect_reports
 
     return collect_reports(list(paths), {**DEFAULT_PARAMS, "contexts": list(contexts)})
 
 
 def test_crossings_are_found_for_every_pair_not_only_two():
-    from hfkv.plot import crossings
+    from hfkv.commands.plot import crossings
 
     # Qwen3-Next 24,576·S + 77,266,944 against: Llama 131,072·S (equal at 725.5 → 726, see above),
     # gpt-oss 36,864·S + 4,718,592 (equal at 5,904 → Qwen3-Next less from 5,905); Llama vs gpt-oss:
@@ -348,7 +348,7 @@ def test_crossings_are_found_for_every_pair_not_only_two():
 
 
 def test_small_bands_keep_their_exact_figures():
-    from hfkv.plot import curves
+    from hfkv.commands.plot import curves
 
     # The log panel draws Curves.bands as they are: Qwen3-Next's state 36 × 2,146,304 = 77,266,944 at
     # every context, full attention 24,576 × S (4,096: 100,663,296; 131,072: 3,221,225,472).
@@ -358,7 +358,7 @@ def test_small_bands_keep_their_exact_figures():
 
 
 def test_deployment_figures_come_from_the_serving_plan():
-    from hfkv.plot import deployment
+    from hfkv.commands.plot import deployment
 
     # Llama-3.1-8B, 16 GB of weights, H200 reporting 143,771 MiB = 150,754,820,096 B:
     # ceil(150,754,820,096 × 0.92) = 138,694,434,489; − 16,000,000,000 = 122,694,434,489 B of KV.

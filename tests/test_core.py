@@ -6,9 +6,9 @@ from fractions import Fraction
 
 import pytest
 
-from hfkv import accounting as acc
-from hfkv.dtypes import Precision
-from hfkv.specs import (
+from hfkv.model import accounting as acc
+from hfkv.model.dtypes import Precision
+from hfkv.model.specs import (
     ChunkedLocal,
     CompressedKV,
     FullAttention,
@@ -283,7 +283,7 @@ def test_many_contexts_equal_the_per_layer_sums_on_every_fixture():
 
 
 def test_part_sizes_are_checked_with_a_one_line_message():
-    from hfkv.specs import ShapeError
+    from hfkv.model.specs import ShapeError
 
     with pytest.raises(ShapeError, match=r"FullAttention.kv_heads must be ≥ 1, not 0"):
         FullAttention(kv_heads=0, head_dim=128)
@@ -297,7 +297,7 @@ def test_part_sizes_are_checked_with_a_one_line_message():
 
 
 def test_parts_as_dicts_are_validated_by_kind_with_one_line_naming_where():
-    from hfkv.specs import ShapeError
+    from hfkv.model.specs import ShapeError
 
     spec = LayerSpec(index=3, kind="full", parts=[{"kind": "full", "kv_heads": 8, "head_dim": 128}])
     assert spec.parts == (FullAttention(kv_heads=8, head_dim=128),) and type(spec.parts) is tuple
@@ -331,7 +331,7 @@ def test_a_mapper_building_a_bad_spec_is_one_config_error_line(monkeypatch, buil
 
 
 def test_model_copy_validates_its_update():
-    from hfkv.specs import ShapeError
+    from hfkv.model.specs import ShapeError
 
     part = FullAttention(kv_heads=8, head_dim=128)
     wider = part.model_copy(update={"head_dim": 256.0})
@@ -371,7 +371,7 @@ def test_a_claimed_depth_of_100000_layers_gives_a_bounded_report():
     import json
 
     from hfkv import inspect_config
-    from hfkv.report import MAX_LISTED_LAYERS
+    from hfkv.model.report import MAX_LISTED_LAYERS
 
     report = inspect_config(dict(LLAMA_LIKE, num_hidden_layers=100_000))
     data = report.to_dict()

@@ -1,5 +1,5 @@
 """Every architecture the pinned engines serve is known to hfkv by name, and
-``python -m hfkv.coverage --architectures`` lists them.
+``python -m hfkv.mappings.coverage --architectures`` lists them.
 
 The engines' lists come from ``hfkv.engines.archs`` (read from the released wheels; package data),
 cross-checked against ../shared/engine-archs/ when it is beside the checkout.
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from hfkv.coverage import architecture_lines
+from hfkv.mappings.coverage import architecture_lines
 from hfkv.engines.archs import sglang_architectures, vllm_architectures
 from hfkv.mappings.registry import known_architectures
 
@@ -44,7 +44,7 @@ def test_package_lists_match_the_shared_engine_archs():
 def test_every_transformers_backend_architecture_is_known_by_name():
     """vLLM's _TRANSFORMERS_SUPPORTED_MODELS (vllm_transformers.REGISTERED) sit outside the generation
     tables above; each still needs a mapper or a named refusal."""
-    from hfkv.engines.vllm_transformers import REGISTERED
+    from hfkv.engines.vllm.transformers import REGISTERED
 
     missing = sorted(set(REGISTERED) - set(known_architectures()))
     assert not missing, missing
@@ -72,7 +72,7 @@ def test_architecture_lines_name_a_mapper_or_a_reason():
 
 
 def test_coverage_cli_prints_the_architectures():
-    out = subprocess.run([sys.executable, "-m", "hfkv.coverage", "--architectures"], capture_output=True, text=True,
+    out = subprocess.run([sys.executable, "-m", "hfkv.mappings.coverage", "--architectures"], capture_output=True, text=True,
                          check=True).stdout
     assert "Qwen3VLForConditionalGeneration\tqwen.qwen2\n" in out
     assert out.splitlines() == architecture_lines()
@@ -93,9 +93,9 @@ def test_every_refusal_mapper_refuses_what_it_names():
 
 
 def test_family_index_matches_the_decorators():
-    from hfkv.coverage import _index_path, index_source
+    from hfkv.mappings.coverage import _index_path, index_source
 
-    assert _index_path().read_text() == index_source(), "run: python -m hfkv.coverage --write"
+    assert _index_path().read_text() == index_source(), "run: python -m hfkv.mappings.coverage --write"
 
 
 def test_a_report_imports_only_the_family_module_it_needs():

@@ -15,12 +15,12 @@ import pytest
 
 from hfkv.engines import simulate
 from hfkv.engines import layout as lay
-from hfkv.engines import weights as est
-from hfkv.enrich import enrich
+from hfkv.planning import weights as est
+from hfkv.planning.enrich import enrich
 from hfkv.errors import UnsupportedModelError, UsageError
-from hfkv.render import render_markdown, render_table
-from hfkv.report import Options, inspect_config
-from hfkv.serving import plan_serving
+from hfkv.render.terminal import render_markdown, render_table
+from hfkv.model.report import Options, inspect_config
+from hfkv.planning.serving import plan_serving
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(__file__).resolve().parents[2] / "shared"
@@ -280,8 +280,8 @@ def _gib(text: str, label: str) -> float:
 
 @pytest.mark.parametrize("row, gpu, util", CALIBRATION_ROWS)
 def test_engine_overhead_within_5_percent_of_the_printed_kv_memory(row, gpu, util):
-    from hfkv import gpus
-    from hfkv.serving import ENGINE_OVERHEAD_BYTES, usable_bytes
+    from hfkv.planning import gpus
+    from hfkv.planning.serving import ENGINE_OVERHEAD_BYTES, usable_bytes
 
     if not LOGS.exists():
         pytest.skip(f"{LOGS} not present (the shared engine logs)")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from hfkv.engines import simulate
-from hfkv.engines.vllm import VllmRefusal
+from hfkv.engines.vllm.simulate import VllmRefusal
 from hfkv.errors import UnsupportedModelError
 
 from test_engines import GEMMA3, GPT_OSS, NEMOTRON, QWEN3_NEXT, V3, V32, GiB, ceil_div, report
@@ -272,8 +272,8 @@ def test_vllm_falcon_rotary_kv_stays_bf16_under_fp8():
 def test_vllm_window_at_least_the_context_is_still_a_sliding_window():
     from types import SimpleNamespace
 
-    from hfkv.dtypes import Precision
-    from hfkv.specs import LayerSpec, SlidingWindow
+    from hfkv.model.dtypes import Precision
+    from hfkv.model.specs import LayerSpec, SlidingWindow
 
     layer = LayerSpec(index=0, kind="sliding", parts=(SlidingWindow(kv_heads=8, head_dim=128, window=262144),))
     r = SimpleNamespace(layer_specs=[layer] * 32, precision=Precision(kv="bf16"), tensor_parallel_size=1,
@@ -308,7 +308,7 @@ def test_vllm_attention_free_mamba_block_is_max_model_len():
 def test_vllm_longrope_default_length_is_the_original_one():
     import json
 
-    from hfkv.report import inspect_config
+    from hfkv.model.report import inspect_config
     from test_engines import FIXTURES
 
     data = json.loads((FIXTURES / "microsoft__Phi-3.5-mini-instruct" / "config.json").read_text())
@@ -349,7 +349,7 @@ def test_vllm_refuses_with_vllms_reason(name, options, reason):
 def test_vllm_kimi_linear_with_mla_use_nope_starts():
     import json
 
-    from hfkv.report import inspect_config
+    from hfkv.model.report import inspect_config
     from test_engines import FIXTURES
 
     data = json.loads((FIXTURES / "moonshotai__Kimi-Linear-48B-A3B-Instruct-transformers-defaults" / "config.json")
@@ -362,7 +362,7 @@ def test_vllm_kimi_linear_with_mla_use_nope_starts():
 def test_vllm_unregistered_architecture_has_no_kv_groups():
     from types import SimpleNamespace
 
-    from hfkv.dtypes import Precision
+    from hfkv.model.dtypes import Precision
 
     r = SimpleNamespace(layer_specs=[], precision=Precision(kv="bf16"), tensor_parallel_size=1,
                         architectures=["Lfm2BidirectionalModel"], model_type="lfm2", config={})
@@ -427,7 +427,7 @@ def test_vllm_never_resolves_gemma3_to_float16():
     # 'auto', so an explicit fp16 KV is refused and an explicit bf16 one is not.
     import json
 
-    from hfkv.report import Options, inspect_config
+    from hfkv.model.report import Options, inspect_config
     from test_engines import FIXTURES
 
     data = json.loads((FIXTURES / "google__gemma-3-4b-it" / "config.json").read_text())

@@ -14,7 +14,7 @@ import pytest
 import hfkv.engines as engines
 from hfkv.engines import ENGINE_KNOBS, simulate
 from hfkv.errors import UnsupportedModelError, UsageError
-from hfkv.report import Options, inspect_config
+from hfkv.model.report import Options, inspect_config
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 GiB = 1 << 30
@@ -79,8 +79,8 @@ def test_compute_capability_knob_is_normalised_and_validated():
 
 
 def test_gpu_preset_sets_compute_capability_unless_the_knob_is_given():
-    from hfkv.enrich import with_gpu_capability
-    from hfkv.gpus import get_gpu
+    from hfkv.planning.enrich import with_gpu_capability
+    from hfkv.planning.gpus import get_gpu
 
     # CUDA's table: A100 8.0, H200 9.0, B200 10.0; AMD has none.
     assert (get_gpu("a100").compute_capability, get_gpu("h200").compute_capability) == ("8.0", "9.0")
@@ -91,7 +91,7 @@ def test_gpu_preset_sets_compute_capability_unless_the_knob_is_given():
 
 
 def test_gpu_preset_sets_vllms_scheduler_default():
-    from hfkv.enrich import with_gpu_capability
+    from hfkv.planning.enrich import with_gpu_capability
 
     # get_batch_defaults (API server): B200 reports 183,359 MiB >= 160 GiB -> 16384; H200 143,771 MiB
     # (>= 70 GiB, not an A100) -> 8192; A100 81,920 MiB is an A100 -> 2048; L4 (23,034 MiB) -> 2048

@@ -1,4 +1,4 @@
-"""The shared key readers (mappings/attention_keys.py, layer_patterns.py, hfkv/config.py) on the
+"""The shared key readers (mappings/readers/attention_keys.py, layer_patterns.py, hfkv/model/config.py) on the
 classes of configs that used to print a wrong number or be refused: GPT-Neo's ``attention_types``,
 per-layer head lists (OpenELM), language models under ``llm_cfg``, alias keys, unread head keys in
 the generic mapper, and per-layer lists longer than the layer count.

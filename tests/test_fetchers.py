@@ -1,4 +1,4 @@
-"""hfkv.fetchers: a scan's fetches in a forked process lose no entry, end with the scan, and fall
+"""hfkv.runtime.fetchers: a scan's fetches in a forked process lose no entry, end with the scan, and fall
 back to threads where a fork is not safe.
 
 A fork is only taken by a process with no other thread, and pytest's process runs the fake Hub in
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from hfkv import fetchers
+from hfkv.runtime import fetchers
 
 ROOT = Path(__file__).resolve().parents[1]
 needs_fork = pytest.mark.skipif(not (sys.platform.startswith("linux") and (os.cpu_count() or 1) > 1),
@@ -31,7 +31,7 @@ def run_python(code: str, *args: str) -> subprocess.CompletedProcess:
 
 PROBE = """
     import json, os, sys
-    from hfkv import fetchers
+    from hfkv.runtime import fetchers
     parent = os.getpid()
     {fetch}
     entries = [f"e{{i}}" for i in range({count})]
@@ -134,7 +134,7 @@ def test_rows_are_the_same_through_the_fetching_process_and_through_threads(fake
     so threads fetch): the same rows, errors included, whatever the order they completed in."""
     from click.testing import CliRunner
 
-    from hfkv.cli import main
+    from hfkv.commands.cli import main
 
     configs = sorted(ROOT.glob("fixtures/*/config.json"))[:18]
     repos = [f"org/m-{i:02d}" for i in range(len(configs))]

@@ -316,11 +316,11 @@ def test_inspect_reads_a_folder():
 
 
 def test_coverage_doc_matches_the_registry():
-    from hfkv.coverage import END, START, coverage_markdown
+    from hfkv.mappings.coverage import END, START, coverage_markdown
 
     doc = (FIXTURES.parent / "docs" / "coverage.md").read_text()
     section = doc[doc.index(START) + len(START):doc.index(END)].strip()
-    assert section == coverage_markdown().strip(), "run: python -m hfkv.coverage --write"
+    assert section == coverage_markdown().strip(), "run: python -m hfkv.mappings.coverage --write"
 
 
 def test_every_registered_fixture_exists():

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from hfkv.cli import main
+from hfkv.commands.cli import main
 from hfkv.errors import ConfigError, SourceError, shorten
-from hfkv.source import MAX_CONFIG_BYTES, load_local, parse_config_bytes
+from hfkv.sources.local import MAX_CONFIG_BYTES, load_local, parse_config_bytes
 from hfkv.units import parse_size
 
 # A small Llama: 2 layers × 2 (K, V) × 4 kv heads × 64 head_dim (512 / 8) × 2 bytes (bf16) = 2048 B per token.
@@ -116,7 +116,7 @@ def test_a_narrow_terminal_gets_every_figure_whole(tmp_path):
     import hfkv
     from rich.console import Console
 
-    from hfkv.render import render_table
+    from hfkv.render.terminal import render_table
 
     report = hfkv.inspect(write_config(tmp_path, "m", dict(LLAMA, num_hidden_layers=61_000)), budget_bytes=2**40)
     out = Console(width=30, record=True, highlight=False, file=open(os.devnull, "w"))

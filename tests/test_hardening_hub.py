@@ -16,11 +16,12 @@ import pytest
 from click.testing import CliRunner
 
 from fakehub import Fault
-from hfkv import tfdefaults, watch
-from hfkv.cli import main
+from hfkv.model import defaults as tfdefaults
+from hfkv.commands import watch
+from hfkv.commands.cli import main
 from hfkv.errors import SourceError
-from hfkv.hub import MAX_LISTING_PAGES, HubClient
-from hfkv.report import Options
+from hfkv.sources.hub import MAX_LISTING_PAGES, HubClient
+from hfkv.model.report import Options
 
 ROOT = Path(__file__).resolve().parents[1]
 ORG = "acme"
@@ -219,7 +220,7 @@ class ManyModels:
         return list(self.infos), []
 
     def load_config(self, repo_id, revision=None):
-        from hfkv.source import LoadedConfig
+        from hfkv.sources.local import LoadedConfig
 
         return LoadedConfig(name=repo_id, data=CONFIG, source="hub", commit="c" * 40)
 
@@ -278,7 +279,7 @@ def test_ids_the_hub_rejects_are_recorded_once_as_skipped(fake_hub, tmp_path):
 def test_a_symlink_planted_at_a_cache_temporary_name_is_not_written_through(tmp_path):
     import threading
 
-    from hfkv import hubcache
+    from hfkv.sources import cache as hubcache
 
     victim = tmp_path / "victim"
     victim.write_text("precious\n")

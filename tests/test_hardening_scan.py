@@ -11,9 +11,9 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from fakehub import Fault
-from hfkv.cli import main
-from hfkv.report import Options
-from hfkv.scan import claim_output, fingerprint, open_output
+from hfkv.commands.cli import main
+from hfkv.model.report import Options
+from hfkv.commands.scan import claim_output, fingerprint, open_output
 
 QWEN3 = "Qwen/Qwen3-8B"
 LLAMA2 = "meta-llama/Llama-2-7b-hf"
@@ -116,7 +116,7 @@ def test_a_scan_keeps_no_report_once_its_row_is_written(tmp_path, monkeypatch):
     import io
     import weakref
 
-    from hfkv import scan as scan_module
+    from hfkv.commands import scan as scan_module
 
     fixture = Path(__file__).resolve().parents[1] / "fixtures" / "Qwen__Qwen3-8B"
     entries = []

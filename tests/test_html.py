@@ -1,4 +1,4 @@
-"""hfkv.html: self-contained report pages, escaping of model-provided text, the static release site.
+"""hfkv.render.html: self-contained report pages, escaping of model-provided text, the static release site.
 
 Expected figures are derived by hand beside each assertion; hostile text comes from a config and a
 model id, as it would from the Hub.
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import hfkv
-from hfkv.html import render_html, report_section, write_site
+from hfkv.render.html import render_html, report_section, write_site
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 GIB = 2**30
@@ -181,8 +181,8 @@ def test_several_reports_in_one_file():
 
 
 def test_watch_site_reads_the_watch_folder(tmp_path):
-    from hfkv.html import write_watch_site
-    from hfkv.render import to_json
+    from hfkv.render.html import write_watch_site
+    from hfkv.render.terminal import to_json
 
     old = watch_dict(llama(), "2025-01-01T00:00:00+00:00", {"H200-141GB": 60 * GIB})
     (tmp_path / "meta-llama__Meta-Llama-3.1-8B.json").write_text(json.dumps(old))
@@ -219,7 +219,7 @@ def test_gpu_budgets_give_the_verdict_and_the_chart_budget():
 
 
 def test_chart_scales_and_ticks():
-    from hfkv import svg
+    from hfkv.render import svg
 
     assert svg.Scale(1, 100, 0, 100, log=True)(10) == 50  # log10(10) is half of log10(100)
     assert svg.Scale(0, 10, 300, 100)(5) == 200  # linear, y pointing up

@@ -11,8 +11,8 @@ import pytest
 
 import hfkv
 from fakehub import Fault
-from hfkv.hub import HubClient
-from hfkv.hubweights import attach_weights, weights_summary
+from hfkv.sources.hub import HubClient
+from hfkv.sources.weights import attach_weights, weights_summary
 
 ROOT = Path(__file__).resolve().parents[1]
 LLAMA2 = "meta-llama/Llama-2-7b-hf"

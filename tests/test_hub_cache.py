@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 import hfkv
-from hfkv import hubcache
+from hfkv.sources import cache as hubcache
 from hfkv.errors import SourceError
-from hfkv.hub import HubClient
+from hfkv.sources.hub import HubClient
 
 CONFIG = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": 512, "num_attention_heads": 8,
           "num_key_value_heads": 2, "num_hidden_layers": 3, "max_position_embeddings": 4096, "torch_dtype": "bfloat16"}
@@ -70,9 +70,9 @@ def test_unwritable_cache_keeps_the_report_and_warns(fake_hub, tmp_path):
 
 
 def test_config_over_the_size_limit_is_refused_without_keeping_it(fake_hub, hub_client, hub_cache, monkeypatch):
-    import hfkv.hub
+    import hfkv.sources.hub
 
-    monkeypatch.setattr(hfkv.hub, "MAX_CONFIG_BYTES", 100)
+    monkeypatch.setattr(hfkv.sources.hub, "MAX_CONFIG_BYTES", 100)
     fake_hub.add_model("org/huge", {"config.json": BODY})  # len(BODY) > 100
     with pytest.raises(SourceError) as caught:
         hub_client.load_config("org/huge")

@@ -18,10 +18,10 @@ from click.testing import CliRunner
 
 import hfkv
 from fakehub import Fault
-from hfkv.cli import main
+from hfkv.commands.cli import main
 from hfkv.errors import SourceError
-from hfkv.hub import HubClient
-from hfkv.hubhttp import retry_once
+from hfkv.sources.hub import HubClient
+from hfkv.sources.failures import retry_once
 
 CONFIG = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": 512, "num_attention_heads": 8,
           "num_key_value_heads": 8, "num_hidden_layers": 2, "max_position_embeddings": 2048, "torch_dtype": "bfloat16"}

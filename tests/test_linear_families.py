@@ -13,7 +13,7 @@ import pytest
 
 import hfkv
 from hfkv.mappings import all_mappers, resolve
-from hfkv.config import ConfigView
+from hfkv.model.config import ConfigView
 
 from _helpers import FIXTURES, HUB_CONFIGS, kinds, load, report, state_of  # noqa: E402
 

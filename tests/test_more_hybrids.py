@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from hfkv import ConfigError, Options, inspect_config
-from hfkv.config import ConfigView
+from hfkv.model.config import ConfigView
 from hfkv.mappings import resolve
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

@@ -18,8 +18,8 @@ import pytest
 from click.testing import CliRunner
 
 from hfkv import ConfigError, HfkvError, Options, UnsupportedModelError, inspect_config
-from hfkv.cli import main
-from hfkv.source import load_local
+from hfkv.commands.cli import main
+from hfkv.sources.local import load_local
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 HUB_CONFIGS = Path(__file__).resolve().parents[2] / "shared" / "hub-configs"
@@ -370,7 +370,7 @@ def test_non_autoregressive_encoder_decoder():
 
 
 def test_declared_encoder_decoder_helper():
-    from hfkv.config import ConfigView
+    from hfkv.model.config import ConfigView
     from hfkv.mappings.encoders import declared_encoder_decoder
 
     err = declared_encoder_decoder(ConfigView({"model_type": "new_s2s", "is_encoder_decoder": True,

@@ -26,9 +26,9 @@ import pytest
 from hfkv.engines import simulate
 from hfkv.engines import archs
 from hfkv.engines import layout as lay
-from hfkv.engines.sglang_support import check_pipeline
+from hfkv.engines.sglang.support import check_pipeline
 from hfkv.errors import UnsupportedModelError
-from hfkv.report import Options, inspect_config
+from hfkv.model.report import Options, inspect_config
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(__file__).resolve().parents[2] / "shared"
@@ -43,7 +43,7 @@ def _fixture(folder: str, **options):
 
 
 def _hfkv(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", "from hfkv.cli import entry; entry()", *args],
+    return subprocess.run([sys.executable, "-c", "from hfkv.commands.cli import entry; entry()", *args],
                           capture_output=True, text=True, cwd=ROOT, timeout=120)
 
 

@@ -18,9 +18,9 @@ from click.testing import CliRunner
 
 import hfkv
 from fakehub import Fault
-from hfkv import scan as scan_module
-from hfkv.cli import main
-from hfkv.scan import read_entries
+from hfkv.commands import scan as scan_module
+from hfkv.commands.cli import main
+from hfkv.commands.scan import read_entries
 
 ROOT = Path(__file__).resolve().parents[1]
 QWEN3 = "Qwen/Qwen3-8B"
@@ -159,16 +159,16 @@ def test_accounting_options_apply_to_every_row(fake_hub, tmp_path):
 
 
 def test_an_unexpected_exception_becomes_an_internal_row(fake_hub, tmp_path, monkeypatch):
-    import hfkv.report
+    import hfkv.model.report
 
-    real = hfkv.report.inspect_config
+    real = hfkv.model.report.inspect_config
 
     def flaky(data, *, model, **kwargs):
         if model == GPT_OSS:
             raise ZeroDivisionError("boom")
         return real(data, model=model, **kwargs)
 
-    monkeypatch.setattr(hfkv.report, "inspect_config", flaky)
+    monkeypatch.setattr(hfkv.model.report, "inspect_config", flaky)
     result = scan(write_list(tmp_path, LLAMA2, GPT_OSS, QWEN3), "--endpoint", fake_hub.url)
     assert result.exit_code == 1
     rows = jsonl(result.stdout)

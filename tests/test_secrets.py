@@ -17,7 +17,7 @@ import pytest
 import hfkv
 from fakehub import Fault
 from hfkv.errors import SourceError
-from hfkv.hub import HubClient
+from hfkv.sources.hub import HubClient
 
 ROOT = Path(__file__).resolve().parents[1]
 SENTINEL = "hf_SENTINELx7Qk2Lm9Pz4Rt8Vw3Yb6"
@@ -67,7 +67,7 @@ def test_token_never_printed_by_the_cli_process_with_hf_debug(fake_hub):
     _secret_repos(fake_hub)
     env = dict(os.environ, HF_DEBUG="1", HF_HUB_VERBOSITY="debug", PYTHONPATH=str(ROOT))
     args = CLI_ARGS + ["--endpoint", fake_hub.url] + _token_args("flag", env)
-    run = subprocess.run([sys.executable, "-c", "from hfkv.cli import entry; entry()", *args],
+    run = subprocess.run([sys.executable, "-c", "from hfkv.commands.cli import entry; entry()", *args],
                          capture_output=True, text=True, env=env, timeout=120, cwd=ROOT)
     _check_cli_run(fake_hub, run.returncode, run.stdout, run.stderr)
     assert "(authenticated: True)" in run.stderr and "authorization: <TOKEN>" in run.stderr  # debug log did run
@@ -78,7 +78,7 @@ def test_token_never_printed_by_the_cli_with_debug_logging(source, fake_hub, deb
     from click.testing import CliRunner
     from huggingface_hub import constants
 
-    from hfkv.cli import main
+    from hfkv.commands.cli import main
 
     fake_hub.token = SENTINEL
     _secret_repos(fake_hub)
@@ -221,5 +221,5 @@ def test_auto_map_config_is_read_as_data_and_module_never_fetched(fake_hub, hub_
 
 
 def test_load_config_never_passes_trust_remote_code():
-    source = (ROOT / "hfkv" / "hub.py").read_text()
+    source = (ROOT / "hfkv" / "sources" / "hub.py").read_text()
     assert "trust_remote_code=True" not in source and "snapshot_download" not in source

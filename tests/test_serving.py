@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from hfkv import gpus
+from hfkv.planning import gpus
 from hfkv.errors import UsageError
-from hfkv.render import render_markdown
-from hfkv.report import Options, inspect_config
-from hfkv.serving import gpu_budgets, plan_serving
+from hfkv.render.terminal import render_markdown
+from hfkv.model.report import Options, inspect_config
+from hfkv.planning.serving import gpu_budgets, plan_serving
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 

@@ -17,9 +17,9 @@ import pytest
 
 from hfkv.engines import simulate
 from hfkv.engines.archs import TpAssert, parse_tp_asserts, sglang_architectures, sglang_tp_asserts
-from hfkv.engines.sglang_support import tp_failure, tp_refusal
+from hfkv.engines.sglang.support import tp_failure, tp_refusal
 from hfkv.errors import UnsupportedModelError
-from hfkv.report import Options, inspect_config
+from hfkv.model.report import Options, inspect_config
 
 ROOT = Path(__file__).resolve().parents[1]
 PREFIX = "SGLang 0.5.23 cannot serve this model"
@@ -178,7 +178,7 @@ def sglang_tp_asserts_cell(arch: str) -> str:
 
 
 def test_cli_exits_2_with_one_line():
-    done = subprocess.run([sys.executable, "-c", "from hfkv.cli import entry; entry()", "fixtures/Qwen__Qwen2.5-7B",
+    done = subprocess.run([sys.executable, "-c", "from hfkv.commands.cli import entry; entry()", "fixtures/Qwen__Qwen2.5-7B",
                            "--engine", "sglang", "--tp", "8"], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert done.returncode == 2 and done.stdout == ""
     lines = done.stderr.strip().splitlines()
@@ -192,7 +192,7 @@ def test_a_serving_plan_checked_as_sglang_is_refused_too(tmp_path):
     pytest.importorskip("matplotlib")
 
     def plot(tp: int) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-c", "from hfkv.cli import entry; entry()", "plot",
+        return subprocess.run([sys.executable, "-c", "from hfkv.commands.cli import entry; entry()", "plot",
                                "fixtures/Qwen__Qwen2.5-7B", "--gpu", "H200:8", "--engine", "sglang", "--tp", str(tp),
                                "-o", str(tmp_path / f"tp{tp}.png")], capture_output=True, text=True, cwd=ROOT,
                               timeout=120)

@@ -13,7 +13,7 @@ import json
 import pytest
 
 import hfkv
-from hfkv.config import ConfigView
+from hfkv.model.config import ConfigView
 from hfkv.mappings import all_mappers, resolve
 
 from _helpers import FIXTURES, HUB_CONFIGS, kinds, load, report, state_of  # noqa: E402

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from hfkv import tfdefaults
-from hfkv.report import make_options
-from hfkv.scan import Job, Output, run
+from hfkv.model import defaults as tfdefaults
+from hfkv.model.report import make_options
+from hfkv.commands.scan import Job, Output, run
 
 ROOT = Path(__file__).resolve().parents[1]
 GEMMA3 = ROOT / "fixtures" / "google__gemma-3-4b-it" / "config.json"

@@ -17,10 +17,10 @@ from test_vllm_oracle import mismatches
 from test_vllm_transformers_backend import run_hfkv
 
 from hfkv.engines import simulate
-from hfkv.engines import vllm_transformers as tfb
+from hfkv.engines.vllm import transformers as tfb
 from hfkv.errors import UnsupportedModelError
 from hfkv.mappings.registry import known_architectures
-from hfkv.report import Options, inspect_config
+from hfkv.model.report import Options, inspect_config
 
 HERE = Path(__file__).resolve().parent
 FIXTURES = HERE.parent / "fixtures"

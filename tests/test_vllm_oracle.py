@@ -21,7 +21,7 @@ import pytest
 
 from hfkv.engines import simulate
 from hfkv.errors import HfkvError
-from hfkv.report import Options, inspect_config
+from hfkv.model.report import Options, inspect_config
 
 from _helpers import WINDOW_CONFIGS, window_config  # the window-configs entries (tests/oracles/README.md)
 

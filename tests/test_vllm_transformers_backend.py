@@ -16,12 +16,12 @@ import pytest
 from test_vllm_oracle import capability, kv_arg, mismatches, vllm_reason
 
 from hfkv.engines import simulate
-from hfkv.engines import vllm_transformers as tfb
+from hfkv.engines.vllm import transformers as tfb
 from hfkv.engines.archs import vllm_architectures
-from hfkv.engines.vllm_models import VllmRefusal, registry_names
+from hfkv.engines.vllm.models import VllmRefusal, registry_names
 from hfkv.errors import HfkvError, UnsupportedModelError
-from hfkv.report import Options, inspect_config
-from hfkv.specs import FullAttention, LayerSpec, MambaState, ShortConvState, SlidingWindow
+from hfkv.model.report import Options, inspect_config
+from hfkv.model.specs import FullAttention, LayerSpec, MambaState, ShortConvState, SlidingWindow
 
 HERE = Path(__file__).resolve().parent
 ROWS = HERE / "oracles" / "transformers-backend-vllm-0.33.0.jsonl"
@@ -137,7 +137,7 @@ NATIVE = vllm_architectures()
 def test_tables_do_not_overlap_vllms_own_classes():
     """FALLBACK holds names vLLM registers nowhere, REGISTERED and POOLING names outside the generation
     tables (vllm-0.33.0-archs.tsv), as the table script selects them."""
-    from hfkv.engines.vllm_models import POOLING_ARCHS
+    from hfkv.engines.vllm.models import POOLING_ARCHS
 
     assert not (tfb.FALLBACK | set(tfb.REGISTERED) | POOLING_ARCHS) & set(NATIVE)
     assert not tfb.FALLBACK & (set(tfb.REGISTERED) | POOLING_ARCHS)

@@ -13,10 +13,10 @@ from click.testing import CliRunner
 
 from fakehub import Fault
 
-from hfkv import watch
+from hfkv.commands import watch
 from hfkv.errors import SourceError
-from hfkv.report import Options
-from hfkv.source import LoadedConfig
+from hfkv.model.report import Options
+from hfkv.sources.local import LoadedConfig
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 LLAMA = json.loads((FIXTURES / "meta-llama__Meta-Llama-3.1-8B" / "config.json").read_text())
@@ -299,7 +299,7 @@ def test_killed_process_leaves_complete_files_and_a_valid_state(fake_hub, tmp_pa
         fake_hub.add_model(repo_id, {"config.json": LLAMA}, created_at=f"2026-06-0{n + 1}T00:00:00.000Z")
     fake_hub.latency = 0.0
     fake_hub.faults.update({r: Fault(kind="slow", delay=0.3, where="resolve") for r in ids})
-    cmd = [sys.executable, "-c", "from hfkv.cli import entry; entry()", "watch", "--author", ORG, "--out", str(out),
+    cmd = [sys.executable, "-c", "from hfkv.commands.cli import entry; entry()", "watch", "--author", ORG, "--out", str(out),
            "--since", SINCE, "--endpoint", fake_hub.url, "--once"]
     proc = subprocess.Popen(cmd, env=dict(os.environ), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 60
@@ -450,7 +450,7 @@ def test_a_truncated_listing_reports_what_was_listed_and_exits_1(fake_hub, tmp_p
         fake_hub.next_link_base = fake_hub.cdn_url  # page 2 is on another origin: not followed
         seen, reason = [f"{ORG}/t2"], "listing page on another host"
     else:
-        monkeypatch.setattr("hfkv.hub.MAX_LISTING_PAGES", 2)  # pages 1 and 2 read, a 3rd one linked
+        monkeypatch.setattr("hfkv.sources.hub.MAX_LISTING_PAGES", 2)  # pages 1 and 2 read, a 3rd one linked
         seen, reason = [f"{ORG}/t2", f"{ORG}/t1"], "listing stopped after 2 pages"
     out = tmp_path / "out"
     result = run(fake_hub, out)

@@ -1,4 +1,4 @@
-"""The calculator page (hfkv.web): its logic without a browser, then the real page in headless Chromium.
+"""The calculator page (hfkv.commands.serve): its logic without a browser, then the real page in headless Chromium.
 
 The browser tests start ``hfkv serve`` (``serve_command``) in a subprocess against the fake Hub, drive
 Debian's Chromium through Selenium, compare every figure shown with the JSON report built here, save
@@ -27,10 +27,10 @@ import pytest
 from click.testing import CliRunner
 
 import hfkv
-from hfkv.compare import exact_bytes
-from hfkv.enrich import enrich
-from hfkv.hub import HubClient
-from hfkv.web import MISSING_EXTRA, Form, compare_page, report_page
+from hfkv.commands.compare import exact_bytes
+from hfkv.planning.enrich import enrich
+from hfkv.sources.hub import HubClient
+from hfkv.commands.serve import MISSING_EXTRA, Form, compare_page, report_page
 from test_html import ALLOWED_TAGS, parse
 
 GIB = 2**30
@@ -98,7 +98,7 @@ def test_report_figures_equal_the_json(client):
     assert cells(html, "alpha_bytes_per_token") == [exact_bytes(data["alpha_bytes_per_token"])] == ["131,072 B (128.00 KiB)"]
     # 60 GiB / (4096 × 2^17 B) = 120; 60 GiB / (2^17 × 2^17 B) = 3.75 → 3.
     assert cells(html, "max_concurrency") == [f"{c['max_concurrency']:,}" for c in data["contexts"]] == ["120", "3"]
-    from hfkv.cli import main
+    from hfkv.commands.cli import main
 
     cli = CliRunner().invoke(main, [LLAMA, "--budget", "60GiB", "--context", "4k,128k", "--format", "json",
                                     "--endpoint", client.endpoint])
@@ -158,8 +158,8 @@ def test_compare_page(client):
 
 
 def test_serve_binds_what_it_is_told(monkeypatch):
-    import hfkv.web as web
-    from hfkv.html import STYLE
+    import hfkv.commands.serve as web
+    from hfkv.render.html import STYLE
 
     launched: list[dict] = []
 
@@ -177,7 +177,7 @@ def test_serve_binds_what_it_is_told(monkeypatch):
 
 
 def test_serve_without_gradio_is_one_line(monkeypatch):
-    import hfkv.web as web
+    import hfkv.commands.serve as web
 
     def missing() -> None:
         raise ImportError("No module named 'gradio'")
@@ -188,7 +188,7 @@ def test_serve_without_gradio_is_one_line(monkeypatch):
 
 
 def test_hfkv_imports_without_gradio():
-    code = ("import sys; sys.modules['gradio'] = None; import hfkv, hfkv.web, hfkv.html; "
+    code = ("import sys; sys.modules['gradio'] = None; import hfkv, hfkv.commands.serve, hfkv.render.html; "
             "print('gradio' in sys.modules and sys.modules['gradio'] is not None)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and out.stdout.strip() == "False", out.stderr
@@ -438,7 +438,7 @@ def test_browser_compare_view(server, driver):
 
 @browser
 def test_browser_static_report_fetches_nothing(driver, tmp_path):
-    from hfkv.html import render_html
+    from hfkv.render.html import render_html
 
     report = hfkv.inspect(Path(__file__).resolve().parents[1] / "fixtures" / "openai__gpt-oss-120b" / "config.json",
                           budget_bytes=60 * GIB)

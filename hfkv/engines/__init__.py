@@ -200,10 +200,10 @@ def simulate(
         raise UnsupportedModelError("engine modes do not model cross-attention pools (encoder-decoder models); "
                                     "the theory figures stand")
     if name == "sglang":
-        from . import sglang as module
+        from hfkv.engines.sglang import simulate as module
     else:
-        from . import vllm as module
-    from . import layout as lay
+        from hfkv.engines.vllm import simulate as module
+    from hfkv.engines import layout as lay
 
     shape = lay.resolve(resolved, report.tensor_parallel_size, name, len(report.layer_specs), report.config)
     resolved.update(data_parallel_size=shape.dp, pipeline_parallel_size=shape.pp,

@@ -164,7 +164,7 @@ def check_model(report: Any, layout: Layout) -> None:
     same checks before sizing; this is for a serving plan checked as an engine. Raises
     ``UnsupportedModelError`` with the engine's reason; theory checks nothing."""
     if layout.engine == "sglang":
-        from .sglang_support import tp_refusal
+        from hfkv.engines.sglang.support import tp_refusal
 
         reason = tp_refusal(report, layout.tp, layout.attention_tp)
         if reason:
@@ -172,13 +172,13 @@ def check_model(report: Any, layout: Layout) -> None:
     if layout.pp <= 1:
         return
     if layout.engine == "vllm":
-        from .vllm_models import VllmRefusal, pipeline_refusal
+        from hfkv.engines.vllm.models import VllmRefusal, pipeline_refusal
 
         reason = pipeline_refusal(report, layout.pp)
         if reason:
             raise VllmRefusal(reason)
     elif layout.engine == "sglang":
-        from .sglang_support import check_pipeline
+        from hfkv.engines.sglang.support import check_pipeline
 
         check_pipeline(report, layout.pp)
 

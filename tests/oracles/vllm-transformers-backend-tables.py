@@ -1,4 +1,4 @@
-"""Print the registry facts ``hfkv/engines/vllm_transformers.py`` and ``vllm_models.POOLING_ARCHS`` hold, read
+"""Print the registry facts ``hfkv/engines/vllm/transformers.py`` and ``vllm_models.POOLING_ARCHS`` hold, read
 from vLLM 0.33.0 and the transformers its venv resolves (5.20.2). Run in the vLLM oracle venv, from the
 repository root:
 

@@ -1,0 +1,126 @@
+"""SGLang 0.5.23's attention backend per GPU generation, and what it fixes: page size and KV layout.
+
+The backend is chosen in ``arg_groups`` (``model_override_base.get_default_attn_backend``, the model
+overrides, ``overrides._mla_backend_page_constraints``); hfkv replays the outcome:
+
+- SM90 (H200, the default; every stored H200 oracle row): fa3, page 1; DSA (FlashMLA sparse) page
+  ``64·index_kpool`` with the packed 656 B fp8 latent; MiniMax-M3 page 128.
+- SM100 (B200; the stored B200 oracle rows): MHA models trtllm_mha, page 64 (fa4, page 128, when K
+  and V rows differ in width); MLA models that SGLang's DeepSeek / Kimi overrides send to trtllm_mla
+  page 64, other MLA flashinfer page 1; the Qwen3-Next / Qwen3.5 family triton, page 1; DSA page
+  ``64·index_kpool`` with the raw 576 B fp8 latent (trtllm kernels) and ``auto`` = fp8_e4m3 unless the
+  config has a learnable sink (``overrides._dsa_kv_cache_dtype_default``); MiniMax-M3 page 128.
+- Other generations: the SM90 choices, with a warning that SGLang's backend choice there is not
+  modelled.
+
+``--kv-cache-dtype`` as typed matters twice (DSA ``auto`` on SM100, DeepSeek V4 with bf16), but the
+report only keeps the resolved dtype; ``requested_kv_dtype`` reads the typed one when the report
+carries it, else hfkv assumes ``auto`` and says so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from hfkv.model.specs import ChunkedLocal, FullAttention, IndexerKeys, LayerSpec, MLALatent, SlidingWindow
+
+from hfkv.engines import capability_major
+
+DSA_PAGE_TOKENS = 64  # arg_groups/model_overrides/deepseek_v2.py: page = 64·index_kpool
+MINIMAX_M3_PAGE = 128  # arg_groups/model_overrides/minimax_m3.py (fa3 on SM90, fa4/trtllm_mha on SM100)
+TRTLLM_PAGE = 64  # _mla_backend_page_constraints: trtllm_mha / trtllm_mla raise page 1 to 64
+FA4_PAGE = 128  # FA4 backend: page 128 for non-MLA models
+
+MINIMAX_M3_PREFIX = "MiniMaxM3Sparse"
+# model_overrides/deepseek_v2.py (its non-DSA branch) and kimi_k3.py: trtllm_mla on SM100.
+TRTLLM_MLA_SM100 = frozenset({
+    "DeepseekV3ForCausalLM", "DeepseekV32ForCausalLM", "KimiK25ForConditionalGeneration",
+    "MistralLarge3ForCausalLM", "PixtralForConditionalGeneration", "GlmMoeDsaForCausalLM",
+    "Glm5NextForConditionalGeneration", "HYV4ForCausalLM", "HYV4ForCausalLMNextN", "LongcatFlashForCausalLM",
+    "LongcatFlashForCausalLMNextN", "Dots3NoteForCausalLM", "KimiK3ForConditionalGeneration",
+})
+# model_overrides/qwen3_5.py: triton on SM100 while the radix cache is on and nothing speculates.
+TRITON_SM100 = frozenset({
+    "Qwen3NextForCausalLM", "Qwen3_5MoeForConditionalGeneration", "InternS2PreviewForConditionalGeneration",
+    "InternS2MobiusForConditionalGeneration", "Qwen3_5ForConditionalGeneration",
+})
+SIXTEEN_BIT = ("bf16", "fp16")
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What the backend choice fixes: KV dtype, page size, DSA latent layout, and why."""
+
+    kv: str
+    page: int
+    backend: str
+    dsa_packed_fp8: bool  # FlashMLA-sparse 656 B fp8 latent; False: raw kv_lora_rank + rope bytes
+
+
+def requested_kv_dtype(report: Any) -> str | None:
+    """``--kv-cache-dtype`` as given (``auto`` included), when the report keeps it; else None."""
+    for owner in (report, getattr(report, "options", None)):
+        value = getattr(owner, "kv_cache_dtype_requested", None) or getattr(owner, "requested_kv_cache_dtype", None)
+        if isinstance(value, str):
+            return value
+    options = getattr(report, "options", None)
+    value = getattr(options, "kv_cache_dtype", None)
+    return value if isinstance(value, str) else None
+
+
+def plan(report: Any, layers: list[LayerSpec], knobs: dict, warnings: list[str]) -> Plan:
+    """The backend SGLang picks for ``report`` on the knob's GPU generation (module docstring)."""
+    sm = capability_major(knobs)
+    dsa = any(isinstance(p, IndexerKeys) for layer in layers for p in layer.parts)
+    mla = any(isinstance(p, MLALatent) for layer in layers for p in layer.parts)
+    kv = dsa_kv_dtype(report, sm, warnings) if dsa else report.precision.kv
+    archs = list(report.architectures or [])
+    if sm not in (9, 10):
+        warnings.append(f"SGLang's attention backend on SM{sm}x is not modelled: page size and KV layout "
+                        "are those of SM90 (H200)")
+    if any(a.startswith(MINIMAX_M3_PREFIX) for a in archs):
+        return Plan(kv, MINIMAX_M3_PAGE, "fa4/trtllm_mha" if sm == 10 else "fa3", False)
+    if dsa:
+        kpool = max(p.ratio for layer in layers for p in layer.parts if isinstance(p, IndexerKeys))
+        return Plan(kv, DSA_PAGE_TOKENS * kpool, "dsa (trtllm)" if sm == 10 else "dsa (FlashMLA sparse)",
+                    sm != 10)
+    if sm != 10:
+        return Plan(kv, 1, "fa3", False)
+    return sm100_plan(archs, layers, kv, mla, warnings)
+
+
+def sm100_plan(archs: list[str], layers: list[LayerSpec], kv: str, mla: bool, warnings: list[str]) -> Plan:
+    """Non-DSA models on SM100 (B200)."""
+    if mla:
+        if any(a in TRTLLM_MLA_SM100 for a in archs):
+            if kv in SIXTEEN_BIT:
+                warnings.append("SGLang's trtllm_mla backend (SM100) accepts --kv-cache-dtype bf16 or auto but "
+                                "refuses the spelling 'bfloat16' at start-up")
+            return Plan(kv, TRTLLM_PAGE, "trtllm_mla", False)
+        return Plan(kv, 1, "flashinfer", False)
+    if any(a in TRITON_SM100 for a in archs):
+        return Plan(kv, 1, "triton", False)
+    if any(asymmetric(p) for layer in layers for p in layer.parts):
+        return Plan(kv, FA4_PAGE, "fa4", False)
+    return Plan(kv, TRTLLM_PAGE, "trtllm_mha", False)
+
+
+def asymmetric(part: Any) -> bool:
+    """K and V rows of different widths, full or windowed (``ModelConfig.has_asymmetric_kv``: trtllm_mha
+    needs them equal, so SGLang picks fa4)."""
+    return (isinstance(part, (FullAttention, SlidingWindow, ChunkedLocal)) and part.v_head_dim is not None
+            and part.v_head_dim != part.head_dim)
+
+
+def dsa_kv_dtype(report: Any, sm: int, warnings: list[str]) -> str:
+    """DSA ``auto``: fp8_e4m3 on SM100 and later (no learnable sink), else bf16; a given dtype stays."""
+    kv = report.precision.kv
+    if sm < 10 or kv not in SIXTEEN_BIT or (report.config or {}).get("learnable_sink"):
+        return kv
+    requested = requested_kv_dtype(report)
+    if requested is None:
+        warnings.append("DSA on SM100: sized with SGLang's auto KV dtype, fp8_e4m3; an explicit --kv-cache-dtype "
+                        "bf16 keeps bf16 (the report does not say which was given)")
+        return "fp8"
+    return "fp8" if requested == "auto" else kv

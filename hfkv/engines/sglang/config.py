@@ -1,0 +1,120 @@
+"""Where SGLang 0.5.23 reads a config differently from hfkv's mapper, as layer specs SGLang would size.
+
+hfkv's specs describe the model; SGLang sizes what its own config classes and configurators see.
+``sglang_layers(report)`` returns the layers SGLang's pool is built for, and notes saying why they
+differ from the report's:
+
+- ChatGLM (``configs/chatglm.py``): SGLang registers its own ``ChatGLMConfig`` whose
+  ``multi_query_group_num`` defaults to 1, and ``get_total_num_kv_heads`` reads that key. A chatglm
+  config without the key (chatglm-6b, v1) is sized with one KV head per layer.
+- Nemotron-NAS / DeciLM: ``DefaultPoolConfigurator`` sizes ``layer_info.num_effective_layers``
+  layers, the no-op (and linear-replaced) attention blocks included, each like an attention block.
+- ZAYA1 (``configs/zaya.py``): ``ZayaConfig`` places attention (and its CCA state) by ``zaya_layers``
+  only; without that key it is every even layer, whatever ``layer_types`` says (transformers' format
+  lists every layer as ``hybrid``). The odd layers keep nothing in SGLang's pools. Its CCA state's
+  (hidden_size, 1) tensor (``prev_hs``) feeds replicated projections, so ``mamba2_cache_params`` keeps it
+  whole on every TP rank (``replicated_state``); only the (H + K)·hd conv tensor is split.
+
+``context_length`` is SGLang's ``ModelConfig.context_len``: the given ``--context-length``, else
+``utils/hf_transformers/common.py:get_context_length`` (the first of ``CONTEXT_LENGTH_KEYS``, times a
+rope-scaling factor unless the scaling names ``original_max_position_embeddings`` or is llama3; 2048
+when the config has none of the keys).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from hfkv.errors import UsageError
+from hfkv.model.specs import FullAttention, LayerSpec, ShortConvState
+
+CHATGLM_DEFAULT_GROUPS = 1  # configs/chatglm.py: ChatGLMConfig(multi_query_group_num=1)
+SIZES_EVERY_LAYER = frozenset({"nemotron-nas"})  # uniform cell over num_effective_layers
+EVEN_LAYERS_UNLESS_LISTED = {"zaya": "zaya_layers"}  # model_type -> the only key that places the layers
+WHOLE_HIDDEN_CONV = frozenset({"zaya"})  # a (hidden_size, 1) conv tensor kept whole on every TP rank
+CONTEXT_LENGTH_KEYS = ("max_sequence_length", "seq_length", "max_seq_len", "model_max_length",
+                       "max_position_embeddings")
+DEFAULT_CONTEXT_LENGTH = 2048
+
+
+def context_length(report: Any, max_model_len: int | None, assumptions: list[str], warnings: list[str]) -> int:
+    """SGLang's context length (module docstring); warnings where SGLang would object or hfkv guesses."""
+    derived = derived_context_length(report.config or {}, getattr(report, "max_position_embeddings", None))
+    if max_model_len is not None:
+        if max_model_len < 1:
+            raise UsageError(f"--max-model-len must be positive, got {max_model_len}")
+        if derived is not None and max_model_len > derived:
+            warnings.append(f"SGLang refuses a context length above the model's derived {derived} unless "
+                            "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1 is set")
+        return max_model_len
+    if derived is None:
+        warnings.append(f"the config names no context length: SGLang takes its config class's default, or "
+                        f"{DEFAULT_CONTEXT_LENGTH}; {DEFAULT_CONTEXT_LENGTH} is assumed (--max-model-len sets it)")
+        return DEFAULT_CONTEXT_LENGTH
+    assumptions.append(f"context length {derived} (SGLang's get_context_length of the config)")
+    return derived
+
+
+def derived_context_length(config: dict, max_positions: int | None) -> int | None:
+    """``get_context_length``: the first context key, times the rope factor; None when no key is set."""
+    scaling = config.get("rope_scaling")
+    factor = 1
+    if isinstance(scaling, dict) and scaling:
+        factor = scaling.get("factor", 1)
+        if "original_max_position_embeddings" in scaling or scaling.get("rope_type") == "llama3":
+            factor = 1
+    values = [config.get(key) for key in CONTEXT_LENGTH_KEYS] + [max_positions]
+    value = next((v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)), None)
+    return None if value is None else int(factor * value)
+
+
+def sglang_layers(report: Any) -> tuple[list[LayerSpec], list[str]]:
+    """(the layers SGLang sizes, notes on how they differ from the report's)."""
+    layers, notes = list(report.layer_specs), []
+    if report.model_type == "chatglm" and "multi_query_group_num" not in (report.config or {}):
+        layers = [with_kv_heads(layer, CHATGLM_DEFAULT_GROUPS) for layer in layers]
+        notes.append("SGLang's own ChatGLMConfig defaults multi_query_group_num to 1 and sizes one KV head "
+                     "per layer (the config has no multi_query_group_num)")
+    if report.model_type in SIZES_EVERY_LAYER:
+        layers, filled = fill_empty_layers(layers)
+        if filled:
+            notes.append(f"SGLang sizes all {len(layers)} layers (num_effective_layers), {filled} no-op "
+                         "attention blocks included, each like an attention block")
+    layers = even_layers_only(report, layers, notes)
+    return layers, notes
+
+
+def even_layers_only(report: Any, layers: list[LayerSpec], notes: list[str]) -> list[LayerSpec]:
+    """ZAYA1 without ``zaya_layers``: SGLang keeps the caches of the even layers only (module docstring)."""
+    key = EVEN_LAYERS_UNLESS_LISTED.get(report.model_type)
+    if key is None or (report.config or {}).get(key) or not any(layer.parts for layer in layers[1::2]):
+        return layers
+    notes.append(f"SGLang's config class places attention on the even layers when the config has no {key} "
+                 f"({len(layers[::2])} of {len(layers)}); the odd layers keep no KV or state there")
+    template = next(layer.parts for layer in layers if layer.parts)
+    return [layer.model_copy(update={"parts": (layer.parts or template) if i % 2 == 0 else ()})
+            for i, layer in enumerate(layers)]
+
+
+def replicated_state(report: Any) -> Callable[[Any], bool]:
+    """Which state parts SGLang keeps whole on every TP rank (module docstring: ZAYA1's ``prev_hs``)."""
+    hidden = (report.config or {}).get("hidden_size")
+    if report.model_type not in WHOLE_HIDDEN_CONV or not isinstance(hidden, int):
+        return lambda part: False
+    return lambda part: isinstance(part, ShortConvState) and part.dim == hidden and part.conv_kernel == 2
+
+
+def with_kv_heads(layer: LayerSpec, heads: int) -> LayerSpec:
+    """``layer`` with every full-attention part holding ``heads`` KV heads."""
+    parts = tuple(part.model_copy(update={"kv_heads": heads}) if isinstance(part, FullAttention) else part
+                  for part in layer.parts)
+    return layer.model_copy(update={"parts": parts})
+
+
+def fill_empty_layers(layers: list[LayerSpec]) -> tuple[list[LayerSpec], int]:
+    """Layers with no part given the first attention layer's parts; (layers, how many were filled)."""
+    template = next((layer for layer in layers if layer.parts), None)
+    if template is None:
+        return layers, 0
+    filled = [layer if layer.parts else layer.model_copy(update={"parts": tuple(template.parts)}) for layer in layers]
+    return filled, sum(1 for layer in layers if not layer.parts)

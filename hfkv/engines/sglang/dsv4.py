@@ -1,0 +1,174 @@
+"""SGLang 0.5.23's DeepSeek V4 pools (``DSV4PoolConfigurator``, engines.md §2.6c, §3.1).
+
+Every layer keeps a sliding-window latent in fp8 rows of the v4 layout (584 B, pages padded to
+576 B); compressed layers add a pool per compression ratio (c4 with its indexer, c128), and the
+request slots hold fixed compressor state. The KV dtype is always fp8: ``auto`` resolves to
+fp8_e4m3, and ``DeepSeekV4SingleKVPool.create_buffer`` asserts uint8 (fp8) storage, so SGLang accepts
+``--kv-cache-dtype bf16`` and then fails at start-up. The allocator adds an int64 full→SWA index map
+(8 B per full token) that the sizing figure leaves out; hfkv prints the sizing figure and notes it.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Any
+
+from hfkv.model.dtypes import block_scaled_bytes, ceil_div
+from hfkv.errors import UnsupportedModelError
+from hfkv.model.specs import CompressedKV, IndexerKeys, LayerSpec, MLALatent
+
+from hfkv.engines import number, printed
+from hfkv.engines.sglang.backend import SIXTEEN_BIT, requested_kv_dtype
+from hfkv.engines.sglang.config import context_length
+from hfkv.engines.sglang.pools import floor_to_page, running_requests
+
+DSV4_PAGE = 256
+DSV4_ROW = 584  # 448 fp8 nope + 64·2 bf16 rope + 7 scales + 1 pad
+DSV4_ALIGN = 576
+DSV4_LOW_RATIO_INDEXER = 68  # fp4 indexer of the ratio-1/2 pools
+DSV4_C4_RING = 8
+DSV4_STATE_BYTES = 4  # fp32 compressor state
+INDEX_MAP_BYTES = 8  # mem_cache/allocator/swa.py: int64 full→SWA index per full token
+DEFAULT_RUNNING_REQUESTS = 256  # arg_groups/deepseek_v4_hook.py: max_running_requests when unset
+
+
+def dsv4_paged(page_tokens: int) -> Fraction:
+    """Bytes per entry of a pool paged ``page_tokens`` entries at a time (rows padded to 576 B)."""
+    return Fraction(ceil_div(page_tokens * DSV4_ROW, DSV4_ALIGN) * DSV4_ALIGN, page_tokens)
+
+
+def dsv4_layers(layers: list[LayerSpec]) -> tuple[int, dict[int, int], int, int]:
+    """(layers with a raw window, owned compressed layers per ratio, c4 indexer head dim, latent dim)."""
+    windowed = sum(1 for layer in layers if any(isinstance(p, MLALatent) for p in layer.parts))
+    per_ratio: dict[int, int] = {}
+    index_dim, latent_dim = 128, 512
+    for layer in layers:
+        for part in layer.parts:
+            if isinstance(part, CompressedKV) and part.copies:
+                per_ratio[part.ratio] = per_ratio.get(part.ratio, 0) + 1
+                latent_dim = part.head_dim
+            elif isinstance(part, IndexerKeys) and part.ratio > 1:
+                index_dim = part.head_dim
+    return windowed or len(layers), per_ratio, index_dim, latent_dim
+
+
+def bytes_per_full_token(layers: list[LayerSpec], page: int, ratio: Fraction) -> tuple[Fraction, Fraction, dict]:
+    """(bytes per full-pool token, bytes per SWA token, {ratio: (bytes per full token, layers)})."""
+    windowed, per_ratio, index_dim, latent_dim = dsv4_layers(layers)
+    c4_state = Fraction(DSV4_C4_RING, page) * (2 * 2 * latent_dim + 2 * 2 * index_dim) * DSV4_STATE_BYTES
+    per_swa = dsv4_paged(page) * windowed + c4_state * per_ratio.get(4, 0)
+    indexer = block_scaled_bytes(index_dim, "fp8")
+    coeff: dict[int, Fraction] = {}
+    for r in per_ratio:
+        paged = dsv4_paged(max(page // r, 1))
+        if r == 4:
+            coeff[r] = paged / 4 + indexer / 4
+        elif r in (1, 2):
+            coeff[r] = (paged + DSV4_LOW_RATIO_INDEXER) / r
+        else:
+            coeff[r] = paged / r
+    total = ratio * per_swa + sum(coeff[r] * n for r, n in per_ratio.items())
+    return total, per_swa, {r: (coeff[r], per_ratio[r]) for r in per_ratio}
+
+
+def fixed_state_bytes(per_ratio: dict, slots: int, latent_dim: int) -> int:
+    """``_get_c128_state_fixed_bytes`` + ``_get_c2_state_fixed_bytes`` for ``slots`` request slots."""
+    fixed = 0
+    if 128 in per_ratio:
+        rows = ceil_div(slots * 128 + 129, 128) * 128
+        fixed += rows * 2 * latent_dim * DSV4_STATE_BYTES * per_ratio[128][1]
+    if 2 in per_ratio:
+        rows = ceil_div(slots * 2 + 3, 2) * 2
+        fixed += rows * 2 * latent_dim * DSV4_STATE_BYTES * per_ratio[2][1]
+    return fixed
+
+
+def check_kv_dtype(report: Any, warnings: list[str]) -> None:
+    """A 16-bit KV dtype given explicitly fails SGLang's start-up; refused, or warned when unknown."""
+    if report.precision.kv not in SIXTEEN_BIT:
+        return
+    reason = ("DeepSeekV4SingleKVPool.create_buffer asserts fp8 (uint8) storage, so SGLang fails at start-up "
+              "with --kv-cache-dtype bf16")
+    requested = requested_kv_dtype(report)
+    if requested is None:
+        warnings.append(f"DeepSeek V4: sized for the default auto (fp8_e4m3) KV; {reason}")
+    elif requested != "auto":
+        raise UnsupportedModelError(f"SGLang 0.5.23 cannot serve DeepSeek V4 with a {requested} KV cache: {reason}")
+
+
+# model types whose DSV4PoolConfigurator takes cap mode (_resolve_swa_cap_tokens: a fixed SWA pool for the
+# request cap plus radix headroom, out of the per-token coefficient), which hfkv does not model yet.
+CAP_MODE_MODEL_TYPES = frozenset({"deepseek_v41"})
+
+
+def warn_cap_mode(report: Any, warnings: list[str]) -> None:
+    """Say that SGLang sizes this model's SWA pool in cap mode, which these figures do not follow."""
+    if report.model_type in CAP_MODE_MODEL_TYPES:
+        warnings.append("DeepSeek-V4.1: SGLang reserves the SWA pool as fixed bytes for the request cap (cap "
+                        "mode, _resolve_swa_cap_tokens), not per full token; hfkv's ratio sizing differs from it")
+
+
+def simulate(report: Any, *, budget_bytes: int | None, max_model_len: int | None, knobs: dict,
+             swa_ratio: Fraction, warnings: list[str], notes: list[str]) -> dict:
+    """DSV4PoolConfigurator's figures (see the module docstring); ``notes`` say where the ratio came from."""
+    check_kv_dtype(report, warnings)
+    warn_cap_mode(report, warnings)
+    context_notes: list[str] = []
+    context = context_length(report, max_model_len, context_notes, warnings)
+    assumptions = [*warnings, "DeepSeek V4 pool: fp8 rows in the v4 layout (584 B, pages padded to 576 B)", *notes,
+                   *context_notes]
+    layers = list(report.layer_specs)
+    draft = int(knobs["speculative_draft_layers"] or 0)
+    page = knobs["page_size"] or DSV4_PAGE
+    if not knobs["page_size"]:
+        assumptions.append(f"page size {page} (SGLang default for DeepSeek V4)")
+    per_token, per_swa, per_ratio = bytes_per_full_token(layers, page, swa_ratio)
+    if draft:
+        per_token = per_token * (len(layers) + draft) / len(layers)
+        assumptions.append(f"speculative draft pool: {draft} MTP layer(s), bytes per token × (L + {draft})/L, "
+                           f"L = {len(layers)}")
+    else:
+        assumptions.append("no speculative draft pool (--speculative-draft-layers: MTP multiplies by (L+1)/L)")
+    assumptions.append(f"SGLang's allocator also keeps an int64 full→SWA index map: {INDEX_MAP_BYTES} B per full "
+                       "token more than this sizing figure")
+    result: dict[str, Any] = {
+        "configurator": "DSV4PoolConfigurator",
+        "bytes_per_token": number(per_token),
+        "bytes_per_swa_token": number(per_swa),
+        "compressed_bytes_per_token": {str(r): number(c) for r, (c, _) in sorted(per_ratio.items())},
+        "page_size": page,
+        "swa_full_tokens_ratio": float(swa_ratio),
+        "context_length": context,
+    }
+    if budget_bytes is not None:
+        result.update(pools(budget_bytes, float(per_token), float(swa_ratio), page, per_ratio,
+                            dsv4_layers(layers)[3], context, knobs, assumptions))
+    result["warnings"] = warnings
+    result["assumptions"] = assumptions
+    return result
+
+
+def pools(budget: int, per_token: float, ratio: float, page: int, per_ratio: dict, latent_dim: int,
+          context: int | None, knobs: dict, assumptions: list[str]) -> dict:
+    """``calculate_pool_sizes``: compressor state for the request slots, then the pools."""
+    given = knobs["max_running_requests"]
+    if given is None:
+        given = DEFAULT_RUNNING_REQUESTS
+        knobs = {**knobs, "max_running_requests": given}
+        assumptions.append(f"max_running_requests = {given} (SGLang's DeepSeek V4 default)")
+    slots_for = max(1, int(given))
+    fixed = fixed_state_bytes(per_ratio, slots_for + 1, latent_dim)
+    full = floor_to_page(int(max(budget - fixed, 0) / per_token), page)
+    swa = floor_to_page(int(full * ratio), page)
+    if full <= 0:
+        raise UnsupportedModelError("SGLang: 'Not enough memory. Please try to increase --mem-fraction-static.' "
+                                    "(the budget holds no DeepSeek V4 page)")
+    running = running_requests(full, context, knobs, None)
+    out = {
+        "max_total_num_tokens": full, "kv_cache_tokens": full, "swa_tokens": swa,
+        "c4_tokens": full // 4, "c128_tokens": full // 128, "fixed_state_bytes": fixed,
+        "max_running_requests": running, "max_mamba_cache_size": None,
+    }
+    if context:
+        out["max_concurrency"] = printed(min(full / context, running))
+    return out

@@ -1,0 +1,208 @@
+"""Whether SGLang 0.5.23 can serve a model at all, before any pool is sized.
+
+``check(report, knobs)`` raises ``UnsupportedModelError`` with SGLang's own reason (one line) when SGLang
+would refuse the model at start-up, and returns one-line warnings when it serves the model through a
+path hfkv cannot fully check. The rules, read from SGLang's source:
+
+- An architecture with no native ``EntryClass`` goes to the transformers fallback
+  (``model_loader/utils.py:resolve_transformers_arch``): refused when transformers' class is not
+  backend-compatible (Bloom, Falcon, MPT in transformers), or when transformers has no such class and
+  the config's ``auto_map`` has no ``AutoModel`` ("Cannot find model module": falcon-40b's RW,
+  replit's MPT, MiniMax-M1, the old ``LLaMAForCausalLM`` spelling). SGLang only takes this path when
+  no architecture of the config is native (``get_model_architecture``).
+- ``--pp-size`` > 1: two model overrides refuse it while the server arguments resolve (keyed by the
+  config's first architecture after SGLang's renames): IQuest Q1 (``model_overrides/iquest_q1.py``) and
+  DeepSeek-V4.1 (``deepseek_v4_hook.validate_deepseek_v41_features``). Every other native class must
+  take ``pp_proxy_tensors`` in its ``forward`` (``ModelRunner``: ``assert self.support_pp``, "Pipeline
+  Parallel is not compatible with this model."); the table's ``supports_pp`` column. The transformers
+  fallback classes all take it.
+- TP the attention classes assert against (table column ``tp_asserts``, read from each class's
+  ``__init__``): ``total_num_heads % tp_size == 0`` and, for KV heads, ``kv % tp == 0`` when
+  ``kv >= tp`` else ``tp % kv == 0``, at the full TP or the attention TP (tp / dp under DP attention).
+  SGLang raises them while building the model. Refused only when every class the table lists for the
+  architecture fails (the table may list classes a subclass replaces); an unknown TP or table entry
+  makes no claim. Query heads from the text config, KV heads from the layers SGLang sizes.
+- Nemotron-NAS (DeciLM) with per-block KV-head counts: ``ModelConfig.get_total_num_kv_heads`` raises
+  "Variable GQA (VGQA) is not yet supported for nemotron-nas in sglang".
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hfkv.errors import UnsupportedModelError
+from hfkv.model.specs import FullAttention
+
+from hfkv.engines.archs import TpAssert, sglang_architectures, sglang_pp_support, sglang_tp_asserts
+from hfkv.engines.layout import size
+from hfkv.engines.sglang.config import sglang_layers
+from hfkv.engines.sglang.fallback import BACKEND_COMPATIBLE, BACKEND_INCOMPATIBLE, COVERED_SUFFIXES, TRANSFORMERS_VERSION
+
+PREFIX = "SGLang 0.5.23 cannot serve this model"
+# SGLang's own config classes rename these architectures to a native one before the registry lookup.
+ARCHITECTURE_ALIASES = {
+    "DeepseekV41ForCausalLM": "DeepseekV4ForCausalLM",  # configs/deepseek_v41.py
+    "Olmo3ForCausalLM": "Olmo2ForCausalLM",  # configs/olmo3.py
+}
+# model_runner.py: assert self.support_pp (the model's forward takes pp_proxy_tensors) when pp_size > 1.
+PP_REFUSAL = "Pipeline Parallel is not compatible with this model."
+# Model overrides that refuse --pp-size > 1 before the model is built, by the first architecture.
+IQUEST_PP = "IQuest Q1 does not support pipeline parallelism."  # model_overrides/iquest_q1.py
+PP_OVERRIDES = {"IQuestQ1ForCausalLM": IQUEST_PP, "IQuestQ1MTP": IQUEST_PP}
+# deepseek_v4_hook.validate_deepseek_v41_features, for model_type deepseek_v41 only.
+DSV41_PP = "DeepSeek-V4.1 does not support pipeline parallelism yet; disable it to serve this model."
+
+
+def check(report: Any, knobs: dict | None = None) -> list[str]:
+    """Warnings (one line each) for a model SGLang serves; UnsupportedModelError for one it refuses.
+    ``knobs`` are the engine knobs (``pipeline_parallel_size``; absent means 1)."""
+    check_pipeline(report, size((knobs or {}).get("pipeline_parallel_size"), "pipeline_parallel_size"))
+    warnings = fallback_warnings(report)
+    check_variable_gqa(report)
+    check_tp_asserts(report, knobs or {})
+    return warnings
+
+
+def native_architectures(report: Any) -> list[str]:
+    """The config's architectures as SGLang's config classes rename them (``ARCHITECTURE_ALIASES``)."""
+    return [ARCHITECTURE_ALIASES.get(a, a) for a in (report.architectures or [])]
+
+
+def native_class(report: Any) -> str | None:
+    """``ModelRegistry.resolve_model_cls``: the first of the config's architectures SGLang registers."""
+    native = sglang_architectures()
+    return next((a for a in native_architectures(report) if a in native), None)
+
+
+def check_pipeline(report: Any, pp: int) -> None:
+    """SGLang's refusals of ``--pp-size`` > 1 for this model (the module docstring)."""
+    if pp <= 1:
+        return
+    archs = native_architectures(report)
+    first = archs[0] if archs else None
+    model_type = (report.config or {}).get("model_type") or report.model_type
+    if first in PP_OVERRIDES:
+        raise UnsupportedModelError(f"{PREFIX} at --pp-size {pp}: {PP_OVERRIDES[first]}")
+    if first == "DeepseekV4ForCausalLM" and model_type == "deepseek_v41":
+        raise UnsupportedModelError(f"{PREFIX} at --pp-size {pp}: {DSV41_PP}")
+    # No registered architecture means the transformers fallback, whose classes all take pp_proxy_tensors.
+    arch = native_class(report)
+    if arch is not None and not sglang_pp_support()[arch]:
+        raise UnsupportedModelError(f"{PREFIX} at --pp-size {pp}: {PP_REFUSAL} ({arch}'s forward takes no "
+                                    "pp_proxy_tensors)")
+
+
+def fallback_warnings(report: Any) -> list[str]:
+    """The transformers-fallback verdict for a config whose architectures SGLang has no class for."""
+    archs = [a for a in native_architectures(report) if not a.startswith("Transformers")]
+    native = sglang_architectures()
+    if not archs or any(a in native for a in archs):
+        return []
+    auto_map = (report.config or {}).get("auto_map") or {}
+    # The fallback's generic sizing (ModelConfig) gives every layer full KV and reserves no state pool.
+    keeps_state = any(part.recurrent for layer in report.layer_specs for part in layer.parts)
+    warnings = []
+    for arch in archs:
+        warning = fallback_verdict(arch, auto_map, keeps_state)
+        if warning:
+            warnings.append(warning)
+    return warnings
+
+
+def fallback_verdict(arch: str, auto_map: dict, keeps_state: bool = False) -> str | None:
+    """A warning for ``arch`` served by the fallback, or UnsupportedModelError when SGLang refuses it.
+    ``keeps_state``: hfkv's layers hold recurrent state, which the fallback's generic sizing does not."""
+    if arch in BACKEND_INCOMPATIBLE:
+        raise UnsupportedModelError(
+            f"{PREFIX}: {arch} has no SGLang class and its transformers {TRANSFORMERS_VERSION} implementation "
+            "is not compatible with SGLang (_supports_attention_backend is False)")
+    if arch in BACKEND_COMPATIBLE and keeps_state:
+        return (f"SGLang has no native class for {arch}: its transformers fallback sizes every layer as full "
+                "attention with no state pool; hfkv's figures keep the recurrent layers as state, not SGLang's")
+    if arch in BACKEND_COMPATIBLE:
+        return (f"SGLang has no native class for {arch}: it serves it through its transformers fallback "
+                "(generic sizing; the figures are what that path allocates)")
+    if isinstance(auto_map, dict) and "AutoModel" in auto_map:
+        return (f"SGLang has no native class for {arch}: it would build the repo's own code (auto_map "
+                "AutoModel), which hfkv does not run; the figures assume that code loads")
+    if arch.endswith(COVERED_SUFFIXES):
+        raise UnsupportedModelError(
+            f"{PREFIX}: {arch} has no SGLang class, is not a transformers {TRANSFORMERS_VERSION} class, and "
+            "the config's auto_map has no AutoModel (SGLang: 'Cannot find model module')")
+    return (f"SGLang has no native class for {arch}; hfkv cannot tell whether SGLang's transformers "
+            "fallback serves it")
+
+
+def check_variable_gqa(report: Any) -> None:
+    """Nemotron-NAS takes one KV-head count from its blocks; different counts are refused."""
+    if report.model_type != "nemotron-nas":
+        return
+    heads = {part.kv_heads for layer in report.layer_specs for part in layer.parts
+             if isinstance(part, FullAttention)}
+    if len(heads) > 1:
+        raise UnsupportedModelError(
+            f"{PREFIX}: blocks with {sorted(heads)} KV heads; SGLang: 'Variable GQA (VGQA) is not yet "
+            "supported for nemotron-nas in sglang'")
+
+
+HEAD_KEYS = ("num_attention_heads", "n_head", "n_heads", "num_heads")
+
+
+def check_tp_asserts(report: Any, knobs: dict) -> None:
+    """Refuse a TP every attention class of the model asserts against (module docstring)."""
+    attn_tp = report.tensor_parallel_size  # engine modes hand each DP-attention rank its attention TP
+    dp = int(knobs.get("data_parallel_size") or 1) if knobs.get("enable_dp_attention") else 1
+    reason = tp_refusal(report, attn_tp * dp, attn_tp)
+    if reason:
+        raise UnsupportedModelError(reason)
+
+
+def tp_refusal(report: Any, tp: int, attn_tp: int) -> str | None:
+    """SGLang's model-build refusal of TP ``tp`` (attention TP ``attn_tp``) for this model, or None."""
+    arch = native_class(report)
+    asserts = sglang_tp_asserts().get(arch) if arch else None
+    if not asserts or tp <= 1:
+        return None
+    sizes = {"tp": tp, "attn_tp": attn_tp}
+    failures = [tp_failure(entry, query_heads(report), kv_heads(report), sizes) for entry in asserts]
+    if not all(failures):
+        return None
+    where = f"{PREFIX} at TP {tp}" + (f" (attention TP {attn_tp})" if attn_tp != tp else "")
+    if len(asserts) == 1:
+        return f"{where}: its {asserts[0].cls} asserts {failures[0]}"
+    # The table lists every class the entry class may build; each one fails, none is singled out.
+    names = ", ".join(entry.cls for entry in asserts)
+    return (f"{where}: every attention class it may build ({names}) fails its TP assertion, e.g. "
+            f"{asserts[0].cls} asserts {failures[0]}")
+
+
+def tp_failure(entry: TpAssert, heads: list[int], kv: list[int], sizes: dict) -> str | None:
+    """The first assertion of ``entry`` that these head counts fail, as SGLang writes it; None if
+    they all hold or the TP it divides by is unknown."""
+    if entry.tp is None:
+        return None
+    tp, name = sizes[entry.tp], f"{entry.tp}_size"
+    for h in heads if "heads" in entry.kinds else []:
+        if h % tp:
+            return f"total_num_heads ({h}) % {name} ({tp}) == 0"
+    for k in kv if "kv" in entry.kinds else []:
+        if k >= tp and k % tp:
+            return f"total_num_kv_heads ({k}) % {name} ({tp}) == 0"
+        if k < tp and tp % k:
+            return f"{name} ({tp}) % total_num_kv_heads ({k}) == 0"
+    return None
+
+
+def query_heads(report: Any) -> list[int]:
+    """The text config's attention-head counts (a per-layer list gives each); [] when it names none."""
+    config = report.config or {}
+    value = next((config[k] for k in HEAD_KEYS if config.get(k) is not None), None)
+    values = value if isinstance(value, list) else [value]
+    return sorted({v for v in values if isinstance(v, int) and not isinstance(v, bool) and v > 0})
+
+
+def kv_heads(report: Any) -> list[int]:
+    """The KV-head counts of the attention layers SGLang sizes (its own config reading applied)."""
+    layers, _ = sglang_layers(report)
+    return sorted({part.kv_heads for layer in layers for part in layer.parts
+                   if isinstance(getattr(part, "kv_heads", None), int) and part.kv_heads > 0})

@@ -1,0 +1,180 @@
+"""vLLM 0.33.0's block size and KV-cache groups over hfkv's per-layer specs (engines.md §3.2.3–§3.2.4).
+
+``Spec`` is one layer's KV-cache spec as vLLM builds it; ``block_size`` replays
+``Platform.update_block_size_for_backend`` (backend size, then ``_align_hybrid_block_size`` for
+attention + Mamba hybrids); ``make_groups`` replays ``get_kv_cache_groups`` (one group for a uniform
+type, else equal-page groups of equal layer counts with padding slots, or the full-allocation
+fallback).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from fractions import Fraction
+
+from hfkv.model.dtypes import ceil_div
+from hfkv.errors import UnsupportedModelError
+
+from hfkv.engines import number
+from hfkv.engines.vllm.backends import Backend, mamba_checkpoint_alignment
+
+MLA_HYBRID_ALIGN = 128  # _align_hybrid_block_size: TRTLLM/FlashInfer MLA decode wants 128-token multiples
+DEFAULT_BLOCK = 16  # CacheConfig.block_size when no backend or model sets one
+GROUP_SIZE_SLACK = Fraction(3, 2)  # one group per type when the largest count is < 1.5 × the smallest
+
+
+class PagesDiffer(Exception):
+    """The attention page sizes are not multiples of each other (e.g. MLA next to regular SWA)."""
+
+
+@dataclass(frozen=True)
+class Spec:
+    """One KV-cache spec: an attention part (bytes per token) or a Mamba-like state (bytes per request)."""
+
+    kind: str  # full | sliding | chunked | mamba
+    token_bytes: Fraction = Fraction(0)
+    state_bytes: Fraction = Fraction(0)
+    window: int | None = None
+    mla: bool = False
+    head_dim: int = 0  # attention head size (backend choice); GDN head_k_dim (its prefill kernel)
+    variant: str = ""  # state layers: mamba1 | mamba2 | gdn | gdn-plain | kda | lightning | conv
+    checkpoint_blocks: int = 0  # MambaSpec.num_prefill_checkpoint_blocks
+
+    @property
+    def key(self) -> tuple:
+        """Specs with equal keys share groups."""
+        return (self.kind, self.window, self.token_bytes, self.state_bytes, self.mla)
+
+
+@dataclass
+class Group:
+    """A KV-cache group of ``layers`` specs plus ``padding`` empty slots; one block ID costs ``block_bytes``."""
+
+    spec: Spec
+    layers: int
+    padding: int
+    block_size: int
+    block_bytes: Fraction  # the pages of every slot of the group for one block ID
+
+    def blocks_per_request(self, length: int, in_flight: int, state_blocks: int, align_mode: bool) -> int:
+        """Blocks one request of ``length`` tokens holds in this group (``max_memory_usage_bytes`` / page).
+
+        Mamba: ``state_blocks`` (2 + speculative in align mode, else 1 + speculative), plus the
+        layer's prefill-checkpoint block in align mode.
+        """
+        b, spec = self.block_size, self.spec
+        if spec.kind == "mamba":
+            return state_blocks + (spec.checkpoint_blocks if align_mode else 0)
+        if spec.kind == "sliding":
+            return ceil_div(min(spec.window - 1 + in_flight, length), b) + 1
+        if spec.kind == "chunked":
+            return ceil_div(min(spec.window + in_flight, length), b)
+        return ceil_div(length, b)
+
+
+def block_size(specs: list[Spec], backend: Backend | None, knobs: dict, align_mode: bool, major: int,
+               length: int | None, assumptions: list[str], attention_free: bool = True) -> int:
+    """The cache block size: the backend's (or ``--block-size``), raised for hybrids so one attention
+    page holds the largest Mamba state; attention-free models use max_model_len (``mamba_block_size``).
+    A hybrid class with no attention layer in its config keeps the default 16 (no page to align)."""
+    attention = [s for s in specs if s.kind != "mamba"]
+    mamba = [s for s in specs if s.kind == "mamba"]
+    given = int(knobs["block_size"]) if knobs["block_size"] else None
+    if not attention and not attention_free:
+        block = given or DEFAULT_BLOCK
+        assumptions.append(f"a hybrid model class with no attention layer here: block size {block} (vLLM's default)")
+        return block
+    if not attention:
+        block = given if given and align_mode else (length or given or 16)
+        assumptions.append(f"attention-free: Mamba block size = max_model_len {block} (mamba_block_size)")
+        return block
+    base = given or backend.block_size
+    if not given:
+        assumptions.append(f"attention backend {backend.name}, block size {base} ({backend.why})")
+    if not mamba:
+        return base
+    align = max(backend.kernel_block, base)
+    if any(s.mla for s in attention):
+        align = max(align, MLA_HYBRID_ALIGN)
+    if align_mode:
+        alignments = [mamba_checkpoint_alignment(s.variant, major, s.head_dim) for s in mamba]
+        if all(a is not None for a in alignments):
+            align = math.lcm(align, *alignments)
+    per_token = max(s.token_bytes for s in attention)
+    if len({s.token_bytes for s in attention}) > 1:
+        assumptions.append("attention layers differ in size: the largest sets the Mamba alignment")
+    state = max(s.state_bytes for s in mamba)
+    block = align * math.ceil(state / (align * per_token))
+    block = backend.kernel_block * ceil_div(block, backend.kernel_block)
+    block = max(base, block)
+    assumptions.append(f"block size {block} = {align} × ceil(Mamba state {number(state)} B / "
+                       f"({align} × {number(per_token)} B per token)): an attention page holds one state")
+    return block
+
+
+def group_size(counts: list[int]) -> int:
+    """_get_kv_cache_groups_uniform_page_size: the smallest count, or the largest if max < 1.5·min."""
+    low, high = min(counts), max(counts)
+    return high if high < GROUP_SIZE_SLACK * low else low
+
+
+def make_groups(specs: list[Spec], block: int, assumptions: list[str]) -> list[Group]:
+    """One group for uniform types; otherwise unify page sizes and split types into equal groups."""
+    try:
+        return _groups(specs, block, assumptions)
+    except PagesDiffer:
+        return _full_allocation_fallback(specs, block, assumptions)
+
+
+def _groups(specs: list[Spec], block: int, assumptions: list[str]) -> list[Group]:
+    attention = [s for s in specs if s.kind != "mamba"]
+    types: dict[tuple, list[Spec]] = {}
+    for spec in specs:
+        types.setdefault(spec.key, []).append(spec)
+    if len({(s.kind, s.window) for s in specs}) == 1:  # uniform spec or uniform type: every layer in one group
+        spec = specs[0]
+        total = sum((s.state_bytes if s.kind == "mamba" else block * s.token_bytes for s in specs), Fraction(0))
+        return [Group(spec=spec, layers=len(specs), padding=0, block_size=block, block_bytes=total)]
+    top = max(block * s.token_bytes for s in attention) if attention else max(s.state_bytes for s in specs)
+    blocks: dict[tuple, int] = {}
+    for key, members in types.items():
+        spec = members[0]
+        if spec.kind == "mamba":
+            blocks[key] = block
+            continue
+        page = block * spec.token_bytes
+        if top % page:
+            raise PagesDiffer()
+        blocks[key] = block * int(top // page)
+    if any(s.kind == "mamba" and s.state_bytes < top for s in specs):
+        waste = max((top - s.state_bytes) / s.state_bytes for s in specs if s.kind == "mamba")
+        assumptions.append(f"Mamba pages padded to the attention page (+{float(waste) * 100:.2f}%)")
+    size = group_size([len(m) for m in types.values()])
+    groups: list[Group] = []
+    padding = 0
+    for key, members in types.items():
+        count = ceil_div(len(members), size)
+        padding += count * size - len(members)
+        for g in range(count):
+            real = len(members[g::count])
+            groups.append(Group(spec=members[0], layers=real, padding=size - real, block_size=blocks[key],
+                                block_bytes=size * top))
+    if padding:
+        assumptions.append(f"{len(groups)} KV cache groups of {size} layer slots: {padding} padding layer(s)")
+    return groups
+
+
+def _full_allocation_fallback(specs: list[Spec], block: int, assumptions: list[str]) -> list[Group]:
+    """_try_get_full_allocation_fallback_groups: promote sliding/chunked specs to full and regroup."""
+    if not any(s.kind in ("sliding", "chunked") for s in specs):
+        raise UnsupportedModelError(
+            "vLLM page sizes of these layers are not multiples of each other (e.g. a DSA indexer next to "
+            "Mamba state): not modelled"
+        )
+    assumptions.append("page sizes cannot be unified: sliding layers promoted to full allocation")
+    promoted = [replace(s, kind="full", window=None) if s.kind in ("sliding", "chunked") else s for s in specs]
+    try:
+        return _groups(promoted, block, assumptions)
+    except PagesDiffer:
+        raise UnsupportedModelError("vLLM cannot unify these page sizes") from None

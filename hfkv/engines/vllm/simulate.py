@@ -1,0 +1,371 @@
+"""vLLM 0.33.0 block arithmetic (engines.md §2, §3.2), over a report's layer specs.
+
+Every attention-like layer gets a KV-cache spec (layers that share another layer's KV get none).
+The hybrid manager groups the specs so that every group has the same number of layer slots (padding
+layers fill the gaps) and every slot the same page size; all groups draw block IDs from one pool, so
+``bytes_per_block`` is one group's pages and ``num_blocks = budget // bytes_per_block``. The logged
+numbers then count, per request of ``max_model_len`` tokens, the blocks each group needs (full:
+the whole length; sliding: the window plus the tokens in flight; Mamba: 1, or 2 + a prefill
+checkpoint block in align mode). Before any of that, vLLM may refuse the model (``vllm_models``);
+the backend, and so the block size, follows the GPU generation (``vllm_backends``).
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Any, Callable
+
+from hfkv.model import dtypes
+from hfkv.model.dtypes import block_scaled_bytes, ceil_div
+from hfkv.errors import UnsupportedModelError
+from hfkv.model.specs import (
+    ChunkedLocal,
+    CompressedKV,
+    FullAttention,
+    IndexerKeys,
+    LayerSpec,
+    LinearAttentionState,
+    MambaState,
+    MLALatent,
+    SlidingWindow,
+)
+
+from hfkv.engines import capability_major, context_length, number, printed
+from hfkv.engines.vllm import backends
+from hfkv.engines.vllm import dsv4 as vllm_dsv4
+from hfkv.engines.vllm import transformers as vllm_transformers
+from hfkv.engines.vllm.backends import choose_backend, is_dsa, sparse_128
+from hfkv.engines.vllm.groups import Group, Spec, block_size, make_groups
+from hfkv.engines.vllm.models import VllmRefusal, default_max_model_len, full_text_config, refusal, transformers_backend
+
+__all__ = ["VllmRefusal", "simulate"]
+
+DEFAULT_MAX_NUM_BATCHED_TOKENS = 8192  # get_batch_defaults: API server, >=70 GiB non-A100 GPU
+# Packed fp8 / fp4 latents of the FlashMLA-sparse backend (DSA), engines.md §2.2d.
+FP8_DS_MLA = 656
+NVFP4_DS_MLA = 352
+# State dtype rules of MambaStateDtypeCalculator (engines.md §2.8d).
+SSM_FP32_ARCH_PREFIXES = ("NemotronH",)  # NemotronHForCausalLMConfig: fp32 or mamba_ssm_cache_dtype
+SSM_FROM_CONFIG_MODEL_TYPE_PREFIXES = ("qwen3_5",)  # Qwen3_5ForConditionalGenerationConfig
+FP32_STATE_VARIANTS = frozenset({"kda"})  # KDA recurrent state
+# GDN layers built on olmo_gdn_linear_attn.py, which declares no prefill checkpoint alignment (only
+# qwen_gdn_linear_attn.py's FlashInfer prefill exports one): no checkpoint block, no 64-token blocks.
+PLAIN_GDN_ARCH_PREFIXES = ("OlmoHybrid",)
+# falcon.py builds its rotary Attention without the cache config: KV stays in the model dtype.
+MODEL_DTYPE_KV_MODEL_TYPES = frozenset({"falcon"})
+
+
+# -- specs --------------------------------------------------------------------------------------
+
+
+def attention_bytes(part: Any, kv: str, tp: int) -> Fraction:
+    """K + V bytes per token of a standard attention part; NVFP4 adds one scale byte per 16 values."""
+    if kv != "fp4":
+        return part.entry_bytes(dtypes.Precision(kv=kv), tp)
+    heads = max(1, part.kv_heads // tp)
+    v_dim = part.head_dim if part.v_head_dim is None else part.v_head_dim
+    return heads * (Fraction(part.head_dim, 2) + Fraction(part.head_dim, 16) + Fraction(v_dim, 2) + Fraction(v_dim, 16))
+
+
+def mla_bytes(part: MLALatent, kv: str, packed: bool) -> Fraction:
+    """MLAAttentionSpec head size: FlashMLA-sparse's fp8_ds_mla 656 B / nvfp4_ds_mla 352 B, else D·e."""
+    if packed and kv == "fp8":
+        return Fraction(FP8_DS_MLA)
+    if packed and kv == "fp4":
+        return Fraction(NVFP4_DS_MLA)
+    if kv == "fp4":
+        raise UnsupportedModelError("vLLM fp4 KV for non-DSA MLA is not modelled")
+    return (part.kv_lora_rank + part.rope_dim) * dtypes.BYTES[kv]
+
+
+def state_precision(report: Any, part: Any, knobs: dict) -> dtypes.Precision:
+    """vLLM state dtypes: the model dtype for conv and SSM, except the families that pin the SSM."""
+    model = report.precision.conv  # the model's 16-bit dtype unless the report overrides it
+    config = report.config or {}
+    ssm = knobs["mamba_ssm_dtype"]
+    if ssm is None:
+        if any(a.startswith(SSM_FP32_ARCH_PREFIXES) for a in report.architectures or []):
+            ssm = dtypes.canonical(config.get("mamba_ssm_cache_dtype")) or "fp32"
+        elif (report.model_type or "").startswith(SSM_FROM_CONFIG_MODEL_TYPE_PREFIXES):
+            ssm = dtypes.canonical(config.get("mamba_ssm_dtype")) or model
+        elif isinstance(part, LinearAttentionState) and part.variant in FP32_STATE_VARIANTS:
+            ssm = "fp32"
+        else:
+            ssm = model
+    return dtypes.Precision(kv=report.precision.kv, state=dtypes.require(ssm, "--mamba-ssm-dtype"), conv=model)
+
+
+def state_variant(part: Any, report: Any) -> str:
+    """The Mamba-like layer kind, which decides its prefill checkpoint (``vllm_backends``);
+    "gdn-plain" for a GDN layer of a model whose vLLM class exports none (``PLAIN_GDN_ARCH_PREFIXES``)."""
+    if isinstance(part, MambaState):
+        return f"mamba{part.version}"
+    if isinstance(part, LinearAttentionState):
+        if part.variant == "gdn" and any(a.startswith(PLAIN_GDN_ARCH_PREFIXES) for a in report.architectures or []):
+            return "gdn-plain"
+        return part.variant
+    return "conv"
+
+
+def part_spec(part: Any, report: Any, kv: str, knobs: dict, packed: bool) -> Spec | None:
+    """The spec vLLM builds for one part; None for a part that reads another layer's copy."""
+    tp = report.tensor_parallel_size
+    if part.copies == 0:
+        return None
+    if isinstance(part, FullAttention):
+        if part.v_head_dim == 0 and sparse_128(report):  # MiniMax-M3's index keys (K only) stay in the model dtype
+            kv = report.precision.conv
+        if part.declared_window is not None:  # a window covering every position is still a SlidingWindowSpec
+            return Spec("sliding", token_bytes=attention_bytes(part, kv, tp), window=part.declared_window,
+                        head_dim=part.head_dim)
+        return Spec("full", token_bytes=attention_bytes(part, kv, tp), head_dim=part.head_dim)
+    if isinstance(part, SlidingWindow):  # Cohere 2's W + 1 keys (commandr.py) are already the mapper's window
+        return Spec("sliding", token_bytes=attention_bytes(part, kv, tp), window=part.window, head_dim=part.head_dim)
+    if isinstance(part, ChunkedLocal):
+        return Spec("chunked", token_bytes=attention_bytes(part, kv, tp), window=part.chunk, head_dim=part.head_dim)
+    if isinstance(part, MLALatent):
+        kind = "sliding" if part.window else "full"
+        return Spec(kind, token_bytes=mla_bytes(part, kv, packed), window=part.window, mla=True)
+    if isinstance(part, IndexerKeys):  # ratio > 1: GLM's index_kpool pools the keys
+        return Spec("full", token_bytes=Fraction(ceil_div(int(block_scaled_bytes(part.head_dim, "fp8")), part.ratio)),
+                    mla=True)
+    if part.recurrent:
+        spec_rows = int(knobs["num_speculative_tokens"])
+        shaped = part.model_copy(update={"conv_kernel": part.conv_kernel + spec_rows}) if spec_rows else part
+        variant, head = state_variant(part, report), getattr(part, "head_k_dim", 0)
+        return Spec("mamba", state_bytes=shaped.state_bytes(state_precision(report, part, knobs), tp), variant=variant,
+                    head_dim=head, checkpoint_blocks=backends.checkpoint_blocks(variant, capability_major(knobs), head))
+    return None
+
+
+def kv_dtype(report: Any, assumptions: list[str]) -> str:
+    """The KV dtype vLLM's attention layers get: the report's, except models built without the cache config."""
+    kv = report.precision.kv
+    if report.model_type in MODEL_DTYPE_KV_MODEL_TYPES and kv != report.precision.conv:
+        assumptions.append(f"{report.model_type}: vLLM builds this attention without the cache config, so its KV "
+                           f"stays {report.precision.conv} whatever --kv-cache-dtype says")
+        return report.precision.conv
+    return kv
+
+
+def collect_specs(report: Any, kv: str, knobs: dict, assumptions: list[str]) -> list[Spec]:
+    layers: list[LayerSpec] = list(report.layer_specs)
+    dsa = is_dsa(report)
+    packed = dsa and backends.packs_sparse_latent(capability_major(knobs), kv)
+    specs, shared = [], 0
+    for layer in layers:
+        for part in layer.parts:
+            spec = part_spec(part, report, kv, knobs, packed)
+            if spec is None:
+                shared += part.copies == 0
+                continue
+            specs.append(spec)
+    if shared:
+        assumptions.append(f"{shared} part(s) read another layer's KV: no spec, no memory")
+    if dsa:
+        latent = {"fp8": "fp8_ds_mla 656 B", "fp4": "nvfp4_ds_mla 352 B"}.get(kv, kv) if packed else kv
+        assumptions.append(f"DSA: FlashMLA-sparse latent ({latent}) plus a 132 B indexer spec on layers "
+                           "that compute top-k (÷ index_kpool when pooled)")
+    if any(s.kind == "mamba" for s in specs):
+        assumptions.append("Mamba/linear state in the model dtype (vLLM 'auto'; Nemotron-H and KDA SSM fp32)")
+    return promote_local(specs, knobs, assumptions)
+
+
+def transformers_specs(report: Any, kv: str, knobs: dict, backend_class: str, assumptions: list[str]) -> list[Spec]:
+    """The Transformers backend's layers: one Attention each, its window from ``layer_types``."""
+    tp, config = report.tensor_parallel_size, full_text_config(report)
+    specs = [Spec("sliding" if window else "full", token_bytes=attention_bytes(part, kv, tp), window=window,
+                  head_dim=part.head_dim) for part, window in vllm_transformers.layer_windows(report, config)]
+    backend_class = vllm_transformers.served(report, {}, config) or backend_class  # MoE: class defaults count
+    assumptions.append(f"served by vLLM's Transformers modeling backend ({backend_class}): one Attention per "
+                       "decoder layer, sliding where layer_types says sliding_attention")
+    if differ := vllm_transformers.window_disagreements(report, config):
+        assumptions.insert(0, f"WARNING: unchecked: hfkv's mapping and vLLM's reading of sliding_window/layer_types "
+                              f"disagree on {len(differ)} layer(s) (first: {differ[0]}); vLLM's reading is used")
+    if vllm_transformers.ignored_parts(report):
+        assumptions.append(f"{vllm_transformers.ignored_parts(report)} non-attention part(s) of attention layers "
+                           "get no vLLM cache: the backend allocates only its Attention layers")
+    return promote_local(specs, knobs, assumptions)
+
+
+def promote_local(specs: list[Spec], knobs: dict, assumptions: list[str]) -> list[Spec]:
+    """Sliding/chunked specs that vLLM allocates as full attention."""
+    out = []
+    for spec in specs:
+        if spec.kind == "chunked" and not knobs["chunked_local_hybrid"]:
+            out.append(Spec("full", token_bytes=spec.token_bytes, mla=spec.mla, head_dim=spec.head_dim))
+        elif spec.kind in ("sliding", "chunked") and knobs["disable_hybrid_kv_cache_manager"]:
+            out.append(Spec("full", token_bytes=spec.token_bytes, mla=spec.mla, head_dim=spec.head_dim))
+        else:
+            out.append(spec)
+    if any(s.kind == "chunked" for s in specs) and not knobs["chunked_local_hybrid"]:
+        assumptions.append("chunked local attention allocated as full attention "
+                           "(VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=0)")
+    if knobs["disable_hybrid_kv_cache_manager"] and any(s.kind in ("sliding", "chunked") for s in specs):
+        assumptions.append("hybrid KV cache manager disabled: sliding layers get full KV")
+    return out
+
+
+# -- the logged numbers -------------------------------------------------------------------------
+
+
+# vLLM's IsAttentionFree classes (model_executor/models/mamba.py, mamba2.py; FalconMamba is MambaForCausalLM):
+# prefix caching off by default and one Mamba block of max_model_len. A hybrid (IsHybrid) whose config
+# happens to hold no attention layer (Granite-4.0-H without layer_types) is not one of them.
+ATTENTION_FREE_ARCHITECTURES = frozenset({"MambaForCausalLM", "Mamba2ForCausalLM", "FalconMambaForCausalLM"})
+
+
+def attention_free(report: Any, specs: list[Spec]) -> bool:
+    """No attention spec and a class vLLM marks attention-free (``ATTENTION_FREE_ARCHITECTURES``)."""
+    return (not any(s.kind != "mamba" for s in specs)
+            and bool(ATTENTION_FREE_ARCHITECTURES & set(report.architectures or [])))
+
+
+def block_settings(specs: list[Spec], knobs: dict, assumptions: list[str],
+                   free: bool = False) -> tuple[int, int, bool]:
+    """(tokens in flight for the sliding-window bound, Mamba state blocks per request, align mode);
+    ``free``: an attention-free model (``attention_free``)."""
+    batched = knobs["max_num_batched_tokens"]
+    if batched is None:
+        batched = DEFAULT_MAX_NUM_BATCHED_TOKENS
+        if any(s.kind in ("sliding", "chunked") for s in specs):
+            assumptions.append(f"max_num_batched_tokens {batched} (API server on a >=70 GiB non-A100 GPU)")
+    batches = 2 if knobs["async_scheduling"] else 1
+    if any(s.kind in ("sliding", "chunked") for s in specs):
+        assumptions.append(f"sliding-window admission adds {batches} × {batched} tokens in flight "
+                           f"({'async scheduling' if batches == 2 else 'no async scheduling'})")
+    caching = knobs["enable_prefix_caching"]
+    if caching is None:
+        caching = not free  # vLLM disables prefix caching for attention-free models
+    spec_tokens = int(knobs["num_speculative_tokens"])
+    state_blocks = (2 if caching else 1) + spec_tokens
+    if any(s.kind == "mamba" for s in specs):
+        checkpoint = " + 1 prefill-checkpoint block per layer that exports one" if caching else ""
+        mode = "align (prefix caching on)" if caching else "none (prefix caching off)"
+        assumptions.append(f"mamba_cache_mode {mode}: {state_blocks} block(s) per request{checkpoint}")
+    return batches * int(batched), state_blocks, bool(caching)
+
+
+def blocks_per_request(groups: list[Group], length: int, plan: tuple[int, int, bool]) -> int:
+    return sum(g.blocks_per_request(length, *plan) for g in groups)
+
+
+def fit_length(blocks: Callable[[int], int], usable_blocks: int, limit: int) -> int:
+    """The longest length up to ``limit`` whose request (``blocks(length)``) fits ``usable_blocks`` (0: none)."""
+    if blocks(1) > usable_blocks:
+        return 0
+    low, high = 1, limit + 1
+    while high - low > 1:
+        mid = (low + high) // 2
+        if blocks(mid) <= usable_blocks:
+            low = mid
+        else:
+            high = mid
+    return low
+
+
+def gib(value: int | Fraction) -> str:
+    """vLLM's format_gib: GiB rounded to two decimals, as Python prints the float."""
+    return f"{round(float(value) / (1 << 30), 2)}"
+
+
+def capacity(result: dict, blocks: Callable[[int], int], grows: bool, budget: int, length: int,
+             assumptions: list[str]) -> None:
+    """With a budget: blocks and the two logged numbers, or vLLM's refusal when one request does not fit.
+
+    ``get_kv_cache_configs`` keeps the null block out of the fit check (``budget − one block``), but
+    not out of ``num_blocks``, which the concurrency divides.
+    """
+    per_block = Fraction(result["bytes_per_block"])
+    num_blocks = int(budget // per_block)
+    result["num_blocks"] = num_blocks
+    needed = result["blocks_per_request"] * per_block
+    usable = budget - per_block
+    if needed > usable:
+        estimate = fit_length(blocks, num_blocks - 1, length)
+        result["max_model_len_fit"] = estimate
+        result["assumptions"] = assumptions
+        hint = f"Based on the available memory, the estimated maximum model length is {estimate}." if estimate else ""
+        raise VllmRefusal(f"To serve at least one request with the model's max seq len ({length}), ({gib(needed)} "
+                          f"GiB KV cache is needed, which is larger than the available KV cache memory "
+                          f"({gib(usable)} GiB). {hint}".rstrip(), details=result)
+    result["max_model_len_fit"] = fit_length(blocks, num_blocks - 1, 1 << 40) if grows else None
+    concurrency = num_blocks / result["blocks_per_request"]  # float, as vLLM computes it
+    result["max_concurrency"] = printed(concurrency)
+    result["kv_cache_tokens"] = int(concurrency * length)
+    assumptions.append("GPU KV cache size = int(max_concurrency × max_model_len) (vLLM 0.33 formula); one null "
+                       "block is kept out of the fit check")
+
+
+def simulate(report: Any, *, budget_bytes: int | None, max_model_len: int | None, knobs: dict) -> dict:
+    """vLLM's groups, block size and, with a budget, its blocks and logged numbers; ``VllmRefusal`` where
+    vLLM would not start (its reason, one line)."""
+    reason = refusal(report, knobs)
+    if reason:
+        raise VllmRefusal(reason)
+    assumptions = [f"GPU compute capability {knobs['compute_capability']} (--compute-capability or the --gpu preset; default 9.0, an H200)"]
+    if knobs["speculative_draft_layers"]:
+        assumptions.append("--speculative-draft-layers is not modelled in vLLM mode (its draft layers join the KV "
+                           "cache groups): figures are for the target model alone")
+    if max_model_len is not None:
+        length = context_length(report, max_model_len, assumptions)  # checks it is positive
+    else:
+        length = default_max_model_len(report, assumptions)
+    kv = kv_dtype(report, assumptions)
+    assumptions.append(f"KV dtype {kv} (vLLM 'auto' = model dtype or the checkpoint's declared fp8)")
+    if any(isinstance(p, CompressedKV) for layer in report.layer_specs for p in layer.parts):
+        return deepseek_v4(report, budget_bytes, length, knobs, assumptions)
+    backend_class = transformers_backend(report)
+    if backend_class:
+        specs = transformers_specs(report, kv, knobs, backend_class, assumptions)
+    else:
+        specs = collect_specs(report, kv, knobs, assumptions)
+    if not specs:
+        raise UnsupportedModelError("no layer keeps a KV cache or state that vLLM would allocate")
+    free = attention_free(report, specs)
+    plan = block_settings(specs, knobs, assumptions, free)
+    backend = choose_backend(report, specs, kv, knobs)
+    block = block_size(specs, backend, knobs, plan[2], capability_major(knobs), length, assumptions, free)
+    groups = make_groups(specs, block, assumptions)
+    bytes_per_block = max(g.block_bytes for g in groups)
+    growing = [g for g in groups if g.spec.kind != "mamba"]
+    result: dict[str, Any] = {
+        "bytes_per_token": number(sum((bytes_per_block / g.block_size for g in growing), Fraction(0))),
+        "full_attention_bytes_per_token": number(
+            sum((bytes_per_block / g.block_size for g in growing if g.spec.kind == "full"), Fraction(0))),
+        "block_size": block,
+        "bytes_per_block": number(bytes_per_block),
+        "kv_cache_groups": [
+            {"kind": g.spec.kind, "window": g.spec.window, "layers": g.layers, "padding": g.padding,
+             "block_size": g.block_size, "block_bytes": number(g.block_bytes)}
+            for g in groups
+        ],
+        "max_model_len": length,
+        "attention_backend": backend.name if backend else None,
+    }
+    return finish(result, lambda n: blocks_per_request(groups, n, plan), any(g.spec.kind == "full" for g in groups),
+                  budget_bytes, length, assumptions)
+
+
+def finish(result: dict, blocks: Callable[[int], int], grows: bool, budget_bytes: int | None, length: int,
+           assumptions: list[str]) -> dict:
+    """The per-request figures, then (with a budget) the pool's, or vLLM's refusal."""
+    needed = blocks(length)
+    result.update(blocks_per_request=needed, request_bytes=number(needed * Fraction(result["bytes_per_block"])))
+    if budget_bytes is not None:
+        capacity(result, blocks, grows, budget_bytes, length, assumptions)
+    result["assumptions"] = assumptions
+    return result
+
+
+def deepseek_v4(report: Any, budget_bytes: int | None, length: int, knobs: dict, assumptions: list[str]) -> dict:
+    """DeepSeek V4 (fp8 KV; bf16 is refused earlier): vLLM's packed per-layer pages (``vllm_dsv4``)."""
+    figures, groups = vllm_dsv4.plan(report)
+    in_flight, _, _ = block_settings([Spec("sliding", window=1)], knobs, assumptions)
+    assumptions.append("DeepSeek V4: FLASHMLA_SPARSE_DSV4 fp8_ds_mla pages (584 B states, 576 B alignment), "
+                       f"{len(groups)} packed groups (_get_packed_kv_cache_groups)")
+    result = {**figures, "bytes_per_token": number(figures["bytes_per_token"]),
+              "full_attention_bytes_per_token": number(figures["full_attention_bytes_per_token"]),
+              "max_model_len": length, "attention_backend": "FLASHMLA_SPARSE_DSV4"}
+    return finish(result, lambda n: vllm_dsv4.blocks_per_request(groups, n, in_flight), True, budget_bytes, length,
+                  assumptions)

@@ -1,0 +1,455 @@
+"""HTML reports: one self-contained page per report, and a static site of release reports.
+
+``render_html(report)`` returns a whole HTML document: inline CSS and inline SVG charts, no script,
+and a Content-Security-Policy that forbids every fetch, so the file opens anywhere without a
+network. ``report_section(report)`` is the same report as a fragment (the web page shows it).
+``write_site(folder, entries)`` writes ``index.html`` (releases newest first: α, γ, S* and B_max at
+common contexts) and one page per model, for ``hfkv watch --html``.
+
+Pages are drawn from the report's JSON form (``Report.to_dict()``, the stable contract), so a
+report read back from a ``.json`` file renders the same figures; a ``Report`` object adds exact
+curves from its layer specs. Escaping follows the Markdown renderer's rule: every text that comes
+from a config or the Hub (model ids, model types, mapper notes, warnings) is data. It passes
+through ``svg.esc``: one line, control and bidi-override characters shown as escapes,
+``& < > " '`` escaped. Figures are printed exactly (``78,324 B (76.49 KiB)``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any, Iterable, Sequence
+
+from hfkv.render import svg
+from hfkv.commands.compare import exact_bytes
+from hfkv.model.report import DEFAULT_CONTEXTS, Report
+from hfkv.render.svg import esc
+from hfkv.units import format_bytes, format_tokens
+
+CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
+REFERENCE_GPU = "H200-141GB"  # the index's B_max column, when a report carries GPU budgets for it
+# Colours are also set through Gradio's own variables (its ``.prose *`` rule colours every element
+# with ``--body-text-color``): the report stays a light card, readable in the page's dark theme too.
+STYLE = """
+.hfkv { font-family: system-ui, sans-serif; color: #1b1b1b; background: #fff; max-width: 1100px; line-height: 1.4;
+  padding: 0.4em 0.8em; border-radius: 6px; --body-text-color: #1b1b1b; --link-text-color: #0b57d0;
+  --link-text-color-visited: #6a3d9a; --link-text-color-hover: #0b57d0; --link-text-color-active: #0b57d0; }
+.hfkv .hfkv { padding: 0; }
+.hfkv h1, .hfkv h2 { margin: 0.2em 0; } .hfkv h1 { font-size: 1.5em; } .hfkv h2 { font-size: 1.15em; margin-top: 1em; }
+.hfkv .meta { color: #555; --body-text-color: #555; margin: 0.2em 0; }
+.hfkv .headline { font-size: 1.1em; font-weight: 600; padding: 0.5em 0.8em; background: #eef5ff;
+  border-left: 4px solid #0072B2; margin: 0.6em 0; }
+.hfkv table { border-collapse: collapse; margin: 0.4em 0; }
+.hfkv th, .hfkv td { border: 1px solid #ccc; padding: 0.25em 0.6em; vertical-align: top; }
+.hfkv th { background: #f3f3f3; text-align: left; } .hfkv td.num { text-align: right; font-variant-numeric: tabular-nums; }
+.hfkv .warning { color: #7a4a00; --body-text-color: #7a4a00; }
+.hfkv .error { color: #a00000; --body-text-color: #a00000; font-weight: 600; padding: 0.5em 0.8em;
+  background: #fff0f0; border-left: 4px solid #a00000; }
+.hfkv .charts { display: flex; flex-wrap: wrap; gap: 1em; } .hfkv svg.hfkv-chart { width: 510px; max-width: 100%; height: auto; }
+.hfkv code { background: #f3f3f3; padding: 0 0.3em; }
+"""
+Entry = Report | dict  # a report, or its JSON form
+
+
+def split(entry: Entry) -> tuple[dict[str, Any], Report | None]:
+    """(JSON form, the Report when there is one: its layer specs give exact curves)."""
+    return (entry, None) if isinstance(entry, dict) else (entry.to_dict(), entry)
+
+
+def document(title: str, body: str) -> str:
+    """A whole page: charset, the no-fetch CSP, the style sheet, ``body`` inside ``div.hfkv``."""
+    return (
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{esc(title)}</title><style>{STYLE}</style></head>\n"
+        f'<body><div class="hfkv">{body}</div></body></html>\n'
+    )
+
+
+def render_html(report: Entry | Sequence[Entry], *, budgets: dict[str, int] | None = None) -> str:
+    """One self-contained HTML file for ``report``, or for several (one section each, in order);
+    ``budgets`` adds a B_max column per named budget."""
+    entries = list(report) if isinstance(report, (list, tuple)) else [report]
+    title = ", ".join(str(split(e)[0].get("model")) for e in entries)
+    return document(f"KV cache: {title}", "".join(report_section(e, budgets=budgets) for e in entries))
+
+
+# -- the report -----------------------------------------------------------------------------------
+
+
+def table(headers: Sequence[str], rows: Iterable[Sequence[str]], *, attrs: str = "") -> str:
+    """A table; header cells are escaped here, body cells must already be HTML (see ``cell``)."""
+    head = "".join(f"<th>{esc(h)}</th>" for h in headers)
+    body = "".join(row if isinstance(row, str) else f"<tr>{''.join(row)}</tr>" for row in rows)
+    return f"<table{attrs}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def cell(text: object, *, num: bool = False, field: str | None = None) -> str:
+    """One escaped ``td``; ``field`` names the JSON key it shows (``data-field``, for tests and scripts)."""
+    attrs = (' class="num"' if num else "") + (f' data-field="{esc(field)}"' if field else "")
+    return f"<td{attrs}>{esc(text)}</td>"
+
+
+def _count(value: Any) -> str:
+    return f"{value:,}" if isinstance(value, (int, float)) else "-"
+
+
+def _tokens(value: Any) -> str:
+    return "-" if value is None else f"{round(value):,} tokens"
+
+
+def headline(data: dict[str, Any], budgets: dict[str, int] | None = None) -> str:
+    """The verdict line: how many requests fit at the longest context shown, where and in what budget
+    (the serving plan's, else ``--budget``, else the reference one of ``budgets``)."""
+    from hfkv.model.accounting import max_concurrency
+
+    serving = data.get("serving") or {}
+    last = (data.get("contexts") or [None])[-1]
+    budget = serving.get("kv_budget_bytes")
+    if serving.get("weights_fit") is False:
+        return (f"Does not fit: the weights need {format_bytes(serving.get('weights_bytes_per_gpu'))} per GPU "
+                f"on {serving.get('gpu')} at utilization {serving.get('gpu_memory_utilization')}")
+    if budget and last:
+        row = next((c for c in serving.get("contexts") or [] if c.get("tokens") == last["tokens"]), {})
+        where = f"{serving.get('gpu_count')} × {serving['gpu']}" if serving.get("gpu") else "the given budget"
+        upper = " (upper bound: weights unknown)" if serving.get("budget_source") == "gpu-without-weights" else ""
+        replicas = serving.get("replicas") or 1
+        text = (f"On {where} (TP {serving.get('tensor_parallel_size')}, {replicas} replica{'s' if replicas > 1 else ''}): "
+                f"KV budget {format_bytes(budget)} per GPU{upper} → {_count(row.get('max_concurrency'))} requests "
+                f"at {format_tokens(last['tokens'])} per replica")
+        total = row.get("max_concurrency_total")
+        return text + (f", {_count(total)} in all" if replicas > 1 and total is not None else "")
+    if data.get("budget_bytes") and last:
+        return (f"In {format_bytes(data['budget_bytes'])} of KV memory per GPU: {_count(last.get('max_concurrency'))} "
+                f"requests at {format_tokens(last['tokens'])}")
+    picked = pick_budget(budgets or {})
+    if picked and last:
+        return (f"On {picked[0]}: KV budget {format_bytes(picked[1])} per GPU → "
+                f"{_count(max_concurrency(picked[1], per_request(last)))} requests at {format_tokens(last['tokens'])}")
+    return (f"{exact_bytes(data.get('alpha_bytes_per_token'))} per token and "
+            f"{exact_bytes(data.get('gamma_bytes_per_request'))} per request: give a GPU or a budget to see how many "
+            "requests fit")
+
+
+def summary_table(data: dict[str, Any]) -> str:
+    """α, γ, S*, recurrent state and the longest context for the batch, exact."""
+    rows = [
+        ("α (bytes per token)", exact_bytes(data.get("alpha_bytes_per_token")), "alpha_bytes_per_token"),
+        ("γ (bytes per request)", exact_bytes(data.get("gamma_bytes_per_request")), "gamma_bytes_per_request"),
+        ("S* = γ/α", _tokens(data.get("crossover_tokens")), "crossover_tokens"),
+        ("recurrent state per request", exact_bytes(data.get("recurrent_state_bytes")), "recurrent_state_bytes"),
+    ]
+    if data.get("batch") and data.get("budget_bytes"):
+        longest = data.get("max_context_for_batch")
+        rows.append((f"longest context for {data['batch']} requests in {format_bytes(data['budget_bytes'])}",
+                     "unbounded" if longest is None else _tokens(longest), "max_context_for_batch"))
+    return table(["figure", "value"], ([cell(k), cell(v, num=True, field=f)] for k, v, f in rows),
+                 attrs=' class="summary"')
+
+
+def groups_table(data: dict[str, Any]) -> str:
+    rows = ([cell(g.get("kind")), cell(g.get("layers"), num=True), cell(g.get("copies"), num=True),
+             cell(g.get("entries")), cell(_count(g.get("entry_bytes")), num=True),
+             cell(_count(g.get("state_bytes")), num=True),
+             cell("-" if g.get("equivalent_tokens") is None else f"{round(g['equivalent_tokens']):,}", num=True)]
+            for g in data.get("groups") or [])
+    return table(["kind", "layers", "σ", "entries n(S)", "E bytes/entry", "C bytes/request", "S_eq"], rows,
+                 attrs=' class="groups"')
+
+
+def per_request(ctx: dict[str, Any]) -> Any:
+    """Bytes one request holds at this context: KV + state + extra state copies."""
+    return ctx["kv_bytes_per_request"] + (ctx.get("extra_state_bytes") or 0)
+
+
+def contexts_table(data: dict[str, Any], budgets: dict[str, int] | None = None) -> str:
+    """One row per context: bytes per request, reads per decode step, B_max per budget and per plan."""
+    from hfkv.model.accounting import max_concurrency
+
+    contexts = data.get("contexts") or []
+    serving = data.get("serving") or {}
+    planned = {c.get("tokens"): c for c in serving.get("contexts") or []} if serving.get("kv_budget_bytes") else {}
+    extra = any(c.get("extra_state_bytes") for c in contexts)
+    headers = ["context", "KV + state per request", "read per decode step"] + (["extra state copies"] if extra else [])
+    headers += [f"B_max in {format_bytes(data['budget_bytes'])}"] if data.get("budget_bytes") else []
+    headers += [f"B_max {name}" for name in budgets or {}]
+    replicas = (serving.get("replicas") or 1) > 1
+    headers += (["B_max per replica", "B_max in all"] if replicas else ["B_max per replica"]) if planned else []
+    rows = []
+    for c in contexts:
+        row = [cell(format_tokens(c["tokens"]), num=True),
+               cell(exact_bytes(c["kv_bytes_per_request"]), num=True, field="kv_bytes_per_request"),
+               cell(exact_bytes(c.get("read_bytes_per_step")), num=True, field="read_bytes_per_step")]
+        row += [cell(exact_bytes(c.get("extra_state_bytes")), num=True, field="extra_state_bytes")] if extra else []
+        row += [cell(_count(c.get("max_concurrency")), num=True, field="max_concurrency")] if data.get("budget_bytes") else []
+        row += [cell(_count(max_concurrency(b, per_request(c))), num=True) for b in (budgets or {}).values()]
+        if planned:
+            plan = planned.get(c["tokens"], {})
+            row.append(cell(_count(plan.get("max_concurrency")), num=True, field="serving.max_concurrency"))
+            if replicas:
+                row.append(cell(_count(plan.get("max_concurrency_total")), num=True, field="serving.max_concurrency_total"))
+        rows.append(f'<tr data-tokens="{c["tokens"]}">{"".join(row)}</tr>')
+    return table(headers, rows, attrs=' class="contexts"')
+
+
+ENGINE_FIELDS = (
+    ("bytes_per_token", "bytes per token per GPU"), ("page_size", "page size (tokens)"),
+    ("block_size", "block size (tokens)"), ("num_blocks", "KV blocks"),
+    ("max_total_num_tokens", "max_total_num_tokens"), ("kv_cache_tokens", "GPU KV cache size (tokens)"),
+    ("max_mamba_cache_size", "Mamba state slots"), ("max_running_requests", "max running requests"),
+    ("max_concurrency", "max concurrency at the context length"),
+)
+
+
+def engines_section(engines: dict[str, dict[str, Any] | str]) -> str:
+    """Each engine's own figures side by side; an engine that refuses shows its one-line reason."""
+    names = [n for n in engines if isinstance(engines[n], dict)]  # a refusing engine has no column
+    rows = []
+    for key, title in ENGINE_FIELDS:
+        values = [engines[n].get(key) for n in names]
+        if any(v is not None for v in values):
+            rows.append([cell(title)] + [cell(_count(v), num=True, field=f"engine.{key}") for v in values])
+    refusals = [[cell(title_of(n, engines[n])), f'<td class="error" data-engine="{esc(n)}">{esc(engines[n])}</td>']
+                for n in engines if isinstance(engines[n], str)]
+    parts = [table(["figure"] + [title_of(n, engines[n]) for n in names], rows, attrs=' class="engines"')] if rows else []
+    parts += [table(["engine", "refused"], refusals, attrs=' class="refusals"')] if refusals else []
+    for n in names:
+        assumptions = engines[n].get("assumptions") or []
+        if assumptions:
+            items = "".join(f"<li>{esc(a)}</li>" for a in assumptions)
+            parts.append(f"<details><summary>{esc(title_of(n, engines[n]))} assumes</summary><ul>{items}</ul></details>")
+    return "<h2>Engine figures</h2>" + "".join(parts)
+
+
+def title_of(name: str, result: dict[str, Any] | str) -> str:
+    return f"{result.get('name') or name} {result.get('version') or ''}".strip() if isinstance(result, dict) else name
+
+
+def notes_list(data: dict[str, Any]) -> str:
+    """Weights and serving lines, notes, transformers defaults and warnings (all escaped)."""
+    from hfkv.render.terminal import extra_lines
+
+    # extra_lines reads only report.extra's weights/serving/engine, which the JSON form holds at its top level.
+    lines = extra_lines(SimpleNamespace(extra=data))  # type: ignore[arg-type]
+    items = [f"<li>{esc(line.strip())}</li>" for line in lines if not line.startswith("  assumes")]
+    items += [f"<li>note: {esc(n)}</li>" for n in data.get("notes") or []]
+    if data.get("transformers_defaults"):
+        items.append(f"<li>note: transformers defaults used for {esc(', '.join(data['transformers_defaults']))}</li>")
+    items += [f'<li class="warning">warning: {esc(w)}</li>' for w in data.get("warnings") or []]
+    return f'<ul class="notes">{"".join(items)}</ul>' if items else ""
+
+
+def report_section(report: Entry, *, engines: dict[str, dict[str, Any] | str] | None = None,
+                   budgets: dict[str, int] | None = None) -> str:
+    """The report as an HTML fragment (no ``<html>``): header, verdict, figures, charts, notes."""
+    data, _ = split(report)
+    commit = data.get("commit")
+    meta = (f"{data.get('model_type') or '?'} ({', '.join(data.get('architectures') or []) or '?'}) · "
+            f"mapper {data.get('mapper')}" + (f" · commit {commit[:12]}" if commit else ""))
+    tp = data.get("tensor_parallel_size") or 1
+    precision = (f"KV {data.get('kv_cache_dtype')} · state {data.get('state_dtype')} · conv {data.get('conv_dtype')} · "
+                 f"indexer {data.get('indexer_dtype')} · TP {tp}" + (" (bytes per GPU)" if tp > 1 else ""))
+    parts = [
+        f'<h1 class="model">{esc(data.get("model"))}</h1>', f'<p class="meta">{esc(meta)}</p>',
+        f'<p class="meta">{esc(precision)}</p>', f'<p class="headline" id="hfkv-headline">{esc(headline(data, budgets))}</p>',
+        summary_table(data), "<h2>Layers by kind</h2>", groups_table(data),
+        "<h2>Per request</h2>", contexts_table(data, budgets),
+    ]
+    if engines:
+        parts.append(engines_section(engines))
+    # The charts use the headline's budget: the plan's or --budget first, else the reference GPU's.
+    planned = data.get("budget_bytes") or (data.get("serving") or {}).get("kv_budget_bytes")
+    picked = None if planned else pick_budget(budgets or {})
+    parts += ['<h2>Charts</h2><div class="charts">', *charts([report], [str(data.get("model"))], picked and picked[1]),
+              "</div>",
+              notes_list(data)]
+    return f'<section class="report">{"".join(parts)}</section>'
+
+
+# -- charts ---------------------------------------------------------------------------------------
+
+
+def _samples(entry: Entry, grid: list[int] | None) -> tuple[list[int], list[float], Any]:
+    """(contexts, total bytes per request, plot.Curves or None): exact curves from the layer specs
+    when there is a grid (every entry is a Report with specs), else the report's own contexts."""
+    from hfkv.commands import plot
+
+    data, report = split(entry)
+    if grid and report is not None:
+        c = plot.curves(report, grid)
+        return c.xs, [float(t) for t in c.totals], c
+    contexts = data.get("contexts") or []
+    return [c["tokens"] for c in contexts], [float(per_request(c)) for c in contexts], None
+
+
+def _grid(entries: Sequence[Entry]) -> list[int] | None:
+    from hfkv.commands import plot
+
+    reports = [split(e)[1] for e in entries]
+    if not all(r is not None and r.layer_specs and r.contexts for r in reports):
+        return None
+    tokens = [c.tokens for r in reports for c in r.contexts]
+    lo, hi = min(plot.SHORTEST, min(tokens)), max(tokens)
+    return plot.context_grid(lo if lo < hi else max(1, hi // 8), max(hi, 2), reports)
+
+
+def charts(entries: Sequence[Entry], labels: Sequence[str], budget: int | None = None) -> list[str]:
+    """Two SVG charts: memory per request (stacked by storage for one model, one line each for
+    several) and B_max against the context in ``budget`` (else the report's, else 64 GiB, said)."""
+    from hfkv.commands import plot
+
+    grid = _grid(entries)
+    samples = [_samples(e, grid) for e in entries]
+    datas = [split(e)[0] for e in entries]
+    if not any(xs for xs, _, _ in samples):
+        return []
+    colors = [svg.PALETTE[k % len(svg.PALETTE)] for k in range(len(entries))]
+    tokens = lambda v: format_tokens(int(round(v)))  # noqa: E731
+    first = samples[0][2]
+    if len(entries) == 1 and first is not None:
+        bands = [svg.Series(name, first.xs, [float(v) for v in values], plot.STACK[name])
+                 for name, values in first.bands.items()]
+        s_star = datas[0].get("crossover_tokens")
+        memory = svg.stacked_chart(
+            "Memory per request by kind of storage", first.xs, bands, unit=plot.binary_unit(max(samples[0][1])),
+            x_format=tokens, marker=(s_star, f"S* ≈ {format_tokens(round(s_star))} tokens") if s_star else None)
+    else:
+        memory = svg.line_chart(
+            "Memory per request (KV cache + state)",
+            [svg.Series(f"{label}: α {plot.short_bytes(d['alpha_bytes_per_token'])}/token, "
+                        f"γ {plot.short_bytes(d['gamma_bytes_per_request'])}", xs, ys, color)
+             for d, label, (xs, ys, _), color in zip(datas, labels, samples, colors)],
+            xlabel="context length (tokens)", ylabel="bytes per request", x_format=tokens,
+            y_format=plot.short_bytes, y_ticks=lambda lo, hi: svg.log2_ticks(lo, hi, 7), markers=grid is None)
+    given = budget or datas[0].get("budget_bytes") or (datas[0].get("serving") or {}).get("kv_budget_bytes")
+    used = given if given and given > 0 else plot.DEFAULT_BUDGET
+    where = format_bytes(used) + ("" if given and given > 0 else " (default budget)")
+    concurrency = svg.line_chart(
+        f"Requests that fit in {where} (B_max)",
+        [svg.Series(label, xs, _bmax(ys, used), color) for label, (xs, ys, _), color in zip(labels, samples, colors)],
+        xlabel="context length (tokens)", ylabel="concurrent requests", x_format=tokens,
+        y_format=lambda v: f"{v:,.0f}", y_ticks=svg.decade_ticks, markers=grid is None, legend_right=True)
+    note = ('<p class="meta">Charts drawn through the report\'s contexts only (its layers were not kept).</p>'
+            if grid is None else "")
+    return [memory, concurrency, note]
+
+
+def _bmax(totals: list[float], budget: int) -> list[float]:
+    """floor(budget / bytes) per point; NaN (a gap) where not one request fits."""
+    return [float(budget // t) if t > 0 and budget // t >= 1 else float("nan") for t in totals]
+
+
+# -- the release site -----------------------------------------------------------------------------
+
+
+def pick_budget(budgets: dict[str, int]) -> tuple[str, int] | None:
+    """(name, bytes) of the H200 budget among named GPU budgets, else the first one, else None."""
+    for name, value in budgets.items():
+        if name.startswith(REFERENCE_GPU):
+            return name, value
+    return next(iter(budgets.items()), None)
+
+
+def reference_budget(data: dict[str, Any]) -> tuple[str, int] | None:
+    """(name, bytes) of the budget the index shows B_max for: the watch report's H200 budget (else
+    its first GPU budget), else the report's own ``--budget``."""
+    picked = pick_budget((data.get("watch") or {}).get("gpu_budgets") or {})
+    if picked:
+        return picked
+    budget = data.get("budget_bytes")
+    return ("budget " + format_bytes(budget), budget) if budget else None
+
+
+def published(data: dict[str, Any]) -> str:
+    return str((data.get("watch") or {}).get("created_at") or "")
+
+
+def index_html(datas: Sequence[dict[str, Any]], pages: Sequence[str], failed: Sequence[tuple[str, str]] = ()) -> str:
+    """``index.html``: one row per release, newest first, linking to its page; then the models that
+    have no report yet (``failed``: (repo id, error line) pairs)."""
+    from hfkv.model.accounting import max_concurrency
+
+    order = sorted(range(len(datas)), key=lambda k: (published(datas[k]), str(datas[k].get("model"))), reverse=True)
+    headers = ["published", "model", "model type", "α (bytes/token)", "γ (bytes/request)", "S*", "B_max on"]
+    headers += [f"B_max {format_tokens(S)}" for S in DEFAULT_CONTEXTS]
+    rows = []
+    for k in order:
+        d, ref = datas[k], reference_budget(datas[k])
+        by_tokens = {c["tokens"]: c for c in d.get("contexts") or []}
+        row = [cell(published(d)[:10] or "-"), f'<td><a href="{esc(pages[k])}">{esc(d.get("model"))}</a></td>',
+               cell(d.get("model_type") or "?"), cell(_count(d.get("alpha_bytes_per_token")), num=True),
+               cell(_count(d.get("gamma_bytes_per_request")), num=True),
+               cell("-" if d.get("crossover_tokens") is None else f"{round(d['crossover_tokens']):,}", num=True),
+               cell(ref[0] if ref else "-")]
+        for S in DEFAULT_CONTEXTS:
+            c = by_tokens.get(S)
+            row.append(cell(_count(max_concurrency(ref[1], per_request(c)) if c and ref else None), num=True))
+        rows.append(row)
+    body = ("<h1>KV cache of new releases</h1>"
+            f'<p class="meta">{len(datas)} report(s), newest first. B_max: requests per GPU at each context in the '
+            "named KV budget (GPU memory × utilization − weights / TP; activations not subtracted).</p>"
+            + table(headers, rows, attrs=' class="releases"'))
+    if failed:
+        body += ("<h2>Not reported yet (retried on the next run)</h2>"
+                 + table(["model", "error"], ([cell(repo), cell(error)] for repo, error in failed), attrs=' class="failed"'))
+    return document("hfkv: KV cache of new releases", body)
+
+
+def write_site(folder: str | Path, entries: Iterable[Entry], *, failed: Sequence[tuple[str, str]] = ()) -> list[Path]:
+    """Write ``folder/index.html`` and ``folder/<name>.html`` per entry; return the paths written.
+
+    ``entries``: ``Report`` objects or report dicts (the JSON form, such as ``hfkv watch``'s
+    ``<name>.json``); ``watch.created_at`` orders the index and ``watch.gpu_budgets`` gives its B_max.
+    A page is written from a ``Report`` (exact curves from its layers); a dict entry's page is
+    written only when missing, so a page drawn from layers is not replaced by a sampled one. File
+    names come from ``watch.safe_name`` and never leave ``folder``; every write is atomic.
+    ``failed``: (repo id, error line) of models without a report, listed after the releases.
+    """
+    from hfkv.commands.watch import atomic_write, inside, safe_name
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    written, datas, pages = [], [], []
+    for entry in entries:
+        data, report = split(entry)
+        page = safe_name(str(data.get("model"))) + ".html"
+        path = inside(folder, page)
+        if report is not None or not path.exists():
+            atomic_write(path, render_html(entry, budgets=(data.get("watch") or {}).get("gpu_budgets")))
+            written.append(path)
+        datas.append(data)
+        pages.append(page)
+    index = inside(folder, "index.html")
+    atomic_write(index, index_html(datas, pages, failed))
+    return written + [index]
+
+
+def write_watch_site(folder: str | Path, models: dict[str, dict[str, Any]],
+                     fresh: dict[str, Report] | None = None) -> list[Path]:
+    """``hfkv watch --html``: the site of a watch folder, next to its Markdown reports.
+
+    ``models``: the watch state's ``models`` map (repo id → entry; ``status == "done"`` entries name
+    their report ``file``). ``fresh``: reports built in this poll, by repo id (their pages get exact
+    curves); the others are read back from ``folder/<file>.json``. A report file that is missing or
+    unreadable is left out of the site (the Markdown index still lists it). Models whose report
+    failed (``status == "error"``, retried on the next run) are listed after the releases.
+    """
+    import json
+
+    from hfkv.commands.watch import inside
+
+    folder = Path(folder)
+    entries: list[Entry] = []
+    failed = [(repo_id, str(entry.get("error", "?"))) for repo_id, entry in models.items() if entry.get("status") == "error"]
+    for repo_id, entry in models.items():
+        if entry.get("status") != "done":
+            continue
+        if fresh and repo_id in fresh:
+            entries.append(fresh[repo_id])
+            continue
+        try:
+            entries.append(json.loads(inside(folder, f"{entry['file']}.json").read_text(encoding="utf-8")))
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+    return write_site(folder, entries, failed=failed)

@@ -1,0 +1,343 @@
+"""Renderers: a table for people (rich; plain when piped), the JSON contract, and Markdown."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from typing import Any, Iterable
+
+from hfkv.model.report import Report
+from hfkv.units import format_bytes, format_tokens
+
+
+def to_json(reports: list[Report] | Report, errors: Iterable[dict] = ()) -> str:
+    """One object for one report, a list for several (error rows included in the list)."""
+    if isinstance(reports, Report):
+        return json.dumps(reports.to_dict(), indent=2)
+    rows: list[dict[str, Any]] = [r.to_dict() for r in reports] + list(errors)
+    return json.dumps(rows, indent=2)
+
+
+def _num(value: int | float | None) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float) and not value.is_integer():
+        return f"{value:,.2f}"
+    return f"{int(value):,}"
+
+
+def _bytes(value: int | float | None) -> str:
+    """Exact bytes, with the binary-unit reading beside it when it is large."""
+    if value is None:
+        return "-"
+    if abs(value) < 1024:
+        return f"{_num(value)} B"
+    return f"{_num(value)} B ({format_bytes(value)})"
+
+
+def summary_lines(report: Report) -> list[str]:
+    s_star = report.crossover_tokens
+    lines = [
+        f"α = {_bytes(report.alpha_bytes_per_token)} per token",
+        f"γ = {_bytes(report.gamma_bytes_per_request)} per request",
+        f"S* = γ/α = {'-' if s_star is None else _num(round(s_star)) + ' tokens'}",
+    ]
+    if report.recurrent_state_bytes:
+        lines.append(f"recurrent state = {_bytes(report.recurrent_state_bytes)} per request")
+    if report.max_context_for_batch is not None or (report.batch and report.budget_bytes):
+        lines.append(longest_context_line(report.max_context_for_batch, report.batch, report.budget_bytes))
+    return lines
+
+
+def longest_context_line(longest: int | None, batch: int | None, budget: int | None) -> str:
+    """The answer to "how long a context for ``batch`` requests in ``budget``": 0 tokens is said as
+    "does not fit", not as a length."""
+    where = f"for {batch} concurrent request{'s' if batch != 1 else ''} in {format_bytes(budget)}"
+    if longest is None:
+        return f"longest context {where}: unbounded (memory stops growing with the context)"
+    if longest == 0:
+        return f"longest context {where}: does not fit (even 1 token per request needs more)"
+    return f"longest context {where}: {longest:,} tokens"
+
+
+def extra_lines(report: Report) -> list[str]:
+    """Weights, serving plan and engine figures, when the report carries them."""
+    lines: list[str] = []
+    weights = report.extra.get("weights")
+    if weights:
+        per = ", ".join(f"{dtype} {n:,}" for dtype, n in sorted(weights.get("parameters", {}).items()))
+        lines.append(f"weights: {weights.get('total_parameters', 0):,} parameters ({per}), "
+                     f"{format_bytes(weights.get('weights_bytes'))}")
+    serving = report.extra.get("serving")
+    if serving:
+        where = f"{serving['gpu']} × {serving['gpu_count']}" if serving.get("gpu") else "explicit budget"
+        layout = (serving.get("layout") or {}).get("description") or f"TP {serving['tensor_parallel_size']}"
+        lines.append(f"serving on {where}, {layout}: KV budget per GPU {_budget_text(serving)}")
+        if serving.get("weights_bytes_per_gpu") is not None:
+            lines.append(f"  weights per GPU {format_bytes(serving['weights_bytes_per_gpu'])}"
+                         + (" (estimated from the parameter count)" if serving.get("weights_source") == "estimate" else ""))
+        overhead = serving.get("engine_overhead")
+        if overhead and serving.get("weights_fit") is not False:
+            lines.append(f"  after the engine's own ~{format_bytes(overhead['bytes'])} (activations, CUDA graphs, "
+                         f"non-torch; an estimate from startup logs): {format_bytes(max(overhead['kv_budget_bytes'], 0))} per GPU")
+        ranks = serving.get("request_ranks") or serving.get("replicas") or 1
+        for ctx in serving.get("contexts", []):
+            if ctx.get("max_concurrency") is not None:
+                step = ctx.get("decode_step_seconds") or {}  # None without a GPU's bandwidth
+                fastest = step.get("1")
+                total = ctx.get("max_concurrency_total")
+                lines.append(f"  {format_tokens(ctx['tokens'])}: B_max {ctx['max_concurrency']:,} per rank"
+                             + (f", {total:,} across {ranks} ranks" if ranks > 1 and total is not None else "")
+                             + (f", decode step ≥ {fastest * 1000:.2f} ms at batch 1" if fastest else ""))
+        fits = (serving.get("max_length") or {}).get("fits")
+        if fits is not None:
+            lines.append(f"  one request at {format_tokens(serving['max_length']['tokens'])}: {'fits' if fits else 'does NOT fit'}")
+    engine = report.extra.get("engine")
+    if engine:
+        head = f"{engine['name']} {engine['version']}: {_num(engine['bytes_per_token'])} B per token per GPU"
+        for key in ("max_total_num_tokens", "max_mamba_cache_size", "block_size", "num_blocks", "kv_cache_tokens"):
+            if engine.get(key) is not None:
+                head += f", {key} {_num(engine[key])}"
+        if engine.get("max_concurrency") is not None:
+            head += f", max concurrency {engine['max_concurrency']}"
+        deployment = engine.get("deployment") or {}
+        if (deployment.get("request_ranks") or 1) > 1 and deployment.get("max_concurrency_total") is not None:
+            head += (f"; {deployment['description']}: {deployment['request_ranks']} ranks, max concurrency "
+                     f"{_num(deployment['max_concurrency_total'])}, {_num(deployment['kv_cache_tokens_total'])} tokens")
+        lines.append(head)
+        lines += [f"  assumes: {a}" for a in engine.get("assumptions", [])]
+    return lines
+
+
+def terminal_text(text: Any, style: str | None = None) -> Any:
+    """Model- or user-provided text as a rich ``Text``: never markup, control and bidi characters
+    escaped (an ESC, an OSC hyperlink or a newline from a config cannot reach the terminal raw)."""
+    from rich.text import Text
+
+    from hfkv.errors import one_line
+
+    return Text(one_line(str(text)), style=style or "")
+
+
+def console_for(console: Any = None) -> Any:
+    """``console``, else one on stdout; piped, as wide as the output needs (nothing wrapped)."""
+    from rich.console import Console
+
+    if console is not None:
+        return console
+    console = Console(highlight=False)
+    return console if console.is_terminal else Console(highlight=False, width=100_000)
+
+
+def print_fields(console: Any, fields: list[Any], sep: str = " · ") -> None:
+    """``fields`` (rich Texts) on as few lines as the width allows, a line break only between fields."""
+    from rich.text import Text
+
+    line, width = Text(), console.width
+    for field in fields:
+        if line.cell_len and line.cell_len + len(sep) + field.cell_len > width:
+            console.print(line, soft_wrap=True)
+            line = Text()
+        if line.cell_len:
+            line.append(sep)
+        line.append_text(field)
+    if line.cell_len:
+        console.print(line, soft_wrap=True)
+
+
+def print_table(console: Any, title: str | None, columns: list[tuple[str, bool]], rows: list[list[str]]) -> None:
+    """A table (``columns``: (title, right-aligned)), cells as data; cells are never cut or wrapped.
+
+    When the table is wider than the console, each row is printed as ``title: value`` lines under
+    its first cell instead: a narrow terminal gets every figure whole rather than ``2,…``.
+    """
+    from rich.measure import Measurement
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left")
+    for name, right in columns:
+        table.add_column(terminal_text(name), justify="right" if right else "left", no_wrap=True)
+    for row in rows:
+        table.add_row(*(terminal_text(cell) for cell in row))
+    natural = Measurement.get(console, console.options.update(width=1_000_000), table).maximum
+    if natural <= console.width:
+        console.print(table)
+        return
+    if title:
+        console.print(terminal_text(title, "italic"), soft_wrap=True)
+    for row in rows:
+        console.print(terminal_text(row[0], "bold"), soft_wrap=True)
+        for (name, _), cell in zip(columns[1:], row[1:]):
+            console.print(terminal_text(f"  {name}: {cell}"))
+
+
+def used_dtypes(report: Report) -> list[tuple[str, str]]:
+    """(label, dtype) of the storage dtypes the model's layers use: changing a dtype that no layer
+    stores (a recurrent state in a pure-attention model) changes no byte, so it is not named."""
+    from hfkv.model import accounting as acc
+
+    p, layers, tp = report.precision, report.layer_specs, report.tensor_parallel_size
+    named = [("KV", "kv", report.kv_cache_dtype), ("state", "state", report.state_dtype),
+             ("conv", "conv", report.conv_dtype), ("indexer", "indexer", report.indexer_dtype)]
+    if not layers:
+        return [(label, dtype) for label, _, dtype in named]
+
+    def cost(precision: Any) -> Any:
+        return acc.request_bytes(layers, 4096, precision, tp)
+
+    base = cost(p)
+    used = []
+    for label, field, dtype in named:
+        other = "bf16" if getattr(p, field) in ("fp32", "fp8", "fp4") else "fp32"
+        if cost(_with_dtype(p, field, other)) != base:
+            used.append((label, dtype))
+    return used or [("KV", report.kv_cache_dtype)]
+
+
+def _with_dtype(precision: Any, field: str, dtype: str) -> Any:
+    """``precision`` with one dtype changed (a frozen dataclass or a pydantic model)."""
+    import dataclasses
+
+    if dataclasses.is_dataclass(precision):
+        return dataclasses.replace(precision, **{field: dtype})
+    return precision.model_copy(update={field: dtype})
+
+
+def header_fields(report: Report) -> tuple[list[Any], list[Any]]:
+    """The two header lines of a report, as fields (model, type, mapper, commit; dtypes, TP)."""
+    first = [terminal_text(report.model, "bold"), terminal_text(report.model_type or "?"),
+             terminal_text(f"mapper {report.mapper}")]
+    if report.commit:
+        first.append(terminal_text(f"commit {report.commit[:12]}"))
+    tp = report.tensor_parallel_size
+    second = [terminal_text(f"{label} {dtype}") for label, dtype in used_dtypes(report)]
+    second.append(terminal_text(f"TP {tp}" + (" (bytes per GPU)" if tp > 1 else "")))
+    return first, second
+
+
+def verdict_line(report: Report) -> str | None:
+    """The serving plan's one-line answer ("fits on 8 × H200-141GB: 37 requests at 128K (SGLang, DP
+    attention)"), printed first in the table and the Markdown; None without a serving plan."""
+    serving = report.extra.get("serving") or {}
+    return serving.get("verdict")
+
+
+def _budget_text(serving: dict[str, Any]) -> str:
+    """The KV budget of a serving plan in words: unknown, none (the weights do not fit), or bytes."""
+    budget = serving.get("kv_budget_bytes")
+    if serving.get("weights_fit") is False:
+        return (f"none: the weights do not fit ({format_bytes(serving.get('weights_bytes_per_gpu'))} per GPU, "
+                f"more than the {format_bytes(serving.get('usable_bytes'))} usable)")
+    if budget is None:
+        return "unknown"
+    upper = serving.get("budget_source") == "gpu-without-weights"
+    return format_bytes(budget) + (" (upper bound: weights unknown, pass --weights-bytes)" if upper else "")
+
+
+def render_table(report: Report, console: Any = None) -> None:
+    """Print a report for a person: layer groups, α/γ/S*, then one row per context.
+
+    Every model-provided string is data (no rich markup, control characters escaped); on a
+    terminal too narrow for a table its rows are printed as lines (``print_table``).
+    """
+    console = console_for(console)
+    line = verdict_line(report)
+    if line:
+        console.print(terminal_text(line, "bold"))
+    for fields in header_fields(report):
+        print_fields(console, fields)
+    group_columns = [("kind", False), ("layers", True), ("σ", True), ("entries n(S)", False),
+                     ("E bytes/entry", True), ("C bytes/request", True), ("S_eq", True)]
+    group_rows = [[g.kind, str(g.layers), str(g.copies), g.entries, _num(g.entry_bytes), _num(g.state_bytes),
+                   "-" if g.equivalent_tokens is None else _num(round(g.equivalent_tokens))] for g in report.groups]
+    print_table(console, "layers by kind", group_columns, group_rows)
+    for line in summary_lines(report):
+        console.print(terminal_text(line))
+    print_table(console, "per request", *_context_table(report))
+    for line in extra_lines(report):
+        console.print(terminal_text(line))
+    for note in report.notes:
+        console.print(terminal_text(f"note: {note}"))
+    if report.transformers_defaults:
+        console.print(terminal_text("note: transformers defaults used for " + ", ".join(report.transformers_defaults)))
+    for warning in report.warnings:
+        console.print(terminal_text(f"warning: {warning}", "yellow"))
+
+
+def _context_table(report: Report) -> tuple[list[tuple[str, bool]], list[list[str]]]:
+    """Columns and rows of the per-request table."""
+    extra = any(c.extra_state_bytes for c in report.contexts)
+    columns = [("context", True), ("KV + state", True), ("read per decode step", True)]
+    if extra:
+        columns.append(("extra state copies", True))
+    if report.budget_bytes:
+        columns.append((f"B_max in {format_bytes(report.budget_bytes)}", True))
+    rows = []
+    for c in report.contexts:
+        row = [format_tokens(c.tokens), format_bytes(c.kv_bytes_per_request), format_bytes(c.read_bytes_per_step)]
+        if extra:
+            row.append(format_bytes(c.extra_state_bytes))
+        if report.budget_bytes:
+            row.append("-" if c.max_concurrency is None else f"{c.max_concurrency:,}")
+        rows.append(row)
+    return columns, rows
+
+
+# C0/C1 controls (NUL included) and the bidirectional overrides that can reorder what a reader sees.
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def md_escape(text: Any) -> str:
+    """Model-provided text made safe for a Markdown table cell: no HTML, no pipes, no control or
+    bidi-override characters, one line."""
+    value = _UNSAFE.sub("", str(text))
+    value = html.escape(value, quote=False).replace("|", "\\|")
+    return " ".join(value.split())
+
+
+def render_markdown(report: Report, *, budgets: dict[str, int] | None = None) -> str:
+    """A Markdown report; ``budgets`` adds a B_max column per named budget (e.g. GPU presets)."""
+    lines = [f"## {md_escape(report.model)}", ""]
+    line = verdict_line(report)
+    if line:
+        lines += [f"**{md_escape(line)}**", ""]
+    meta = [
+        ("model type", report.model_type or "?"), ("architectures", ", ".join(report.architectures) or "?"),
+        ("mapper", report.mapper), ("commit", report.commit or "-"),
+        ("precision", f"KV {report.kv_cache_dtype}, state {report.state_dtype}, conv {report.conv_dtype}, indexer {report.indexer_dtype}"),
+        ("tensor parallel", str(report.tensor_parallel_size)),
+    ]
+    lines += ["| | |", "|---|---|"] + [f"| {k} | {md_escape(v)} |" for k, v in meta] + [""]
+    lines += ["| layer kind | layers | σ | entries n(S) | E (B/entry) | C (B/request) |", "|---|---:|---:|---|---:|---:|"]
+    for g in report.groups:
+        lines.append(f"| {md_escape(g.kind)} | {g.layers} | {g.copies} | {md_escape(g.entries)} | {_num(g.entry_bytes)} | {_num(g.state_bytes)} |")
+    lines += [""] + [f"- {md_escape(line)}" for line in summary_lines(report)] + [""]
+    header = "| context | KV + state per request | read per decode step |"
+    rule = "|---:|---:|---:|"
+    names = list((budgets or {}).keys())
+    for name in names:
+        header += f" B_max {md_escape(name)} |"
+        rule += "---:|"
+    if report.budget_bytes:
+        header += f" B_max {format_bytes(report.budget_bytes)} |"
+        rule += "---:|"
+    lines += [header, rule]
+    for c in report.contexts:
+        row = f"| {format_tokens(c.tokens)} | {format_bytes(c.kv_bytes_per_request)} | {format_bytes(c.read_bytes_per_step)} |"
+        for name in names:
+            per = c.kv_bytes_per_request + (c.extra_state_bytes or 0)
+            row += f" {int(budgets[name] // per):,} |" if per else " - |"
+        if report.budget_bytes:
+            row += f" {'-' if c.max_concurrency is None else f'{c.max_concurrency:,}'} |"
+        lines.append(row)
+    extras = extra_lines(report)
+    if extras:
+        lines += [""] + [f"- {md_escape(line.strip())}" for line in extras]
+    if report.notes or report.warnings or report.transformers_defaults:
+        lines.append("")
+        lines += [f"- note: {md_escape(n)}" for n in report.notes]
+        if report.transformers_defaults:
+            lines.append("- note: transformers defaults used for " + md_escape(", ".join(report.transformers_defaults)))
+        lines += [f"- **warning**: {md_escape(w)}" for w in report.warnings]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,339 @@
+"""Readers of the standard attention keys: layer and head counts, head dims, windows, and the
+attention parts built from them.
+
+Every alias list lives here once (vLLM's alias order for the KV-head count); a family module only
+says which rule applies to which layer.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Sequence
+
+from hfkv.model.config import MAX_LAYERS, MAX_SIZE, ConfigView
+from hfkv.errors import ConfigError
+from hfkv.model.specs import ChunkedLocal, FullAttention, SlidingWindow
+
+Part = FullAttention | SlidingWindow | ChunkedLocal
+LAYER_KEYS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers", "num_transformer_layers")
+HEAD_KEYS = ("num_attention_heads", "n_head", "n_heads", "num_heads", "num_query_heads")
+HIDDEN_KEYS = ("hidden_size", "n_embd", "n_embed", "d_model", "dim")
+HEAD_DIM_KEYS = ("head_dim", "kv_channels", "hidden_size_per_head")
+# vLLM's alias order for the KV-head count (first present wins), then the spellings other families
+# use (OLMo/Llama-1 n_kv_heads, num_multi_query_heads) and MPT/DBRX's nested key.
+KV_HEAD_KEYS = (
+    "n_head_kv", "num_kv_heads", "num_key_value_heads", "multi_query_group_num",
+    "num_attention_groups", "n_kv_heads", "num_multi_query_heads", "attn_config.kv_n_heads",
+)
+WINDOW_KEYS = ("sliding_window", "sliding_window_size", "window_size")
+MAX_POSITION_KEYS = (
+    "max_position_embeddings", "n_positions", "max_sequence_length", "seq_length", "max_seq_len",
+    "seq_len", "model_max_length", "max_target_positions", "max_context_length",
+)
+GQA_READS = (
+    "|".join(LAYER_KEYS), "|".join(HEAD_KEYS), "|".join(KV_HEAD_KEYS),
+    "multi_query", "new_decoder_architecture", "head_dim|kv_channels", "hidden_size|n_embd|d_model",
+    "v_head_dim", "sliding_window", "layer_types", "max_position_embeddings",
+)
+
+
+def aliased(cfg: ConfigView, keys: Sequence[str]) -> tuple[str, object] | None:
+    """(key, raw value) of the first present of ``keys``, the alias order; every alias is read, and one
+    whose value differs from the chosen one is a warning (the engines read the first, as here).
+
+    Aliases written in the text sub-config come first: a root key of a wrapper (a vision or audio
+    tower's ``num_kv_heads`` beside a ``text_config``) never stands for the decoder's.
+    """
+    present = [(key, cfg.value(key)) for key in keys if cfg.present(key)]
+    if not present and cfg.text is not cfg.root:
+        present = [(key, cfg.value(key, root=True)) for key in keys]
+        present = [(key, raw) for key, raw in present if raw is not None]
+    if not present:
+        return None
+    key, raw = present[0]
+    for other, value in present[1:]:
+        if value != raw:
+            cfg.warn(f"{cfg.path(key)} = {raw} and its alias {cfg.path(other)} = {value} disagree: {key} is used "
+                     "(the engines' alias order)")
+    return key, raw
+
+
+def aliased_int(cfg: ConfigView, keys: Sequence[str], *, minimum: int = 0, maximum: int = MAX_SIZE,
+                defaults: bool = False) -> int | None:
+    """The first present alias of ``keys`` as an int (see ``aliased``), else the transformers default
+    when ``defaults``, else None."""
+    found = aliased(cfg, keys)
+    if found is None:
+        return cfg.optional_int(*keys, minimum=minimum, maximum=maximum, defaults=True) if defaults else None
+    return cfg.integer(found[0], minimum=minimum, maximum=maximum)
+
+
+def _required(cfg: ConfigView, keys: Sequence[str], value: int | None) -> int:
+    if value is None:
+        raise ConfigError(cfg.path(keys[0]), "missing (needed to size the cache)")
+    return value
+
+
+def num_layers(cfg: ConfigView) -> int:
+    return _required(cfg, LAYER_KEYS, aliased_int(cfg, LAYER_KEYS, minimum=1, maximum=MAX_LAYERS, defaults=True))
+
+
+def num_heads(cfg: ConfigView) -> int:
+    return _required(cfg, HEAD_KEYS, aliased_int(cfg, HEAD_KEYS, minimum=1, defaults=True))
+
+
+def kv_heads(cfg: ConfigView, heads: int) -> int:
+    """KV heads from the alias keys; Falcon-style ``multi_query`` means 1; default: ``heads`` (MHA)."""
+    if cfg.boolean("multi_query") and not cfg.boolean("new_decoder_architecture"):
+        return 1
+    found = aliased_int(cfg, KV_HEAD_KEYS, minimum=1)
+    # Absent from a sub-config (``text_config``, ...): save_pretrained diffs a nested config against
+    # its own class, so a KV-head count equal to the class default is left out (Gemma 3: 4 for 8 query
+    # heads); read that default. At the top level a model's own keys are always written, so absent
+    # there means the class has none: MHA, without importing transformers (legacy Llama, OPT, BLOOM).
+    if found is None and (cfg.text_key is not None or cfg.defaults_loaded):
+        found = cfg.optional_int("num_key_value_heads", minimum=1, defaults=True)
+    if found is None:
+        return heads
+    if found > heads:
+        raise ConfigError(cfg.path("num_key_value_heads"), f"{found} KV heads exceed {heads} query heads")
+    return found
+
+
+def per_layer_heads(cfg: ConfigView, n: int) -> tuple[list[int], list[int]] | None:
+    """(query heads, KV heads) per layer when the config writes either as a per-layer list (OpenELM's
+    ``num_query_heads`` / ``num_kv_heads``), else None. A list is cut to the n layers (a note) and a
+    shorter one is an error; a scalar beside a list applies to every layer."""
+    q, kv = aliased(cfg, HEAD_KEYS), aliased(cfg, KV_HEAD_KEYS)
+    if not any(found is not None and isinstance(found[1], list) for found in (q, kv)):
+        return None
+    heads = _count_list(cfg, q, n) if q is not None else None
+    if heads is None:
+        raise ConfigError(cfg.path(HEAD_KEYS[0]), "missing (needed to size the cache)")
+    kvs = _count_list(cfg, kv, n) if kv is not None else list(heads)
+    for i, (h, k) in enumerate(zip(heads, kvs)):
+        if k > h:
+            raise ConfigError(cfg.path(f"{kv[0]}[{i}]"), f"{k} KV heads exceed {h} query heads")
+    return heads, kvs
+
+
+def _count_list(cfg: ConfigView, found: tuple[str, object], n: int) -> list[int]:
+    key, raw = found
+    if not isinstance(raw, list):
+        return [cfg.integer(key, minimum=1)] * n
+    values = cfg.int_list(key, length=n)
+    bad = [i for i, v in enumerate(values) if v < 1]
+    if bad:
+        raise ConfigError(cfg.path(f"{key}[{bad[0]}]"), f"must be at least 1, got {values[bad[0]]}")
+    return values
+
+
+def _first_positive(cfg: ConfigView, keys: Sequence[str]) -> int | None:
+    """The first of ``keys`` written with a value > 0 in the text sub-config; the root's only when the
+    text sub-config has no hidden size of its own to divide (a root head_dim may be a tower's)."""
+    scopes = [[k for k in keys if cfg.present(k)]]
+    if cfg.text is not cfg.root and not any(cfg.present(k) for k in HIDDEN_KEYS):
+        scopes.append([k for k in keys if cfg.value(k, root=True) is not None])
+    for scope in scopes:
+        for key in scope:
+            value = cfg.optional_int(key)
+            if value:
+                return value
+    return None
+
+
+def head_dim(cfg: ConfigView, heads: int, *, defaults: bool = False) -> int:
+    """``head_dim`` when present and > 0, else ``kv_channels`` / ``hidden_size_per_head``, else hidden/heads.
+
+    ``defaults=True`` (families whose head_dim is not hidden/heads, e.g. Gemma's 256) asks the
+    transformers config class before falling back to hidden/heads; so does a config whose hidden
+    size is missing too.
+    """
+    value = _first_positive(cfg, HEAD_DIM_KEYS)
+    if value:
+        return value
+    hidden = aliased_int(cfg, HIDDEN_KEYS, minimum=1)
+    if hidden is None or defaults or cfg.defaults_loaded:
+        value = cfg.optional_int("head_dim", minimum=1, defaults=True)
+        if value:
+            return value
+        hidden = cfg.integer(*HIDDEN_KEYS, minimum=1, defaults=True)
+    if hidden % heads:
+        raise ConfigError(cfg.path("hidden_size"), f"{hidden} is not divisible by {heads} heads and no head_dim is given")
+    return hidden // heads
+
+
+def attention_shape(cfg: ConfigView, *, head_dim_defaults: bool = False) -> tuple[int, int, int]:
+    """(query heads, KV heads, head_dim) of the config's standard attention."""
+    heads = num_heads(cfg)
+    return heads, kv_heads(cfg, heads), head_dim(cfg, heads, defaults=head_dim_defaults)
+
+
+def v_head_dim(cfg: ConfigView, key_dim: int) -> int:
+    """Value head dim for standard attention (``v_head_dim`` when present and > 0)."""
+    return cfg.optional_int("v_head_dim") or key_dim
+
+
+def max_positions(cfg: ConfigView) -> int | None:
+    return cfg.optional_int(*MAX_POSITION_KEYS, minimum=1)
+
+
+def hidden_size(cfg: ConfigView) -> int:
+    return cfg.integer(*HIDDEN_KEYS, minimum=1, defaults=True)
+
+
+def positive_number(cfg: ConfigView, key: str, default: float) -> float:
+    """A positive finite number (int or float) under ``key``; ``default`` when absent."""
+    raw = cfg.value(key)
+    if raw is None:
+        return default
+    if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not math.isfinite(raw) or raw <= 0:
+        raise ConfigError(cfg.path(key), f"expected a positive number, got {raw!r}"[:200])
+    return raw
+
+
+def window_of(cfg: ConfigView, *keys: str) -> int:
+    """A required positive window under the first present of ``keys``."""
+    return cfg.integer(*keys, minimum=1, defaults=True)
+
+
+def sliding_window(cfg: ConfigView, *, default: int | None = None, keys: Sequence[str] = WINDOW_KEYS) -> int | None:
+    """The window W, or None for no window.
+
+    ``use_sliding_window: false`` means none even when a window is written (Qwen2/3), and so does a
+    window of 0. ``default`` applies when no window key is present (the transformers default of
+    families whose configs may omit it). Beside a text sub-config only the sub-config's keys count:
+    a root ``window_size`` belongs to a projector or tower (Granite Speech's is 15), not the decoder.
+    """
+    if cfg.present("use_sliding_window") and not cfg.boolean("use_sliding_window"):
+        return None
+    if cfg.text is not cfg.root:
+        keys = [key for key in keys if cfg.present(key)]
+    window = cfg.optional_int(*keys) if keys else None
+    if window is None:
+        return default
+    return window or None
+
+
+def covers_every_position(cfg: ConfigView, window: int | None) -> bool:
+    """True when ``window`` is at least the longest context the model takes: it bounds nothing."""
+    limit = max_positions(cfg)
+    return window is not None and limit is not None and window >= limit
+
+
+def effective_window(cfg: ConfigView, window: int | None, notes: list[str]) -> int | None:
+    """Drop a window that covers every position the model supports (it bounds nothing)."""
+    limit = max_positions(cfg)
+    if covers_every_position(cfg, window):
+        notes.append(
+            f"sliding window {window} ≥ max_position_embeddings {limit}: accounted as full attention"
+        )
+        return None
+    return window
+
+
+@dataclass(frozen=True)
+class Window:
+    """A sliding window as a config declares it, sorted for the part builders.
+
+    ``bound``: W when it bounds the context (a ``SlidingWindow``); ``declared``: W when it covers every
+    position (full attention for the figures, kept as ``FullAttention.declared_window`` because vLLM
+    still builds a sliding-window cache for it); both None without a window.
+    """
+
+    bound: int | None = None
+    declared: int | None = None
+
+    @property
+    def kind(self) -> str:
+        """The layer kind label a sliding layer gets: 'sliding' only when W bounds something."""
+        return "sliding" if self.bound is not None else "full"
+
+    def args(self) -> dict:
+        """Keywords for ``attention_part`` / ``heads_part`` that make a sliding layer's part."""
+        if self.bound is not None:
+            return {"window": self.bound}
+        return {"declared_window": self.declared} if self.declared is not None else {}
+
+
+def layer_window(cfg: ConfigView, window: int | None, notes: list[str] | None = None) -> Window:
+    """``window`` (already read; None or 0: none) sorted into a ``Window``; ``effective_window``'s note
+    goes to ``notes``, or to the config's own notes (``cfg.note``, once) without a list."""
+    window = window or None
+    declared = window if covers_every_position(cfg, window) else None
+    found: list[str] = []
+    bound = effective_window(cfg, window, found)
+    for note in found:
+        notes.append(note) if notes is not None else cfg.note(note)
+    return Window(bound=bound, declared=declared)
+
+
+def attention_part(
+    cfg: ConfigView,
+    *,
+    window: int | None = None,
+    chunk: int | None = None,
+    heads: int | None = None,
+    kv: int | None = None,
+    key_dim: int | None = None,
+    value_dim: int | None = None,
+    source_layer: int | None = None,
+    head_dim_defaults: bool = False,
+    declared_window: int | None = None,
+) -> FullAttention | SlidingWindow | ChunkedLocal:
+    """A standard attention part with the config's geometry unless overridden (``declared_window``:
+    see ``FullAttention``; only for a part with neither window nor chunk)."""
+    heads = heads or num_heads(cfg)
+    kv = kv or kv_heads(cfg, heads)
+    key_dim = key_dim or head_dim(cfg, heads, defaults=head_dim_defaults)
+    value_dim = value_dim if value_dim is not None else v_head_dim(cfg, key_dim)
+    return heads_part(kv, key_dim, value_dim, window=window, chunk=chunk, source_layer=source_layer,
+                      declared_window=declared_window)
+
+
+def heads_part(
+    kv: int, key_dim: int, value_dim: int, *, window: int | None = None, chunk: int | None = None,
+    source_layer: int | None = None, declared_window: int | None = None,
+) -> Part:
+    """The part for explicit heads and dims: chunked, sliding (``window``) or full (``declared_window``:
+    see ``FullAttention``)."""
+    shape = dict(kv_heads=kv, head_dim=key_dim, v_head_dim=None if value_dim == key_dim else value_dim,
+                 source_layer=source_layer)
+    if chunk is not None:
+        return ChunkedLocal(chunk=chunk, **shape)
+    if window is not None:
+        return SlidingWindow(window=window, **shape)
+    return FullAttention(declared_window=declared_window, **shape)
+
+
+def per_layer_override(cfg: ConfigView, i: int) -> dict:
+    """Layer i's entry of ``per_layer_config`` (transformers 5.24's saved form of per-type geometry), or {}.
+
+    transformers folds keys such as Gemma 4's ``global_head_dim`` or Dots3's ``swa_kv_lora_rank`` into
+    ``{"<layer index>": {"head_dim": ..., "num_key_value_heads": ...}}`` when it saves a config.
+    """
+    table = cfg.value("per_layer_config")
+    if table is None:
+        return {}
+    if not isinstance(table, dict):
+        raise ConfigError(cfg.path("per_layer_config"), f"expected an object, got {type(table).__name__}")
+    entry = table.get(str(i), table.get(i))
+    if entry is None:
+        return {}
+    if not isinstance(entry, dict):
+        raise ConfigError(cfg.path(f"per_layer_config.{i}"), f"expected an object, got {type(entry).__name__}")
+    for key, value in entry.items():
+        if key in OVERRIDE_SIZES and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+            raise ConfigError(
+                cfg.path(f"per_layer_config.{i}.{key}"), f"expected a non-negative integer, got {value!r}"
+            )
+    return entry
+
+
+OVERRIDE_SIZES = frozenset({"head_dim", "num_key_value_heads", "kv_lora_rank", "qk_rope_head_dim"})
+
+
+def windowed_attention(cfg: ConfigView, key_dim: int | None = None) -> tuple:
+    """The attention part of a hybrid, windowed when ``sliding_window`` is set (vLLM applies it)."""
+    return (attention_part(cfg, key_dim=key_dim, **layer_window(cfg, sliding_window(cfg)).args()),)
