@@ -3,61 +3,89 @@
     >>> import hfkv
     >>> report = hfkv.inspect("fixtures/deepseek-ai__DeepSeek-V3.2/config.json", kv_cache_dtype="fp8")
     >>> report.alpha_bytes_per_token
-    39284
+    48068
 
 ``inspect`` takes a local file or folder, or a Hub repo id (``org/name`` or ``org/name@revision``),
 and the knobs of ``Options`` as keyword arguments. ``inspect_config`` takes a config dict.
+``accounting`` is the accounting core (pure functions over a report's ``layer_specs``).
 
-Importing ``hfkv`` is cheap: ``Options``, ``Report`` and ``inspect_config`` load the report machinery
-(and pydantic) on first use (PEP 562), so ``hfkv --help`` and the error classes cost no more than they
-need. Imported as a library, hfkv leaves pydantic's plugins to the user; only the ``hfkv`` command
-turns their discovery off (``hfkv.commands.cli.entry``).
+Importing ``hfkv`` is cheap: the public names load the pipeline (and pydantic) on first use
+(PEP 562), so ``hfkv --help`` and the error classes cost no more than they need. Imported as a
+library, hfkv leaves pydantic's plugins to the user; only the ``hfkv`` command turns their discovery
+off (``hfkv.commands.cli.entry``).
+
+The package is laid out as the data flows: ``sources`` (a config from a file or the Hub) →
+``mappings`` (a family's config → per-layer specs) → ``model`` (specs, the accounting core, the
+report) → ``engines`` (vLLM's and SGLang's own arithmetic) → ``planning`` (GPUs, weights, the
+serving plan and its verdict) → ``render`` → ``commands``; ``runtime`` holds deadlines, fetchers
+and files. docs/architecture.md is the map.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
+import sys
 from typing import TYPE_CHECKING, Any
 
+from hfkv._version import __version__
 from hfkv.errors import ConfigError, HfkvError, SourceError, UnsupportedModelError, UsageError
 
 if TYPE_CHECKING:
-    from hfkv.model.report import Options, Report, inspect_config
+    from hfkv.inspection import inspect, inspect_config
+    from hfkv.model import accounting
+    from hfkv.model.options import Options
+    from hfkv.model.report import Report
 
-__version__ = "0.1.0"
 __all__ = [
-    "inspect", "inspect_config", "Options", "Report",
-    "HfkvError", "ConfigError", "SourceError", "UnsupportedModelError", "UsageError",
+    "inspect", "inspect_config", "Options", "Report", "accounting",
+    "HfkvError", "ConfigError", "SourceError", "UnsupportedModelError", "UsageError", "__version__",
 ]
-_LAZY = {"Options", "Report", "inspect_config"}  # from .report, loaded on first access
+# Public names loaded on first access: name -> (module, attribute; None for the module itself).
+_LAZY = {
+    "inspect": ("hfkv.inspection", "inspect"),
+    "inspect_config": ("hfkv.inspection", "inspect_config"),
+    "Options": ("hfkv.model.options", "Options"),
+    "Report": ("hfkv.model.report", "Report"),
+    "accounting": ("hfkv.model.accounting", None),
+}
 
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
-        from hfkv.model import report
-
-        value = getattr(report, name)
+        module, attribute = _LAZY[name]
+        value = importlib.import_module(module)
+        if attribute is not None:
+            value = getattr(value, attribute)
         globals()[name] = value  # the next access is a plain attribute
         return value
     raise AttributeError(f"module 'hfkv' has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | _LAZY)
+    return sorted(set(globals()) | set(_LAZY))
 
 
-def inspect(source: "str | os.PathLike[str]", *, hub: Any = None, revision: str | None = None, **options: Any) -> "Report":
-    """Report on one model.
+def _mappers_beside_the_sources() -> None:
+    """Run from a source checkout whose ``hfkv/`` shadows an installed copy, ``hfkv.mappings`` is the
+    checkout's top-level ``mappings/`` folder (where an install puts it under ``hfkv/``): a finder for
+    that one name, used only when the folder is there and the package has no ``mappings`` of its own."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    beside = os.path.join(os.path.dirname(here), "mappings")
+    if os.path.isdir(os.path.join(here, "mappings")) or not os.path.isfile(os.path.join(beside, "__init__.py")):
+        return
 
-    ``source``: a ``config.json`` path, a model folder, or a Hub repo id. ``hub``: a
-    ``hfkv.sources.hub.HubClient`` (endpoint, token, cache) for Hub sources; one with the environment's
-    settings is made when omitted. ``options``: any field of ``Options``
-    (``kv_cache_dtype="fp8"``, ``tensor_parallel_size=8``, ``contexts=(4096,)``, ``budget_bytes=...``).
-    Raises ``SourceError`` when the config cannot be obtained and ``ConfigError`` when it cannot be
-    understood; both name the source.
-    """
-    from hfkv.model.report import inspect_loaded, make_options
-    from hfkv.sources.local import load_config
+    import importlib.abc
+    import importlib.util
 
-    settings = make_options(**options)  # bad options fail before anything is fetched
-    return inspect_loaded(load_config(source, hub=hub, revision=revision), settings)
+    class CheckoutMappings(importlib.abc.MetaPathFinder):
+        def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+            if fullname != "hfkv.mappings":
+                return None
+            return importlib.util.spec_from_file_location(fullname, os.path.join(beside, "__init__.py"),
+                                                          submodule_search_locations=[beside])
+
+    sys.meta_path.append(CheckoutMappings())
+
+
+_mappers_beside_the_sources()

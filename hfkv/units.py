@@ -84,3 +84,11 @@ def format_tokens(n: int | None) -> str:
         if n >= size and n % size == 0:
             return f"{n // size}{unit}"
     return f"{n:,}"
+
+
+def exact_bytes(value: float | int | None) -> str:
+    """'36,864 B (36.00 KiB)': exact, with the binary-unit reading when it is 1 KiB or more."""
+    if value is None:
+        return "-"
+    text = f"{value:,.2f}" if isinstance(value, float) and not value.is_integer() else f"{int(value):,}"
+    return f"{text} B" if abs(value) < 1024 else f"{text} B ({format_bytes(value)})"

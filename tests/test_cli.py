@@ -245,7 +245,7 @@ def test_the_library_leaves_pydantic_plugins_alone():
 
 def test_spec_and_option_models_are_built_on_first_use_not_at_import():
     code = ("import hfkv.model.report, hfkv.model.specs as s\n"
-            "built = [c.__name__ for c in (s.FullAttention, s.MambaState, s.LayerSpec, s.Layout, hfkv.model.report.Options)"
+            "built = [c.__name__ for c in (s.FullAttention, s.MambaState, s.LayerSpec, s.Layout, hfkv.model.options.Options)"
             " if c.__pydantic_complete__]\n"
             "s.FullAttention(kv_heads=8, head_dim=128)\n"
             "print(built, s.FullAttention.__pydantic_complete__, s.MambaState.__pydantic_complete__)")

@@ -26,7 +26,7 @@ import pytest
 from click.testing import CliRunner
 
 from hfkv.commands.cli import main
-from hfkv.commands.compare import short_label, unique_labels
+from hfkv.render.compare import short_label, unique_labels
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 LLAMA = str(FIXTURES / "meta-llama__Meta-Llama-3.1-8B" / "config.json")
@@ -222,8 +222,9 @@ def test_plot_rejects_other_formats(tmp_path):
 
 
 def test_plot_figures_by_band():
-    from hfkv.commands.plot import concurrency, curves
-    from hfkv.model.report import Options, inspect_config
+    from hfkv.render.curves import concurrency, curves
+    from hfkv.inspection import inspect_config
+    from hfkv.model.options import Options
 
     report = inspect_config(json.loads(Path(GPT_OSS).read_text()), model="gpt-oss", options=Options())
     c = curves(report, [64, 4096])
@@ -237,8 +238,9 @@ def test_plot_figures_by_band():
 
 
 def test_plot_gives_compressor_rings_their_own_band():
-    from hfkv.commands.plot import curves
-    from hfkv.model.report import Options, inspect_config
+    from hfkv.render.curves import curves
+    from hfkv.inspection import inspect_config
+    from hfkv.model.options import Options
 
     v4 = Path(__file__).resolve().parents[1] / "fixtures" / "deepseek-ai__DeepSeek-V4-Flash" / "config.json"
     report = inspect_config(json.loads(v4.read_text()), model="v4", options=Options())
@@ -335,7 +337,7 @@ def _reports(*paths: str, contexts: tuple[int, ...] = (4096, 131072)):
 
 
 def test_crossings_are_found_for_every_pair_not_only_two():
-    from hfkv.commands.plot import crossings
+    from hfkv.render.curves import crossings
 
     # Qwen3-Next 24,576·S + 77,266,944 against: Llama 131,072·S (equal at 725.5 → 726, see above),
     # gpt-oss 36,864·S + 4,718,592 (equal at 5,904 → Qwen3-Next less from 5,905); Llama vs gpt-oss:
@@ -348,7 +350,7 @@ def test_crossings_are_found_for_every_pair_not_only_two():
 
 
 def test_small_bands_keep_their_exact_figures():
-    from hfkv.commands.plot import curves
+    from hfkv.render.curves import curves
 
     # The log panel draws Curves.bands as they are: Qwen3-Next's state 36 × 2,146,304 = 77,266,944 at
     # every context, full attention 24,576 × S (4,096: 100,663,296; 131,072: 3,221,225,472).

@@ -317,14 +317,14 @@ def test_parts_as_dicts_are_validated_by_kind_with_one_line_naming_where():
      "invalid layer shape: LayerSpec.index must be ≥ 0, not -1"),
 ])
 def test_a_mapper_building_a_bad_spec_is_one_config_error_line(monkeypatch, build, message):
-    import hfkv.mappings
+    import hfkv.inspection
     from hfkv import ConfigError, inspect_config
 
     def mapper(view):
         return Layout(layers=[build()])
 
     mapper.name, mapper.family = "test.bad", "test"
-    monkeypatch.setattr(hfkv.mappings, "resolve", lambda view: mapper)
+    monkeypatch.setattr(hfkv.inspection, "resolve", lambda view: mapper)
     with pytest.raises(ConfigError) as err:
         inspect_config({"model_type": "llama"}, model="bad-model")
     assert str(err.value) == f"bad-model: {message}"

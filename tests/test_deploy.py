@@ -19,7 +19,8 @@ from hfkv.planning import weights as est
 from hfkv.planning.enrich import enrich
 from hfkv.errors import UnsupportedModelError, UsageError
 from hfkv.render.terminal import render_markdown, render_table
-from hfkv.model.report import Options, inspect_config
+from hfkv.inspection import inspect_config
+from hfkv.model.options import Options
 from hfkv.planning.serving import plan_serving
 
 ROOT = Path(__file__).resolve().parents[1]

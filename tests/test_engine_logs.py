@@ -17,7 +17,7 @@ from decimal import Decimal
 import pytest
 
 from hfkv.engines import simulate
-from hfkv.engines.vllm.simulate import VllmRefusal
+from hfkv.engines.vllm.startup import VllmRefusal
 
 from test_engines import report
 

@@ -11,7 +11,7 @@ import pytest
 
 from hfkv.engines import simulate
 from hfkv.errors import UnsupportedModelError
-from hfkv.model.report import inspect_config
+from hfkv.inspection import inspect_config
 
 from test_engines import FIXTURES, GEMMA3, GPT_OSS, NEMOTRON, QWEN3_NEXT, V3, V32, GiB, report
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from hfkv.engines import simulate
-from hfkv.engines.vllm.simulate import VllmRefusal
+from hfkv.engines.vllm.startup import VllmRefusal
 from hfkv.errors import UnsupportedModelError
 
 from test_engines import GEMMA3, GPT_OSS, NEMOTRON, QWEN3_NEXT, V3, V32, GiB, ceil_div, report
@@ -308,7 +308,7 @@ def test_vllm_attention_free_mamba_block_is_max_model_len():
 def test_vllm_longrope_default_length_is_the_original_one():
     import json
 
-    from hfkv.model.report import inspect_config
+    from hfkv.inspection import inspect_config
     from test_engines import FIXTURES
 
     data = json.loads((FIXTURES / "microsoft__Phi-3.5-mini-instruct" / "config.json").read_text())
@@ -349,7 +349,7 @@ def test_vllm_refuses_with_vllms_reason(name, options, reason):
 def test_vllm_kimi_linear_with_mla_use_nope_starts():
     import json
 
-    from hfkv.model.report import inspect_config
+    from hfkv.inspection import inspect_config
     from test_engines import FIXTURES
 
     data = json.loads((FIXTURES / "moonshotai__Kimi-Linear-48B-A3B-Instruct-transformers-defaults" / "config.json")
@@ -427,7 +427,8 @@ def test_vllm_never_resolves_gemma3_to_float16():
     # 'auto', so an explicit fp16 KV is refused and an explicit bf16 one is not.
     import json
 
-    from hfkv.model.report import Options, inspect_config
+    from hfkv.inspection import inspect_config
+    from hfkv.model.options import Options
     from test_engines import FIXTURES
 
     data = json.loads((FIXTURES / "google__gemma-3-4b-it" / "config.json").read_text())

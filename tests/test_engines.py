@@ -12,9 +12,11 @@ from pathlib import Path
 import pytest
 
 import hfkv.engines as engines
-from hfkv.engines import ENGINE_KNOBS, simulate
+from hfkv.engines import simulate
+from hfkv.engines.contract import EngineKnobs, knob_fields, knobs_markdown
 from hfkv.errors import UnsupportedModelError, UsageError
-from hfkv.model.report import Options, inspect_config
+from hfkv.inspection import inspect_config
+from hfkv.model.options import Options
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 GiB = 1 << 30
@@ -47,10 +49,11 @@ HUB_CONFIGS = Path(__file__).resolve().parents[2] / "shared" / "hub-configs"
 # -- interface ----------------------------------------------------------------------------------
 
 
-def test_every_knob_is_documented_in_the_package_docstring():
-    for name, (default, help_text) in ENGINE_KNOBS.items():
-        assert f"``{name}``" in engines.__doc__, name
-        assert help_text
+def test_every_knob_has_its_meaning_and_the_docs_table_is_generated_from_them():
+    for f in knob_fields():
+        assert len(f.metadata["doc"]) > 20, f.name
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "engine-modes.md").read_text()
+    assert knobs_markdown() in doc  # regenerate: python -c "from hfkv.engines.contract import knobs_markdown; ..."
 
 
 def test_unknown_engine_and_knob_are_usage_errors():
@@ -71,11 +74,11 @@ def test_result_names_engine_and_version():
 
 def test_compute_capability_knob_is_normalised_and_validated():
     # None = the H200 default "9.0"; "10" and 8.0 are the same generations spelled differently.
-    assert engines.resolve_knobs({})["compute_capability"] == "9.0"
-    assert engines.resolve_knobs({"compute_capability": "10"})["compute_capability"] == "10.0"
-    assert engines.resolve_knobs({"compute_capability": 8.0})["compute_capability"] == "8.0"
+    assert EngineKnobs.resolve({}).compute_capability == "9.0"
+    assert EngineKnobs.resolve({"compute_capability": "10"}).compute_capability == "10.0"
+    assert EngineKnobs.resolve({"compute_capability": 8.0}).compute_capability == "8.0"
     with pytest.raises(UsageError, match="--compute-capability"):
-        engines.resolve_knobs({"compute_capability": "hopper"})
+        EngineKnobs.resolve({"compute_capability": "hopper"})
 
 
 def test_gpu_preset_sets_compute_capability_unless_the_knob_is_given():

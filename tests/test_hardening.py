@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from hfkv.commands.cli import main
 from hfkv.errors import ConfigError, SourceError, shorten
-from hfkv.sources.local import MAX_CONFIG_BYTES, load_local, parse_config_bytes
+from hfkv.sources import MAX_CONFIG_BYTES, load_local, parse_config_bytes
 from hfkv.units import parse_size
 
 # A small Llama: 2 layers × 2 (K, V) × 4 kv heads × 64 head_dim (512 / 8) × 2 bytes (bf16) = 2048 B per token.

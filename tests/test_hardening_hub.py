@@ -21,7 +21,7 @@ from hfkv.commands import watch
 from hfkv.commands.cli import main
 from hfkv.errors import SourceError
 from hfkv.sources.hub import MAX_LISTING_PAGES, HubClient
-from hfkv.model.report import Options
+from hfkv.model.options import Options
 
 ROOT = Path(__file__).resolve().parents[1]
 ORG = "acme"
@@ -220,7 +220,7 @@ class ManyModels:
         return list(self.infos), []
 
     def load_config(self, repo_id, revision=None):
-        from hfkv.sources.local import LoadedConfig
+        from hfkv.sources import LoadedConfig
 
         return LoadedConfig(name=repo_id, data=CONFIG, source="hub", commit="c" * 40)
 

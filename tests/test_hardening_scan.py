@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from fakehub import Fault
 from hfkv.commands.cli import main
-from hfkv.model.report import Options
+from hfkv.model.options import Options
 from hfkv.commands.scan import claim_output, fingerprint, open_output
 
 QWEN3 = "Qwen/Qwen3-8B"

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 import hfkv
-from hfkv.render.html import render_html, report_section, write_site
+from hfkv.render.html import render_html, report_section
+from hfkv.render.site import write_site
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 GIB = 2**30
@@ -181,7 +182,7 @@ def test_several_reports_in_one_file():
 
 
 def test_watch_site_reads_the_watch_folder(tmp_path):
-    from hfkv.render.html import write_watch_site
+    from hfkv.render.site import write_watch_site
     from hfkv.render.terminal import to_json
 
     old = watch_dict(llama(), "2025-01-01T00:00:00+00:00", {"H200-141GB": 60 * GIB})

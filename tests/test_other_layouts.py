@@ -19,7 +19,7 @@ from click.testing import CliRunner
 
 from hfkv import ConfigError, HfkvError, Options, UnsupportedModelError, inspect_config
 from hfkv.commands.cli import main
-from hfkv.sources.local import load_local
+from hfkv.sources import load_local
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 HUB_CONFIGS = Path(__file__).resolve().parents[2] / "shared" / "hub-configs"

@@ -23,12 +23,13 @@ from types import SimpleNamespace
 
 import pytest
 
-from hfkv.engines import simulate
+from hfkv.engines import check_layout, simulate
 from hfkv.engines import archs
 from hfkv.engines import layout as lay
 from hfkv.engines.sglang.support import check_pipeline
 from hfkv.errors import UnsupportedModelError
-from hfkv.model.report import Options, inspect_config
+from hfkv.inspection import inspect_config
+from hfkv.model.options import Options
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(__file__).resolve().parents[2] / "shared"
@@ -220,11 +221,11 @@ def test_sglang_transformers_fallback_runs_pp():
 
 def test_check_model_refuses_the_layout_as_each_engine_would():
     report = _fixture("google__gemma-3-4b-it")
-    lay.check_model(report, lay.Layout(pp=2, engine="vllm"))  # gemma3_mm.py: SupportsPP
-    lay.check_model(report, lay.Layout(pp=2, engine="theory"))  # theory asks no engine
+    check_layout(report, lay.Layout(pp=2, engine="vllm"))  # gemma3_mm.py: SupportsPP
+    check_layout(report, lay.Layout(pp=2, engine="theory"))  # theory asks no engine
     with pytest.raises(UnsupportedModelError, match=re.escape(SGLANG_PP)):
-        lay.check_model(report, lay.Layout(pp=2, engine="sglang"))
+        check_layout(report, lay.Layout(pp=2, engine="sglang"))
     zamba = _fixture("Zyphra__Zamba2-2.7B-transformers-defaults")
     with pytest.raises(UnsupportedModelError, match="Supported models implement the `SupportsPP` interface"):
-        lay.check_model(zamba, lay.Layout(pp=2, engine="vllm"))
-    lay.check_model(zamba, lay.Layout(pp=1, engine="vllm"))
+        check_layout(zamba, lay.Layout(pp=2, engine="vllm"))
+    check_layout(zamba, lay.Layout(pp=1, engine="vllm"))

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from hfkv import HfkvError, Options, inspect_config
 from hfkv.model import accounting as acc
 from hfkv.model.dtypes import Precision
-from hfkv.sources.local import parse_config_bytes
+from hfkv.sources import parse_config_bytes
 from hfkv.model.specs import (
     CompressedKV, FullAttention, IndexerKeys, LayerSpec, LinearAttentionState, MambaState, MLALatent,
     ShortConvState, SlidingWindow,
@@ -123,7 +123,7 @@ def test_truncated_or_foreign_json(raw):
 
 
 def test_oversized_config_is_refused():
-    from hfkv.sources.local import MAX_CONFIG_BYTES
+    from hfkv.sources import MAX_CONFIG_BYTES
 
     with pytest.raises(HfkvError, match="limit"):
         parse_config_bytes(b" " * (MAX_CONFIG_BYTES + 1), "config.json")

@@ -159,16 +159,16 @@ def test_accounting_options_apply_to_every_row(fake_hub, tmp_path):
 
 
 def test_an_unexpected_exception_becomes_an_internal_row(fake_hub, tmp_path, monkeypatch):
-    import hfkv.model.report
+    import hfkv.inspection
 
-    real = hfkv.model.report.inspect_config
+    real = hfkv.inspection.inspect_config
 
     def flaky(data, *, model, **kwargs):
         if model == GPT_OSS:
             raise ZeroDivisionError("boom")
         return real(data, model=model, **kwargs)
 
-    monkeypatch.setattr(hfkv.model.report, "inspect_config", flaky)
+    monkeypatch.setattr(hfkv.inspection, "inspect_config", flaky)
     result = scan(write_list(tmp_path, LLAMA2, GPT_OSS, QWEN3), "--endpoint", fake_hub.url)
     assert result.exit_code == 1
     rows = jsonl(result.stdout)

@@ -10,7 +10,8 @@ import pytest
 from hfkv.planning import gpus
 from hfkv.errors import UsageError
 from hfkv.render.terminal import render_markdown
-from hfkv.model.report import Options, inspect_config
+from hfkv.inspection import inspect_config
+from hfkv.model.options import Options
 from hfkv.planning.serving import gpu_budgets, plan_serving
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

@@ -21,7 +21,8 @@ import pytest
 
 from hfkv.engines import simulate
 from hfkv.errors import HfkvError
-from hfkv.model.report import Options, inspect_config
+from hfkv.inspection import inspect_config
+from hfkv.model.options import Options
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 HUB_CONFIGS = SHARED / "hub-configs"
@@ -38,7 +39,7 @@ CAPABILITY = {"H200": "9.0", "B200": "10.0"}
 # Rows whose SGLang figure hfkv cannot reproduce yet, and why: strict xfails, so a row that starts to
 # match fails until it is taken off this list.
 UNLIMITED_OCR_GAP = (
-    "hfkv/engines/sglang/simulate.py: SGLang sizes Unlimited-OCR's full-attention layers (R-SWA keeps the prompt) in "
+    "hfkv/engines/sglang/startup.py: SGLang sizes Unlimited-OCR's full-attention layers (R-SWA keeps the prompt) in "
     "an all-SWA HybridSWAPoolConfigurator; hfkv's SGLang mode uses DefaultPoolConfigurator (same bytes per "
     "token)"
 )

@@ -19,7 +19,8 @@ from hfkv.engines import simulate
 from hfkv.engines.archs import TpAssert, parse_tp_asserts, sglang_architectures, sglang_tp_asserts
 from hfkv.engines.sglang.support import tp_failure, tp_refusal
 from hfkv.errors import UnsupportedModelError
-from hfkv.model.report import Options, inspect_config
+from hfkv.inspection import inspect_config
+from hfkv.model.options import Options
 
 ROOT = Path(__file__).resolve().parents[1]
 PREFIX = "SGLang 0.5.23 cannot serve this model"
@@ -187,7 +188,7 @@ def test_cli_exits_2_with_one_line():
 
 
 def test_a_serving_plan_checked_as_sglang_is_refused_too(tmp_path):
-    """plot's deployment panel plans through serving.plan_serving (layout.check_model): Qwen2.5-7B at TP 8
+    """plot's deployment panel plans through serving.plan_serving (hfkv.engines.check_layout): Qwen2.5-7B at TP 8
     is refused as SGLang would refuse it (28 heads % 8 = 4), and TP 4 is drawn (28 % 4 = 0)."""
     pytest.importorskip("matplotlib")
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from hfkv.model import defaults as tfdefaults
-from hfkv.model.report import make_options
+from hfkv.model.options import make_options
 from hfkv.commands.scan import Job, Output, run
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -20,7 +20,8 @@ from hfkv.engines import simulate
 from hfkv.engines.vllm import transformers as tfb
 from hfkv.errors import UnsupportedModelError
 from hfkv.mappings.registry import known_architectures
-from hfkv.model.report import Options, inspect_config
+from hfkv.inspection import inspect_config
+from hfkv.model.options import Options
 
 HERE = Path(__file__).resolve().parent
 FIXTURES = HERE.parent / "fixtures"

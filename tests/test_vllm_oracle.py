@@ -21,7 +21,8 @@ import pytest
 
 from hfkv.engines import simulate
 from hfkv.errors import HfkvError
-from hfkv.model.report import Options, inspect_config
+from hfkv.inspection import inspect_config
+from hfkv.model.options import Options
 
 from _helpers import WINDOW_CONFIGS, window_config  # the window-configs entries (tests/oracles/README.md)
 

@@ -20,7 +20,8 @@ from hfkv.engines.vllm import transformers as tfb
 from hfkv.engines.archs import vllm_architectures
 from hfkv.engines.vllm.models import VllmRefusal, registry_names
 from hfkv.errors import HfkvError, UnsupportedModelError
-from hfkv.model.report import Options, inspect_config
+from hfkv.inspection import inspect_config
+from hfkv.model.options import Options
 from hfkv.model.specs import FullAttention, LayerSpec, MambaState, ShortConvState, SlidingWindow
 
 HERE = Path(__file__).resolve().parent

@@ -14,9 +14,10 @@ from click.testing import CliRunner
 from fakehub import Fault
 
 from hfkv.commands import watch
+from hfkv.runtime import files
 from hfkv.errors import SourceError
-from hfkv.model.report import Options
-from hfkv.sources.local import LoadedConfig
+from hfkv.model.options import Options
+from hfkv.sources import LoadedConfig
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 LLAMA = json.loads((FIXTURES / "meta-llama__Meta-Llama-3.1-8B" / "config.json").read_text())
@@ -190,17 +191,17 @@ def test_hostile_ids_make_distinct_plain_names_inside_out(tmp_path):
     assert sorted(k for k, _ in summary.skipped) == sorted(watch.escape_id(i) for i in invalid)
     assert watch.escape_id("a\x00b/c") == "a\\x00b/c" and watch.escape_id("org/\u202egnp.exe") == "org/\\u202egnp.exe"
     assert [p for p in tmp_path.rglob("*") if p.is_file() and p.parent != out] == []
-    stems = {watch.safe_name(i) for i in HOSTILE}
+    stems = {files.safe_name(i) for i in HOSTILE}
     assert len(stems) == len(HOSTILE)  # distinct ids never share a file
     for stem in stems:
         assert re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", stem) and len(stem) <= 110
     for repo_id in VALID:
-        stem = watch.safe_name(repo_id)
+        stem = files.safe_name(repo_id)
         assert (out / f"{stem}.md").is_file() and (out / f"{stem}.json").is_file()
     for path in out.iterdir():
         text = path.read_text()
         assert "\x00" not in text and "\u202e" not in text
-    assert watch.safe_name("meta-llama/Llama-3.1-8B") == "meta-llama__Llama-3.1-8B"
+    assert files.safe_name("meta-llama/Llama-3.1-8B") == "meta-llama__Llama-3.1-8B"
 
 
 class Crash(BaseException):
@@ -224,7 +225,7 @@ def test_crash_between_report_and_state_redoes_the_model(tmp_path, monkeypatch):
     saved = json.loads((out / watch.STATE_FILE).read_text())  # valid JSON: the old state
     assert list(saved["models"]) == [f"{ORG}/m1"]
     assert (out / f"{ORG}__m2.md").is_file()
-    assert not list(out.glob(f"*{watch.TMP_SUFFIX}"))
+    assert not list(out.glob(f"*{files.TMP_SUFFIX}"))
 
     monkeypatch.setattr(watch, "save_state", real_save)
     client.loaded.clear()
@@ -248,7 +249,7 @@ def test_crash_inside_a_write_leaves_no_half_file(tmp_path, monkeypatch):
     with pytest.raises(Crash):
         watch.poll(client, _config(out))
     assert not (out / f"{ORG}__m1.md").exists()
-    assert not list(out.glob(f"*{watch.TMP_SUFFIX}"))
+    assert not list(out.glob(f"*{files.TMP_SUFFIX}"))
     assert f"{ORG}/m1" not in json.loads((out / watch.STATE_FILE).read_text())["models"]
 
     monkeypatch.setattr(watch.os, "replace", real_replace)
@@ -259,10 +260,10 @@ def test_crash_inside_a_write_leaves_no_half_file(tmp_path, monkeypatch):
 def test_leftover_temporary_files_are_removed(tmp_path):
     out = tmp_path / "out"
     out.mkdir()
-    (out / f".index.md.abc{watch.TMP_SUFFIX}").write_text("half")
+    (out / f".index.md.abc{files.TMP_SUFFIX}").write_text("half")
     (out / "notes.txt").write_text("mine")
     watch.poll(StubClient([]), _config(out))
-    assert not list(out.glob(f"*{watch.TMP_SUFFIX}")) and (out / "notes.txt").read_text() == "mine"
+    assert not list(out.glob(f"*{files.TMP_SUFFIX}")) and (out / "notes.txt").read_text() == "mine"
 
 
 def test_damaged_state_is_an_error_and_left_alone(tmp_path, fake_hub):
@@ -312,7 +313,7 @@ def test_killed_process_leaves_complete_files_and_a_valid_state(fake_hub, tmp_pa
     assert len(state["models"]) < len(ids)  # the kill did land mid-run
     for repo_id, entry in state["models"].items():
         assert entry["status"] == "done"
-        stem = watch.safe_name(repo_id)
+        stem = files.safe_name(repo_id)
         json.loads((out / f"{stem}.json").read_text())  # complete
         assert (out / f"{stem}.md").read_text().startswith(f"# KV cache: {repo_id}")
     for report in out.glob("*.json"):
@@ -322,7 +323,7 @@ def test_killed_process_leaves_complete_files_and_a_valid_state(fake_hub, tmp_pa
     fake_hub.faults.clear()
     assert run(fake_hub, out).exit_code == 0
     state = json.loads((out / watch.STATE_FILE).read_text())
-    assert sorted(state["models"]) == sorted(ids) and not list(out.glob(f"*{watch.TMP_SUFFIX}"))
+    assert sorted(state["models"]) == sorted(ids) and not list(out.glob(f"*{files.TMP_SUFFIX}"))
 
 
 def test_an_id_with_a_newline_cannot_forge_a_line_and_is_recorded_once(fake_hub, tmp_path):
@@ -460,7 +461,7 @@ def test_a_truncated_listing_reports_what_was_listed_and_exits_1(fake_hub, tmp_p
     # What was listed is reported and recorded; the rest is listed again next run.
     state = json.loads((out / watch.STATE_FILE).read_text())
     assert sorted(state["models"]) == sorted(seen)
-    assert all((out / f"{watch.safe_name(r)}.md").is_file() for r in seen)
+    assert all((out / f"{files.safe_name(r)}.md").is_file() for r in seen)
 
 
 def test_the_interval_loop_reports_a_failed_listing_at_every_poll(two_models, tmp_path, monkeypatch):

@@ -27,7 +27,7 @@ import pytest
 from click.testing import CliRunner
 
 import hfkv
-from hfkv.commands.compare import exact_bytes
+from hfkv.units import exact_bytes
 from hfkv.planning.enrich import enrich
 from hfkv.sources.hub import HubClient
 from hfkv.commands.serve import MISSING_EXTRA, Form, compare_page, report_page

@@ -26,8 +26,9 @@ import click
 
 from hfkv.runtime import fetchers
 from hfkv.model import defaults as tfdefaults
-from hfkv.commands.cli import accounting_options, build_hub, build_options, hub_options
+from hfkv.commands.options import accounting_options, build_hub, build_options, hub_options
 from hfkv.errors import HfkvError, UsageError, one_line
+from hfkv.runtime.files import write_atomic
 from hfkv.units import format_bytes, format_tokens
 
 FORMATS = ("table", "jsonl", "csv", "markdown")
@@ -129,7 +130,7 @@ class Fetched:
     """What the network gave for one model: its config (or the reason there is none) and weights."""
 
     entry: str
-    loaded: Any = None  # hfkv.sources.local.LoadedConfig
+    loaded: Any = None  # hfkv.sources.LoadedConfig
     weights: Any = None  # HubClient.weights() summary, or None
     error: str | None = None
 
@@ -144,7 +145,7 @@ class Job:
     2-core VM, a 300-repo scan spent 2 to 3 times its single-thread CPU when every worker built reports.
     """
 
-    options: Any  # hfkv.model.report.Options
+    options: Any  # hfkv.model.options.Options
     hub: Any = None
     revision: str | None = None
     weights: bool = False
@@ -159,7 +160,7 @@ class Job:
         Transport failures are not retried here: ``HubClient`` already retries (docs/hub.md §8.5),
         so another layer would multiply the tries.
         """
-        from hfkv.sources.local import load_config
+        from hfkv.sources import load_config
 
         try:
             loaded = load_config(entry, hub=self.hub, revision=self.revision)
@@ -185,7 +186,7 @@ class Job:
 
     def _report(self, fetched: Fetched) -> Any:
         from hfkv.sources.weights import attach_weights
-        from hfkv.model.report import inspect_loaded
+        from hfkv.inspection import inspect_loaded
 
         report = inspect_loaded(fetched.loaded, self.options, model=fetched.entry)
         if self.weights:
@@ -213,7 +214,7 @@ class Columns:
 
     @classmethod
     def for_options(cls, options: Any, weights: bool = False) -> "Columns":
-        from hfkv.model.report import DEFAULT_CONTEXTS
+        from hfkv.model.options import DEFAULT_CONTEXTS
 
         if options.contexts:
             return cls(tuple(options.contexts), with_max=False, with_weights=weights)
@@ -418,10 +419,8 @@ def resume_file(path: Path, writer: Writer) -> dict[str, bool]:
     # A file holding no complete row is emptied, so the header is written afresh.
     wanted = "".join(line + "\n" for line in header + kept) if len(complete) >= len(header) and complete else ""
     if wanted != text:
-        from hfkv.sources.cache import write_atomic  # exclusive temporary file, never through a symlink
-
         try:
-            write_atomic(str(path), wanted.encode("utf-8"))
+            write_atomic(path, wanted)
         except OSError as err:
             raise UsageError(f"cannot rewrite {path}: {err.strerror or type(err).__name__}") from None
     return done
@@ -579,7 +578,7 @@ def run(entries: list[str], job: Job, out: Output, jobs: int) -> None:
         return
     with fetchers.fetching(entries, job.fetch, jobs) as results:
         import hfkv.mappings  # noqa: F401 - the reports' imports, made while the first fetches travel
-        import hfkv.model.report  # noqa: F401
+        import hfkv.inspection  # noqa: F401
 
         waiting: list[Fetched] = []  # need transformers defaults before the helper has them
         for fetched in results:
@@ -681,7 +680,7 @@ def scan_command(list_name: str, jobs: int, fmt: str | None, output: str | None,
     every model succeeded, 1 when some failed (their rows say why) or the output could not be
     written, 2 on bad usage, 130 when interrupted (rows written so far stay).
     """
-    from hfkv.commands.cli import fail
+    from hfkv.commands.options import fail
 
     fmt = choose_format(fmt, output)
     if resume and not output:
@@ -715,7 +714,7 @@ def _scan_entries(entries: list[str], done: dict[str, bool], writer: Writer | No
                   stream: IO[str], output: str | None, options: Any, weights: bool, jobs: int,
                   params: dict[str, Any]) -> int:
     """Scan the entries not ``done``, write (or print) their rows; the number of failed rows."""
-    from hfkv.sources.local import looks_like_repo_id
+    from hfkv.sources import looks_like_repo_id
 
     todo = [e for e in entries if writer is None or writer.key(e) not in done]
     earlier_failures = sum(1 for e in entries if writer and done.get(writer.key(e)) is False)
@@ -736,7 +735,7 @@ def scan_rows(todo: list[str], job: Job, out: Output, *, jobs: int, fresh: bool)
     A failed write stops the scan and exits 1 with one line counting the rows lost; Ctrl-C keeps the
     rows written and exits 130 (``interrupted``).
     """
-    from hfkv.commands.cli import fail
+    from hfkv.commands.options import fail
 
     out.bar = _progress(len(todo))
     try:

@@ -30,7 +30,7 @@ from urllib.parse import urlencode
 
 import click
 
-from hfkv.commands.cli import DTYPES as CLI_DTYPES
+from hfkv.commands.options import DTYPES as CLI_DTYPES
 from hfkv.errors import HfkvError, UsageError, one_line
 from hfkv.render.svg import esc
 
@@ -120,7 +120,7 @@ class Form:
 
     def options(self) -> Any:
         """``hfkv.Options`` for this form; ``UsageError`` naming the field on a bad value."""
-        from hfkv.model.report import make_options
+        from hfkv.model.options import make_options
         from hfkv.units import parse_size, parse_token_list
 
         if self.kv_cache_dtype not in DTYPES:
@@ -177,7 +177,7 @@ def links_html(form: Form, link: str | None, command: str) -> str:
 
 def load_model(form: Form, hub: Any, upload: str | None) -> Any:
     """The config to report on: the uploaded file when given, else the Hub repo ``form.model``."""
-    from hfkv.sources.local import load_local, split_revision
+    from hfkv.sources import load_local, split_revision
 
     if upload:
         name = Path(upload).name  # the file as dropped; the server's temporary folder is not shown
@@ -217,7 +217,7 @@ def engine_figures(report: Any, gpu: str | None) -> dict[str, dict[str, Any] | s
 def build_report(form: Form, hub: Any, upload: str | None = None) -> tuple[Any, dict[str, Any]]:
     """(report with weights and serving plan, engine figures) for the form, as ``hfkv MODEL`` builds it."""
     from hfkv.planning.enrich import enrich
-    from hfkv.model.report import inspect_loaded
+    from hfkv.inspection import inspect_loaded
 
     options = form.options()
     hub = hub or (None if upload else hub_client())  # one client for the config and the weights
@@ -256,7 +256,8 @@ def compare_page(form: Form, hub: Any = None) -> str:
 
 
 def _comparison(form: Form, models: list[str], hub: Any) -> str:
-    from hfkv.commands.compare import all_pairs, footnotes, pair_line, table_rows, unique_labels
+    from hfkv.planning.compare import all_pairs
+    from hfkv.render.compare import footnotes, pair_line, table_rows, unique_labels
     from hfkv.render.html import cell, charts, table
 
     options = form.options()
@@ -277,7 +278,7 @@ def _comparison(form: Form, models: list[str], hub: Any) -> str:
 def _collect(models: list[str], form: Form, options: Any, hub: Any) -> tuple[list[Any], list[str], list[str]]:
     """Reports on the union of the models' default contexts (so the columns line up), their names,
     and one error line per model that failed."""
-    from hfkv.model.report import inspect_loaded
+    from hfkv.inspection import inspect_loaded
 
     loaded, errors = [], []
     for model in models:
@@ -372,7 +373,7 @@ def _form(model: str, compare: str, kv: str, tp: Any, dp: Any, gpu: str, budget:
 def launch_options() -> dict[str, Any]:
     """What ``launch`` needs besides host and port: the report style sheet, bounded uploads, no share link."""
     from hfkv.render.html import STYLE
-    from hfkv.sources.local import MAX_CONFIG_BYTES
+    from hfkv.sources import MAX_CONFIG_BYTES
 
     # Uploads past hfkv's own limit are refused by hfkv's reader (one line); Gradio's bound is a backstop.
     return {"css": STYLE, "max_file_size": 2 * MAX_CONFIG_BYTES, "share": False, "show_error": False}
@@ -383,7 +384,8 @@ def launch_options() -> dict[str, Any]:
 @click.option("--port", type=click.IntRange(1, 65535), default=7860, show_default=True, help="Port to bind.")
 def serve_command(host: str, port: int) -> None:
     """Serve the calculator page (needs hfkv[app]). Hub access uses HF_ENDPOINT and HF_TOKEN."""
-    from hfkv.commands.cli import fail, quiet_libraries
+    from hfkv.commands.cli import quiet_libraries
+    from hfkv.commands.options import fail
 
     quiet_libraries()
     try:

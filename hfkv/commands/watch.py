@@ -40,12 +40,10 @@ from __future__ import annotations
 import contextlib
 import copy
 import datetime as dt
-import hashlib
 import json
 import os
 import re
 import sys
-import tempfile
 import unicodedata
 import time
 from dataclasses import dataclass, field
@@ -54,17 +52,16 @@ from typing import Any, Iterable, Iterator
 
 import click
 
-from hfkv.commands.cli import accounting_options, build_hub, build_options, hub_options
+from hfkv.commands.options import accounting_options, build_hub, build_options, hub_options
 from hfkv.errors import HfkvError, UsageError
 from hfkv.planning.gpus import COMMON_GPUS, get_gpu
+from hfkv.runtime.files import inside, remove_stale_temporaries, safe_name, write_atomic
 from hfkv.units import format_bytes
 
 STATE_FILE = ".hfkv-watch.json"
 STATE_VERSION = 1
 DEFAULT_WINDOW = dt.timedelta(days=7)
-TMP_SUFFIX = ".hfkv-tmp"
 EXPAND = ["createdAt", "sha", "config", "safetensors"]
-_PLAIN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}")
 _COMMIT = re.compile(r"[0-9a-f]{40}")
 _HUB_ID = re.compile(r"[\w.-]+/[\w.-]+")  # what the Hub accepts as a model id (\w: unicode letters too)
 PERMANENT_KINDS = frozenset({"too-large"})  # SourceError kinds a retry of the same commit cannot fix
@@ -73,21 +70,6 @@ COMMIT_SECONDS = 2.0  # index and state are saved at most this often while model
 
 
 # -- file names and atomic writes -------------------------------------------------------------------
-
-
-def safe_name(repo_id: str) -> str:
-    """A file stem for ``repo_id`` that is one plain name: [A-Za-z0-9._-] only, no leading dot, ≤ 110 chars.
-
-    An ordinary id ``org/name`` gives ``org__name``; anything else is cleaned and suffixed with a hash
-    of the exact id, so two different ids never share a file.
-    """
-    text = str(repo_id)
-    if _PLAIN_ID.fullmatch(text) and ".." not in text:
-        return text.replace("/", "__")
-    cleaned = re.sub(r"[^A-Za-z0-9._-]+", "_", text)
-    cleaned = re.sub(r"\.{2,}", "_", cleaned).strip("._-")[:80] or "model"
-    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
-    return f"{cleaned}-{digest}"
 
 
 def printable_text(text: str) -> str:
@@ -112,49 +94,6 @@ def escape_id(text: Any) -> str:
 
 def is_hub_id(repo_id: str) -> bool:
     return bool(_HUB_ID.fullmatch(repo_id))
-
-
-def inside(directory: Path, name: str) -> Path:
-    """``directory / name``, refusing anything that would not be a direct child of ``directory``."""
-    path = directory / name
-    if "/" in name or "\\" in name or "\0" in name or name in ("", ".", "..") or path.parent != directory:
-        raise ValueError(f"unsafe file name {name!r}")
-    return path
-
-
-def atomic_write(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file in the same folder and ``os.replace``.
-
-    Readers see the old file or the new one, never a part; the temporary file is removed on any error
-    (including KeyboardInterrupt), and a process killed outright leaves only a ``*.hfkv-tmp`` file,
-    which the next run deletes.
-    """
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name[:60]}.", suffix=TMP_SUFFIX)
-    try:
-        with contextlib.suppress(OSError, AttributeError):  # mkstemp makes 0600; reports are for reading
-            os.fchmod(fd, 0o666 & ~_umask())
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-def remove_stale_temporaries(directory: Path) -> None:
-    """Delete temporary files a killed run left behind (only ours: hidden, ``*.hfkv-tmp``)."""
-    for leftover in directory.glob(f".*{TMP_SUFFIX}"):
-        with contextlib.suppress(OSError):
-            leftover.unlink()
 
 
 @contextlib.contextmanager
@@ -205,7 +144,7 @@ def load_state(path: Path) -> dict[str, Any] | None:
 
 
 def save_state(path: Path, state: dict[str, Any]) -> None:
-    atomic_write(path, json.dumps(state, indent=2, sort_keys=True, ensure_ascii=True) + "\n")
+    write_atomic(path, json.dumps(state, indent=2, sort_keys=True, ensure_ascii=True) + "\n", durable=True)
 
 
 def parse_since(text: str) -> dt.datetime:
@@ -231,7 +170,7 @@ class WatchConfig:
     authors: tuple[str, ...]
     out_dir: Path
     state_path: Path
-    options: Any  # hfkv.model.report.Options
+    options: Any  # hfkv.model.options.Options
     since: dt.datetime | None = None
     limit: int = 100
     gpus: tuple[str, ...] = COMMON_GPUS
@@ -321,7 +260,7 @@ def _weights(info: Any) -> dict[str, Any] | None:
 def build_model_report(client: Any, info: Any, cfg: WatchConfig) -> tuple[Any, dict[str, int], dict | None]:
     """Fetch the config of a listed model and build its report with GPU budgets. Raises on failure."""
     from hfkv.sources.weights import attach_weights
-    from hfkv.model.report import inspect_loaded
+    from hfkv.inspection import inspect_loaded
     from hfkv.planning.serving import gpu_budgets
 
     repo_id = str(info.id)
@@ -426,9 +365,9 @@ def index_markdown(state: dict[str, Any]) -> str:
 
 def _commit(cfg: WatchConfig, state: dict[str, Any]) -> None:
     """Index, then state: the index never lags a saved state (a kill in between redoes the model)."""
-    atomic_write(inside(cfg.out_dir, "index.md"), index_markdown(state))
+    write_atomic(inside(cfg.out_dir, "index.md"), index_markdown(state), durable=True)
     if cfg.html:
-        from hfkv.render.html import write_watch_site
+        from hfkv.render.site import write_watch_site
 
         write_watch_site(cfg.out_dir, state["models"])  # index.html; pages of earlier runs kept as written
     save_state(cfg.state_path, state)
@@ -447,12 +386,12 @@ def process_model(client: Any, info: Any, author: str, cfg: WatchConfig) -> dict
     except Exception as err:  # a bug or a hostile config must not stop the watcher: record and retry later
         return _error_entry(info, author, "internal error: " + _error_line(err))
     stem = safe_name(repo_id)
-    atomic_write(inside(cfg.out_dir, stem + ".json"), to_json(report) + "\n")
-    atomic_write(inside(cfg.out_dir, stem + ".md"), model_markdown(report, budgets, weights, cfg))
+    write_atomic(inside(cfg.out_dir, stem + ".json"), to_json(report) + "\n", durable=True)
+    write_atomic(inside(cfg.out_dir, stem + ".md"), model_markdown(report, budgets, weights, cfg), durable=True)
     if cfg.html:
         from hfkv.render.html import render_html
 
-        atomic_write(inside(cfg.out_dir, stem + ".html"), render_html(report, budgets=budgets))
+        write_atomic(inside(cfg.out_dir, stem + ".html"), render_html(report, budgets=budgets), durable=True)
     return _done_entry(report, info, author, stem, weights)
 
 
@@ -619,7 +558,7 @@ def watch_command(authors: tuple[str, ...], out_dir: Path, once: bool, interval:
     worked (even if some models failed), 1 when a listing failed, was cut short or named an author
     the Hub does not know, 2 on bad usage.
     """
-    from hfkv.commands.cli import fail
+    from hfkv.commands.options import fail
 
     if once and interval:
         raise click.UsageError("--once and --interval exclude each other")

@@ -19,7 +19,7 @@ A layout says which GPUs hold which share of a model and whose requests each kee
 ``resolve`` checks a layout the way the engines' argument checks do and raises ``LayoutRefusal``
 (an ``UnsupportedModelError``) with the engine's reason, or ``UsageError`` for a value no engine
 accepts. Whether the engine runs this architecture under PP is a model check, made by each engine
-mode before it sizes anything (``vllm_models.refusal``, ``sglang_support.check``). Pure: no I/O.
+mode before it sizes anything, and by ``hfkv.engines.check_layout`` for a serving plan. Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hfkv.errors import UnsupportedModelError, UsageError
+from hfkv.engines.contract import EngineInput, EngineKnobs
 
 LAYOUT_KNOBS = ("data_parallel_size", "enable_dp_attention", "enable_expert_parallel", "pipeline_parallel_size")
 # Config keys that count routed experts (the first positive one wins).
@@ -131,16 +132,16 @@ def expert_count(config: dict) -> int:
     return 0
 
 
-def resolve(knobs: dict[str, Any], tp: int, engine: str, layers: int, config: dict | None = None) -> Layout:
+def resolve(knobs: EngineKnobs, tp: int, engine: str, layers: int, config: dict | None = None) -> Layout:
     """The layout ``knobs`` ask for at tensor-parallel size ``tp``, checked as ``engine`` checks it.
 
     ``layers`` is the decoder layer count (a stage needs one); ``config`` the text config (experts).
     Raises ``LayoutRefusal`` with the engine's reason, ``UsageError`` for malformed values.
     """
-    dp = size(knobs.get("data_parallel_size"), "data_parallel_size")
-    pp = size(knobs.get("pipeline_parallel_size"), "pipeline_parallel_size")
-    dp_attention = flag(knobs.get("enable_dp_attention"), "enable_dp_attention")
-    ep = flag(knobs.get("enable_expert_parallel"), "enable_expert_parallel")
+    dp = size(knobs.data_parallel_size, "data_parallel_size")
+    pp = size(knobs.pipeline_parallel_size, "pipeline_parallel_size")
+    dp_attention = flag(knobs.enable_dp_attention, "enable_dp_attention")
+    ep = flag(knobs.enable_expert_parallel, "enable_expert_parallel")
     if dp_attention and engine == "vllm":
         raise LayoutRefusal("vLLM has no --enable-dp-attention: its --data-parallel-size ranks already keep their "
                             "own requests (attention replicated per rank)")
@@ -155,32 +156,6 @@ def resolve(knobs: dict[str, Any], tp: int, engine: str, layers: int, config: di
         raise UsageError(f"--pipeline-parallel-size {pp} is larger than the model's {layers} layers: "
                          "some stage would hold no layer")
     return Layout(tp=tp, dp=dp, pp=pp, dp_attention=dp_attention and dp > 1, expert_parallel=ep, engine=engine)
-
-
-def check_model(report: Any, layout: Layout) -> None:
-    """The engine's refusal of this layout for this model: PP > 1 on an architecture the engine does
-    not run under pipeline parallelism (vLLM's ``SupportsPP``, SGLang's ``pp_proxy_tensors`` test), and
-    for SGLang a TP its attention classes assert against when the model is built. Engine modes make the
-    same checks before sizing; this is for a serving plan checked as an engine. Raises
-    ``UnsupportedModelError`` with the engine's reason; theory checks nothing."""
-    if layout.engine == "sglang":
-        from hfkv.engines.sglang.support import tp_refusal
-
-        reason = tp_refusal(report, layout.tp, layout.attention_tp)
-        if reason:
-            raise UnsupportedModelError(reason)
-    if layout.pp <= 1:
-        return
-    if layout.engine == "vllm":
-        from hfkv.engines.vllm.models import VllmRefusal, pipeline_refusal
-
-        reason = pipeline_refusal(report, layout.pp)
-        if reason:
-            raise VllmRefusal(reason)
-    elif layout.engine == "sglang":
-        from hfkv.engines.sglang.support import check_pipeline
-
-        check_pipeline(report, layout.pp)
 
 
 def stage_sizes(layers: int, pp: int) -> list[int]:
@@ -206,25 +181,10 @@ def stages(layer_specs: list, pp: int) -> list[list]:
     return out
 
 
-class RankView:
-    """A report as one rank sees it: its stage's layers at its attention TP; everything else delegated.
-
-    Engine modes and the serving plan read ``layer_specs`` and ``tensor_parallel_size`` from a report;
-    a view changes just those two, so the same replay serves every rank of a layout.
-    """
-
-    def __init__(self, report: Any, layer_specs: list, tp: int):
-        self._report = report
-        self.layer_specs = layer_specs
-        self.tensor_parallel_size = tp
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._report, name)
-
-
-def rank_views(report: Any, layout: Layout) -> list[RankView]:
-    """One view per pipeline stage (all DP ranks of a stage are alike)."""
-    return [RankView(report, stage, layout.attention_tp) for stage in stages(list(report.layer_specs), layout.pp)]
+def rank_inputs(model: EngineInput, layout: Layout) -> list[EngineInput]:
+    """One input per pipeline stage, each at the attention TP (all DP ranks of a stage are alike): the
+    same replay then serves every rank of a layout."""
+    return [model.for_rank(stage, layout.attention_tp) for stage in stages(list(model.layer_specs), layout.pp)]
 
 
 def _pool_size(result: dict) -> float:
@@ -235,12 +195,12 @@ def _pool_size(result: dict) -> float:
     return -float(result.get("bytes_per_token") or 0)  # no budget: the stage with the largest cell binds
 
 
-def simulate_ranks(simulate: Any, report: Any, layout: Layout, budget_bytes: int | None,
-                   max_model_len: int | None, knobs: dict) -> dict:
+def simulate_ranks(simulate: Any, report: EngineInput, layout: Layout, budget_bytes: int | None,
+                   max_model_len: int | None, knobs: EngineKnobs) -> dict:
     """One engine replay per pipeline stage (at attention TP); the figures of the stage whose pool is
     smallest, since vLLM gives every worker the minimum ``num_blocks`` and SGLang all-reduces its
     token capacity with MIN. A stage the engine refuses refuses the deployment."""
-    views = rank_views(report, layout)
+    views = rank_inputs(report, layout)
     results = [simulate(view, budget_bytes=budget_bytes, max_model_len=max_model_len, knobs=knobs) for view in views]
     binding = min(range(len(results)), key=lambda i: _pool_size(results[i]))
     result = dict(results[binding])

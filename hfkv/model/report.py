@@ -1,7 +1,5 @@
-"""From a config to a report: resolve the mapper and the precision, then ask the accounting core.
+"""From mapped layers to a report: resolve the precision, then ask the accounting core for every figure.
 
-``Options`` are the knobs of one report: a pydantic model (frozen, no unknown knob, bounds as
-``Field`` constraints), whose errors are one ``UsageError`` line naming the option and its CLI flag.
 ``Report`` is the stable result (its ``to_dict`` is the JSON contract of ``docs/json.md``): a plain
 dataclass, as are its rows, because it is built from figures already checked, never from input, and
 a report may hold 10⁴ context rows, where a validated model per row would cost more than the figures.
@@ -12,75 +10,18 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, fields
 from fractions import Fraction
-from typing import Annotated, Any, Optional
-
-from pydantic import Field, ValidationError
+from typing import Any
 
 from hfkv.model import accounting as acc
 from hfkv.model import dtypes
 from hfkv.model.config import ConfigView
-from hfkv.errors import ConfigError, HfkvError, UsageError
-from hfkv.model.specs import LayerSpec, Layout, _Spec, first_problem, shape_message
+from hfkv.errors import ConfigError, UsageError
+from hfkv.model.options import DEFAULT_CONTEXTS, Options
+from hfkv.model.specs import LayerSpec, Layout
 
-DEFAULT_CONTEXTS = (4096, 32768, 131072)
 SCHEMA_VERSION = 2  # 1: the JSON before it carried a version; 2: stable nulls, bounded layer lists
 MAX_LISTED_LAYERS = 1024  # layers[] and groups[].indices list at most this many (real models: < 200)
 Number = int | float
-
-# Option fields and the CLI flags that set them, for messages that name what the user typed.
-_FLAGS = {
-    "tensor_parallel_size": "--tensor-parallel-size", "contexts": "--context", "budget_bytes": "--budget",
-    "batch": "--batch", "prefix_cache_tokens": "--prefix-cache", "snapshot_interval": "--snapshot-interval",
-    "spec_tokens": "--spec-tokens", "kv_cache_dtype": "--kv-cache-dtype", "state_dtype": "--state-dtype",
-    "conv_dtype": "--conv-dtype", "indexer_dtype": "--indexer-dtype",
-}
-Context = Annotated[int, Field(ge=1, le=acc.SEARCH_LIMIT)]
-
-
-class Options(_Spec):
-    """Accounting knobs for one report (no Hub settings, no secrets).
-
-    Dtypes: ``auto | bf16 | fp16 | fp8 | fp4 | fp32`` (``state_dtype``/``indexer_dtype``: no auto);
-    ``contexts``: context lengths, 1 to 2^40 (default 4k, 32k, 128k and the model's maximum);
-    ``budget_bytes``: KV budget per GPU; ``batch``: concurrency for the longest-context question;
-    ``prefix_cache_tokens`` / ``snapshot_interval``: state snapshots of a cached prefix;
-    ``spec_tokens``: draft tokens verified per step. A bad value is a ``UsageError`` naming the option.
-    """
-
-    kv_cache_dtype: str = "auto"
-    state_dtype: str = "fp32"
-    conv_dtype: str = "auto"
-    indexer_dtype: str = "fp8"
-    tensor_parallel_size: int = Field(1, ge=1)
-    contexts: Optional[tuple[Context, ...]] = None
-    budget_bytes: Optional[int] = Field(None, ge=1)
-    batch: Optional[int] = Field(None, ge=1)
-    prefix_cache_tokens: Optional[int] = Field(None, ge=0)
-    snapshot_interval: Optional[int] = Field(None, ge=1)
-    spec_tokens: int = Field(0, ge=0)
-
-    @classmethod
-    def _invalid(cls, err: ValidationError) -> Exception:
-        return UsageError(option_message(err))
-
-
-# pydantic's error types in an option's words (see ``specs.SHAPE_WORDS``; the others keep its words).
-_WHOLE = "a whole number, not {given}"
-_OPTION_WORDS = {
-    "greater_than_equal": "{given} is below the minimum {ge}",
-    "less_than_equal": "{value:,} tokens is past {le:,} (2^40), the longest context hfkv accounts",  # contexts
-    "int_parsing": _WHOLE, "int_from_float": _WHOLE, "int_type": _WHOLE, "string_type": "a dtype name, not {given}",
-    "tuple_type": "a list of token counts, not {given}", "extra_forbidden": "not an option",
-}
-
-
-def option_message(err: ValidationError) -> str:
-    """One line for a bad option, naming it and, where it has one, its CLI flag."""
-    loc, what = first_problem(err, _OPTION_WORDS)
-    name = str(loc[0]) if loc else "options"
-    label = f"{name} ({_FLAGS[name]})" if name in _FLAGS else name
-    return f"invalid option {label}: {what}"
-
 
 @dataclass
 class PartReport:
@@ -530,65 +471,3 @@ def build_report(
     return report
 
 
-def make_options(options: Options | None = None, **knobs: Any) -> Options:
-    """``options``, or an ``Options`` built from keyword knobs; bad values are a ``UsageError``."""
-    if options is not None and knobs:
-        raise UsageError("give either options=Options(...) or keyword options, not both")
-    if options is not None:
-        return options
-    unknown = sorted(set(knobs) - _OPTION_NAMES)
-    if unknown:
-        raise UsageError(f"unknown option(s) {', '.join(unknown)} (known: {', '.join(sorted(_OPTION_NAMES))})")
-    return Options(**knobs)  # a bad value is a UsageError naming the option
-
-
-_OPTION_NAMES = frozenset(Options.model_fields)
-
-
-def inspect_config(
-    data: Any, *, model: str = "config.json", options: Options | None = None,
-    commit: str | None = None, source: str | None = None, **knobs: Any,
-) -> Report:
-    """Report on a config dict (already loaded). ``knobs``: any ``Options`` field, instead of ``options``.
-
-    Raises ``HfkvError`` subclasses naming ``model`` (``UsageError`` for bad options).
-    """
-    from hfkv.mappings import resolve  # the mappers import the core, not the other way round
-    from hfkv.mappings.readers.attention_keys import max_positions
-
-    options = make_options(options, **knobs)
-    try:
-        view = ConfigView(data, source=model)
-        mapper = resolve(view)
-        layout = mapper(view)
-        warnings, notes = [], []
-        if mapper.family == "generic":
-            unread = view.unread_attention_keys()
-            if unread:
-                warnings.append("attention/cache keys not understood: " + ", ".join(unread))
-        if view.value("auto_map", root=True) is not None:
-            notes.append("config has auto_map (remote code): read as data only, no repo code was run")
-        return build_report(
-            view, layout, model=model, mapper=mapper.name, family=mapper.family, options=options,
-            max_positions=max_positions(view), commit=commit, source=source, notes=notes, warnings=warnings,
-        )
-    except HfkvError as err:
-        raise err.with_source(model)
-    except ValidationError as err:  # a spec validated without its constructor (``model_validate``)
-        raise ConfigError(None, f"invalid layer shape: {shape_message(err)}", source=model) from None
-    except (ValueError, TypeError) as err:  # a part's shape check (ShapeError: e.g. zero heads)
-        raise ConfigError(None, f"invalid layer shape: {_first_line(err)}", source=model) from None
-
-
-def inspect_loaded(loaded: Any, options: Options, *, model: str | None = None) -> Report:
-    """``inspect_config`` on a ``source.LoadedConfig``: its name (or ``model``), commit, source, and
-    its warnings (a stale cached copy, an unwritable cache) at the head of the report's warnings."""
-    report = inspect_config(loaded.data, model=model or loaded.name, options=options, commit=loaded.commit,
-                            source=loaded.source)
-    report.warnings[:0] = list(loaded.warnings)
-    return report
-
-
-def _first_line(err: Exception) -> str:
-    text = str(err).strip().splitlines()
-    return " ".join(line.strip() for line in text[:3]) if text else type(err).__name__

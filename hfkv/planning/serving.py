@@ -65,6 +65,9 @@ from fractions import Fraction
 from typing import Any, Iterable
 
 from hfkv.model import accounting as acc
+from hfkv.engines import check_layout
+from hfkv.engines import layout as lay
+from hfkv.engines.contract import EngineKnobs
 from hfkv.errors import UsageError
 from hfkv.planning.gpus import GpuPreset, get_gpu, parse_gpu
 
@@ -159,11 +162,9 @@ def _decode_bounds(
 
 def _resolve_layout(report, layout_knobs: dict | None, engine: str):
     """The parallel layout the knobs ask for, checked as ``engine`` checks it (theory: the SGLang rules)."""
-    from hfkv.engines import layout as lay
-
-    layout = lay.resolve(layout_knobs or {}, report.tensor_parallel_size, engine, len(report.layer_specs),
-                         report.config)
-    lay.check_model(report, layout)  # PP on an architecture the engine will not pipeline: its refusal
+    layout = lay.resolve(EngineKnobs.resolve(layout_knobs), report.tensor_parallel_size, engine,
+                         len(report.layer_specs), report.config)
+    check_layout(report, layout)  # PP on an architecture the engine will not pipeline: its refusal
     return layout
 
 
@@ -239,7 +240,7 @@ def plan_serving(
     """
     layers, p, tp = report.layer_specs, report.precision, report.tensor_parallel_size
     if not layers:
-        raise UsageError("the report carries no layer specs (build it with hfkv.model.report.inspect_config)")
+        raise UsageError("the report carries no layer specs (build it with hfkv.inspection.inspect_config)")
     notes: list[str] = []
     estimates = [_ESTIMATE_OVERHEADS, _ESTIMATE_PAGES]
     layout = _resolve_layout(report, layout_knobs, engine)
@@ -284,7 +285,7 @@ def plan_serving(
     if explicit is None and preset is None:
         notes.append("no GPU and no budget: concurrency questions are left unanswered")
 
-    stages = [view.layer_specs for view in _rank_views(report, layout)]
+    stages = _stages(report, layout)
     attn_tp = layout.attention_tp
     if layout.dp_attention:
         notes.append(f"DP attention: each of the {layout.dp} attention ranks keeps the KV of its own requests, at "
@@ -386,10 +387,8 @@ def _overhead(budget: int | None, source: str | None) -> dict[str, Any] | None:
             "source": _OVERHEAD_SOURCE}
 
 
-def _rank_views(report, layout):
-    from hfkv.engines.layout import rank_views
-
-    return rank_views(report, layout)
+def _stages(report, layout) -> list[list]:
+    return lay.stages(list(report.layer_specs), layout.pp)
 
 
 def _warn_once(report, text: str) -> None:
@@ -433,15 +432,15 @@ ENGINE_LABELS = {"theory": "hfkv", "sglang": "SGLang", "vllm": "vLLM"}
 
 def layout_label(plan: dict[str, Any]) -> str:
     """"(SGLang, DP attention)", "(vLLM, DP 8, EP)", "(hfkv, TP 8)": who counted, in which layout."""
-    lay = plan.get("layout") or {}
+    shape = plan.get("layout") or {}
     words = [ENGINE_LABELS.get(plan.get("engine") or "theory", "hfkv")]
-    if lay.get("enable_dp_attention"):
+    if shape.get("enable_dp_attention"):
         words.append("DP attention")
-    elif (lay.get("data_parallel_size") or 1) > 1:
-        words.append(f"DP {lay['data_parallel_size']}")
-    if (lay.get("pipeline_parallel_size") or 1) > 1:
-        words.append(f"PP {lay['pipeline_parallel_size']}")
-    if lay.get("enable_expert_parallel"):
+    elif (shape.get("data_parallel_size") or 1) > 1:
+        words.append(f"DP {shape['data_parallel_size']}")
+    if (shape.get("pipeline_parallel_size") or 1) > 1:
+        words.append(f"PP {shape['pipeline_parallel_size']}")
+    if shape.get("enable_expert_parallel"):
         words.append("EP")
     if len(words) == 1:
         words.append(f"TP {plan.get('tensor_parallel_size', 1)}")

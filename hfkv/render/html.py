@@ -16,18 +16,15 @@ through ``svg.esc``: one line, control and bidi-override characters shown as esc
 
 from __future__ import annotations
 
-from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, Iterable, Sequence
 
-from hfkv.render import svg
-from hfkv.commands.compare import exact_bytes
-from hfkv.model.report import DEFAULT_CONTEXTS, Report
+from hfkv.render import curves, svg
+from hfkv.model.report import Report
 from hfkv.render.svg import esc
-from hfkv.units import format_bytes, format_tokens
+from hfkv.units import exact_bytes, format_bytes, format_tokens
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
-REFERENCE_GPU = "H200-141GB"  # the index's B_max column, when a report carries GPU budgets for it
 # Colours are also set through Gradio's own variables (its ``.prose *`` rule colours every element
 # with ``--body-text-color``): the report stays a light card, readable in the page's dark theme too.
 STYLE = """
@@ -271,33 +268,30 @@ def report_section(report: Entry, *, engines: dict[str, dict[str, Any] | str] | 
 
 
 def _samples(entry: Entry, grid: list[int] | None) -> tuple[list[int], list[float], Any]:
-    """(contexts, total bytes per request, plot.Curves or None): exact curves from the layer specs
+    """(contexts, total bytes per request, curves.Curves or None): exact curves from the layer specs
     when there is a grid (every entry is a Report with specs), else the report's own contexts."""
-    from hfkv.commands import plot
 
     data, report = split(entry)
     if grid and report is not None:
-        c = plot.curves(report, grid)
+        c = curves.curves(report, grid)
         return c.xs, [float(t) for t in c.totals], c
     contexts = data.get("contexts") or []
     return [c["tokens"] for c in contexts], [float(per_request(c)) for c in contexts], None
 
 
 def _grid(entries: Sequence[Entry]) -> list[int] | None:
-    from hfkv.commands import plot
 
     reports = [split(e)[1] for e in entries]
     if not all(r is not None and r.layer_specs and r.contexts for r in reports):
         return None
     tokens = [c.tokens for r in reports for c in r.contexts]
-    lo, hi = min(plot.SHORTEST, min(tokens)), max(tokens)
-    return plot.context_grid(lo if lo < hi else max(1, hi // 8), max(hi, 2), reports)
+    lo, hi = min(curves.SHORTEST, min(tokens)), max(tokens)
+    return curves.context_grid(lo if lo < hi else max(1, hi // 8), max(hi, 2), reports)
 
 
 def charts(entries: Sequence[Entry], labels: Sequence[str], budget: int | None = None) -> list[str]:
     """Two SVG charts: memory per request (stacked by storage for one model, one line each for
     several) and B_max against the context in ``budget`` (else the report's, else 64 GiB, said)."""
-    from hfkv.commands import plot
 
     grid = _grid(entries)
     samples = [_samples(e, grid) for e in entries]
@@ -308,22 +302,22 @@ def charts(entries: Sequence[Entry], labels: Sequence[str], budget: int | None =
     tokens = lambda v: format_tokens(int(round(v)))  # noqa: E731
     first = samples[0][2]
     if len(entries) == 1 and first is not None:
-        bands = [svg.Series(name, first.xs, [float(v) for v in values], plot.STACK[name])
+        bands = [svg.Series(name, first.xs, [float(v) for v in values], curves.STACK[name])
                  for name, values in first.bands.items()]
         s_star = datas[0].get("crossover_tokens")
         memory = svg.stacked_chart(
-            "Memory per request by kind of storage", first.xs, bands, unit=plot.binary_unit(max(samples[0][1])),
+            "Memory per request by kind of storage", first.xs, bands, unit=curves.binary_unit(max(samples[0][1])),
             x_format=tokens, marker=(s_star, f"S* ≈ {format_tokens(round(s_star))} tokens") if s_star else None)
     else:
         memory = svg.line_chart(
             "Memory per request (KV cache + state)",
-            [svg.Series(f"{label}: α {plot.short_bytes(d['alpha_bytes_per_token'])}/token, "
-                        f"γ {plot.short_bytes(d['gamma_bytes_per_request'])}", xs, ys, color)
+            [svg.Series(f"{label}: α {curves.short_bytes(d['alpha_bytes_per_token'])}/token, "
+                        f"γ {curves.short_bytes(d['gamma_bytes_per_request'])}", xs, ys, color)
              for d, label, (xs, ys, _), color in zip(datas, labels, samples, colors)],
             xlabel="context length (tokens)", ylabel="bytes per request", x_format=tokens,
-            y_format=plot.short_bytes, y_ticks=lambda lo, hi: svg.log2_ticks(lo, hi, 7), markers=grid is None)
+            y_format=curves.short_bytes, y_ticks=lambda lo, hi: svg.log2_ticks(lo, hi, 7), markers=grid is None)
     given = budget or datas[0].get("budget_bytes") or (datas[0].get("serving") or {}).get("kv_budget_bytes")
-    used = given if given and given > 0 else plot.DEFAULT_BUDGET
+    used = given if given and given > 0 else curves.DEFAULT_BUDGET
     where = format_bytes(used) + ("" if given and given > 0 else " (default budget)")
     concurrency = svg.line_chart(
         f"Requests that fit in {where} (B_max)",
@@ -340,7 +334,7 @@ def _bmax(totals: list[float], budget: int) -> list[float]:
     return [float(budget // t) if t > 0 and budget // t >= 1 else float("nan") for t in totals]
 
 
-# -- the release site -----------------------------------------------------------------------------
+REFERENCE_GPU = "H200-141GB"  # the budget B_max is shown for, when a report carries GPU budgets for it
 
 
 def pick_budget(budgets: dict[str, int]) -> tuple[str, int] | None:
@@ -349,107 +343,3 @@ def pick_budget(budgets: dict[str, int]) -> tuple[str, int] | None:
         if name.startswith(REFERENCE_GPU):
             return name, value
     return next(iter(budgets.items()), None)
-
-
-def reference_budget(data: dict[str, Any]) -> tuple[str, int] | None:
-    """(name, bytes) of the budget the index shows B_max for: the watch report's H200 budget (else
-    its first GPU budget), else the report's own ``--budget``."""
-    picked = pick_budget((data.get("watch") or {}).get("gpu_budgets") or {})
-    if picked:
-        return picked
-    budget = data.get("budget_bytes")
-    return ("budget " + format_bytes(budget), budget) if budget else None
-
-
-def published(data: dict[str, Any]) -> str:
-    return str((data.get("watch") or {}).get("created_at") or "")
-
-
-def index_html(datas: Sequence[dict[str, Any]], pages: Sequence[str], failed: Sequence[tuple[str, str]] = ()) -> str:
-    """``index.html``: one row per release, newest first, linking to its page; then the models that
-    have no report yet (``failed``: (repo id, error line) pairs)."""
-    from hfkv.model.accounting import max_concurrency
-
-    order = sorted(range(len(datas)), key=lambda k: (published(datas[k]), str(datas[k].get("model"))), reverse=True)
-    headers = ["published", "model", "model type", "α (bytes/token)", "γ (bytes/request)", "S*", "B_max on"]
-    headers += [f"B_max {format_tokens(S)}" for S in DEFAULT_CONTEXTS]
-    rows = []
-    for k in order:
-        d, ref = datas[k], reference_budget(datas[k])
-        by_tokens = {c["tokens"]: c for c in d.get("contexts") or []}
-        row = [cell(published(d)[:10] or "-"), f'<td><a href="{esc(pages[k])}">{esc(d.get("model"))}</a></td>',
-               cell(d.get("model_type") or "?"), cell(_count(d.get("alpha_bytes_per_token")), num=True),
-               cell(_count(d.get("gamma_bytes_per_request")), num=True),
-               cell("-" if d.get("crossover_tokens") is None else f"{round(d['crossover_tokens']):,}", num=True),
-               cell(ref[0] if ref else "-")]
-        for S in DEFAULT_CONTEXTS:
-            c = by_tokens.get(S)
-            row.append(cell(_count(max_concurrency(ref[1], per_request(c)) if c and ref else None), num=True))
-        rows.append(row)
-    body = ("<h1>KV cache of new releases</h1>"
-            f'<p class="meta">{len(datas)} report(s), newest first. B_max: requests per GPU at each context in the '
-            "named KV budget (GPU memory × utilization − weights / TP; activations not subtracted).</p>"
-            + table(headers, rows, attrs=' class="releases"'))
-    if failed:
-        body += ("<h2>Not reported yet (retried on the next run)</h2>"
-                 + table(["model", "error"], ([cell(repo), cell(error)] for repo, error in failed), attrs=' class="failed"'))
-    return document("hfkv: KV cache of new releases", body)
-
-
-def write_site(folder: str | Path, entries: Iterable[Entry], *, failed: Sequence[tuple[str, str]] = ()) -> list[Path]:
-    """Write ``folder/index.html`` and ``folder/<name>.html`` per entry; return the paths written.
-
-    ``entries``: ``Report`` objects or report dicts (the JSON form, such as ``hfkv watch``'s
-    ``<name>.json``); ``watch.created_at`` orders the index and ``watch.gpu_budgets`` gives its B_max.
-    A page is written from a ``Report`` (exact curves from its layers); a dict entry's page is
-    written only when missing, so a page drawn from layers is not replaced by a sampled one. File
-    names come from ``watch.safe_name`` and never leave ``folder``; every write is atomic.
-    ``failed``: (repo id, error line) of models without a report, listed after the releases.
-    """
-    from hfkv.commands.watch import atomic_write, inside, safe_name
-
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    written, datas, pages = [], [], []
-    for entry in entries:
-        data, report = split(entry)
-        page = safe_name(str(data.get("model"))) + ".html"
-        path = inside(folder, page)
-        if report is not None or not path.exists():
-            atomic_write(path, render_html(entry, budgets=(data.get("watch") or {}).get("gpu_budgets")))
-            written.append(path)
-        datas.append(data)
-        pages.append(page)
-    index = inside(folder, "index.html")
-    atomic_write(index, index_html(datas, pages, failed))
-    return written + [index]
-
-
-def write_watch_site(folder: str | Path, models: dict[str, dict[str, Any]],
-                     fresh: dict[str, Report] | None = None) -> list[Path]:
-    """``hfkv watch --html``: the site of a watch folder, next to its Markdown reports.
-
-    ``models``: the watch state's ``models`` map (repo id → entry; ``status == "done"`` entries name
-    their report ``file``). ``fresh``: reports built in this poll, by repo id (their pages get exact
-    curves); the others are read back from ``folder/<file>.json``. A report file that is missing or
-    unreadable is left out of the site (the Markdown index still lists it). Models whose report
-    failed (``status == "error"``, retried on the next run) are listed after the releases.
-    """
-    import json
-
-    from hfkv.commands.watch import inside
-
-    folder = Path(folder)
-    entries: list[Entry] = []
-    failed = [(repo_id, str(entry.get("error", "?"))) for repo_id, entry in models.items() if entry.get("status") == "error"]
-    for repo_id, entry in models.items():
-        if entry.get("status") != "done":
-            continue
-        if fresh and repo_id in fresh:
-            entries.append(fresh[repo_id])
-            continue
-        try:
-            entries.append(json.loads(inside(folder, f"{entry['file']}.json").read_text(encoding="utf-8")))
-        except (OSError, ValueError, KeyError, TypeError):
-            continue
-    return write_site(folder, entries, failed=failed)

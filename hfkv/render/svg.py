@@ -58,8 +58,8 @@ class Series:
 
 
 def log2_ticks(lo: float, hi: float, most: int = 8) -> list[float]:
-    """Powers of two within [lo, hi], at most ``most`` of them (``hfkv.commands.plot``'s tick rule, clipped)."""
-    from hfkv.commands.plot import power_of_two_ticks
+    """Powers of two within [lo, hi], at most ``most`` of them (the plots' tick rule, clipped)."""
+    from hfkv.render.curves import power_of_two_ticks  # curves imports the report stack; svg alone does not
 
     return [t for t in power_of_two_ticks(lo, hi, most) if lo <= t <= hi]
 

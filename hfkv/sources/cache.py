@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import os
 import re
-import threading
 from pathlib import Path
+
+from hfkv.runtime.files import write_atomic
 
 COMMIT = re.compile(r"^[0-9a-f]{40}$")
 _REF_PART = re.compile(r"^[\w.\-]+$")
@@ -83,35 +84,3 @@ def _read_text(path: str) -> str | None:
             return handle.read().strip()
     except (OSError, UnicodeDecodeError):
         return None
-
-
-def write_atomic(path: str, data: bytes) -> None:
-    """``data`` at ``path`` by way of a temporary file in the same folder (created when missing)."""
-    tmp = f"{path}.{os.getpid()}-{threading.get_ident()}.hfkv-tmp"  # unique per thread; replaced or removed
-    try:
-        fd = _create(tmp)
-    except FileNotFoundError:  # first file of this repo or commit: make the folders, once
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        fd = _create(tmp)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
-
-def _create(tmp: str) -> int:
-    """A new file at ``tmp``, never through a symlink or into an existing file: the name is
-    predictable, so anything already there (a planted link, a leftover of a killed run) is
-    removed first, and then creation is exclusive (``O_EXCL``, ``O_NOFOLLOW``)."""
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
-    try:
-        return os.open(tmp, flags, 0o644)
-    except FileExistsError:
-        os.unlink(tmp)  # removes a symlink itself, not its target
-        return os.open(tmp, flags, 0o644)

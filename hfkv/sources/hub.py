@@ -40,14 +40,14 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode, urlsplit, urlunsplit
 
-from hfkv import __version__
+from hfkv._version import __version__
 from hfkv.sources import cache as hubcache
 from hfkv.runtime.deadlines import install_deadlines, request_deadline
 from hfkv.sources.failures import (RETRIED_STATUSES, BodyCut, is_request_error, is_transport_error, library_sleep,
                       retry_after_seconds, retry_once, second_try_helps, status_of, transient, transport_reason)
 from hfkv.sources.weights import weights_summary
 from hfkv.errors import SourceError, UsageError, add_secret, redact
-from hfkv.sources.local import MAX_CONFIG_BYTES, LoadedConfig, parse_config_bytes, too_large
+from hfkv.sources.parse import MAX_CONFIG_BYTES, LoadedConfig, parse_config_bytes, too_large
 
 log = logging.getLogger(__name__)
 

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from hfkv.model.specs import ChunkedLocal, FullAttention, IndexerKeys, LayerSpec, MLALatent, SlidingWindow
+from hfkv.engines.contract import EngineInput, EngineKnobs
 
-from hfkv.engines import capability_major
 
 DSA_PAGE_TOKENS = 64  # arg_groups/model_overrides/deepseek_v2.py: page = 64·index_kpool
 MINIMAX_M3_PAGE = 128  # arg_groups/model_overrides/minimax_m3.py (fa3 on SM90, fa4/trtllm_mha on SM100)
@@ -58,20 +58,14 @@ class Plan:
     dsa_packed_fp8: bool  # FlashMLA-sparse 656 B fp8 latent; False: raw kv_lora_rank + rope bytes
 
 
-def requested_kv_dtype(report: Any) -> str | None:
+def requested_kv_dtype(report: EngineInput) -> str | None:
     """``--kv-cache-dtype`` as given (``auto`` included), when the report keeps it; else None."""
-    for owner in (report, getattr(report, "options", None)):
-        value = getattr(owner, "kv_cache_dtype_requested", None) or getattr(owner, "requested_kv_cache_dtype", None)
-        if isinstance(value, str):
-            return value
-    options = getattr(report, "options", None)
-    value = getattr(options, "kv_cache_dtype", None)
-    return value if isinstance(value, str) else None
+    return report.requested_kv_cache_dtype
 
 
-def plan(report: Any, layers: list[LayerSpec], knobs: dict, warnings: list[str]) -> Plan:
+def plan(report: EngineInput, layers: list[LayerSpec], knobs: EngineKnobs, warnings: list[str]) -> Plan:
     """The backend SGLang picks for ``report`` on the knob's GPU generation (module docstring)."""
-    sm = capability_major(knobs)
+    sm = knobs.capability_major
     dsa = any(isinstance(p, IndexerKeys) for layer in layers for p in layer.parts)
     mla = any(isinstance(p, MLALatent) for layer in layers for p in layer.parts)
     kv = dsa_kv_dtype(report, sm, warnings) if dsa else report.precision.kv
@@ -113,7 +107,7 @@ def asymmetric(part: Any) -> bool:
             and part.v_head_dim != part.head_dim)
 
 
-def dsa_kv_dtype(report: Any, sm: int, warnings: list[str]) -> str:
+def dsa_kv_dtype(report: EngineInput, sm: int, warnings: list[str]) -> str:
     """DSA ``auto``: fp8_e4m3 on SM100 and later (no learnable sink), else bf16; a given dtype stays."""
     kv = report.precision.kv
     if sm < 10 or kv not in SIXTEEN_BIT or (report.config or {}).get("learnable_sink"):

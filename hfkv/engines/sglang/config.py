@@ -27,6 +27,7 @@ from typing import Any, Callable
 
 from hfkv.errors import UsageError
 from hfkv.model.specs import FullAttention, LayerSpec, ShortConvState
+from hfkv.engines.contract import EngineInput
 
 CHATGLM_DEFAULT_GROUPS = 1  # configs/chatglm.py: ChatGLMConfig(multi_query_group_num=1)
 SIZES_EVERY_LAYER = frozenset({"nemotron-nas"})  # uniform cell over num_effective_layers
@@ -37,7 +38,7 @@ CONTEXT_LENGTH_KEYS = ("max_sequence_length", "seq_length", "max_seq_len", "mode
 DEFAULT_CONTEXT_LENGTH = 2048
 
 
-def context_length(report: Any, max_model_len: int | None, assumptions: list[str], warnings: list[str]) -> int:
+def context_length(report: EngineInput, max_model_len: int | None, assumptions: list[str], warnings: list[str]) -> int:
     """SGLang's context length (module docstring); warnings where SGLang would object or hfkv guesses."""
     derived = derived_context_length(report.config or {}, getattr(report, "max_position_embeddings", None))
     if max_model_len is not None:
@@ -68,7 +69,7 @@ def derived_context_length(config: dict, max_positions: int | None) -> int | Non
     return None if value is None else int(factor * value)
 
 
-def sglang_layers(report: Any) -> tuple[list[LayerSpec], list[str]]:
+def sglang_layers(report: EngineInput) -> tuple[list[LayerSpec], list[str]]:
     """(the layers SGLang sizes, notes on how they differ from the report's)."""
     layers, notes = list(report.layer_specs), []
     if report.model_type == "chatglm" and "multi_query_group_num" not in (report.config or {}):
@@ -84,7 +85,7 @@ def sglang_layers(report: Any) -> tuple[list[LayerSpec], list[str]]:
     return layers, notes
 
 
-def even_layers_only(report: Any, layers: list[LayerSpec], notes: list[str]) -> list[LayerSpec]:
+def even_layers_only(report: EngineInput, layers: list[LayerSpec], notes: list[str]) -> list[LayerSpec]:
     """ZAYA1 without ``zaya_layers``: SGLang keeps the caches of the even layers only (module docstring)."""
     key = EVEN_LAYERS_UNLESS_LISTED.get(report.model_type)
     if key is None or (report.config or {}).get(key) or not any(layer.parts for layer in layers[1::2]):
@@ -96,7 +97,7 @@ def even_layers_only(report: Any, layers: list[LayerSpec], notes: list[str]) -> 
             for i, layer in enumerate(layers)]
 
 
-def replicated_state(report: Any) -> Callable[[Any], bool]:
+def replicated_state(report: EngineInput) -> Callable[[Any], bool]:
     """Which state parts SGLang keeps whole on every TP rank (module docstring: ZAYA1's ``prev_hs``)."""
     hidden = (report.config or {}).get("hidden_size")
     if report.model_type not in WHOLE_HIDDEN_CONV or not isinstance(hidden, int):

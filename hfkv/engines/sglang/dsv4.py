@@ -17,10 +17,10 @@ from hfkv.model.dtypes import block_scaled_bytes, ceil_div
 from hfkv.errors import UnsupportedModelError
 from hfkv.model.specs import CompressedKV, IndexerKeys, LayerSpec, MLALatent
 
-from hfkv.engines import number, printed
 from hfkv.engines.sglang.backend import SIXTEEN_BIT, requested_kv_dtype
 from hfkv.engines.sglang.config import context_length
 from hfkv.engines.sglang.pools import floor_to_page, running_requests
+from hfkv.engines.contract import EngineInput, EngineKnobs, number, printed
 
 DSV4_PAGE = 256
 DSV4_ROW = 584  # 448 fp8 nope + 64·2 bf16 rope + 7 scales + 1 pad
@@ -83,7 +83,7 @@ def fixed_state_bytes(per_ratio: dict, slots: int, latent_dim: int) -> int:
     return fixed
 
 
-def check_kv_dtype(report: Any, warnings: list[str]) -> None:
+def check_kv_dtype(report: EngineInput, warnings: list[str]) -> None:
     """A 16-bit KV dtype given explicitly fails SGLang's start-up; refused, or warned when unknown."""
     if report.precision.kv not in SIXTEEN_BIT:
         return
@@ -101,14 +101,14 @@ def check_kv_dtype(report: Any, warnings: list[str]) -> None:
 CAP_MODE_MODEL_TYPES = frozenset({"deepseek_v41"})
 
 
-def warn_cap_mode(report: Any, warnings: list[str]) -> None:
+def warn_cap_mode(report: EngineInput, warnings: list[str]) -> None:
     """Say that SGLang sizes this model's SWA pool in cap mode, which these figures do not follow."""
     if report.model_type in CAP_MODE_MODEL_TYPES:
         warnings.append("DeepSeek-V4.1: SGLang reserves the SWA pool as fixed bytes for the request cap (cap "
                         "mode, _resolve_swa_cap_tokens), not per full token; hfkv's ratio sizing differs from it")
 
 
-def simulate(report: Any, *, budget_bytes: int | None, max_model_len: int | None, knobs: dict,
+def simulate(report: EngineInput, *, budget_bytes: int | None, max_model_len: int | None, knobs: EngineKnobs,
              swa_ratio: Fraction, warnings: list[str], notes: list[str]) -> dict:
     """DSV4PoolConfigurator's figures (see the module docstring); ``notes`` say where the ratio came from."""
     check_kv_dtype(report, warnings)
@@ -118,9 +118,9 @@ def simulate(report: Any, *, budget_bytes: int | None, max_model_len: int | None
     assumptions = [*warnings, "DeepSeek V4 pool: fp8 rows in the v4 layout (584 B, pages padded to 576 B)", *notes,
                    *context_notes]
     layers = list(report.layer_specs)
-    draft = int(knobs["speculative_draft_layers"] or 0)
-    page = knobs["page_size"] or DSV4_PAGE
-    if not knobs["page_size"]:
+    draft = int(knobs.speculative_draft_layers or 0)
+    page = knobs.page_size or DSV4_PAGE
+    if not knobs.page_size:
         assumptions.append(f"page size {page} (SGLang default for DeepSeek V4)")
     per_token, per_swa, per_ratio = bytes_per_full_token(layers, page, swa_ratio)
     if draft:
@@ -149,12 +149,12 @@ def simulate(report: Any, *, budget_bytes: int | None, max_model_len: int | None
 
 
 def pools(budget: int, per_token: float, ratio: float, page: int, per_ratio: dict, latent_dim: int,
-          context: int | None, knobs: dict, assumptions: list[str]) -> dict:
+          context: int | None, knobs: EngineKnobs, assumptions: list[str]) -> dict:
     """``calculate_pool_sizes``: compressor state for the request slots, then the pools."""
-    given = knobs["max_running_requests"]
+    given = knobs.max_running_requests
     if given is None:
         given = DEFAULT_RUNNING_REQUESTS
-        knobs = {**knobs, "max_running_requests": given}
+        knobs = knobs.replace(max_running_requests=given)
         assumptions.append(f"max_running_requests = {given} (SGLang's DeepSeek V4 default)")
     slots_for = max(1, int(given))
     fixed = fixed_state_bytes(per_ratio, slots_for + 1, latent_dim)

@@ -25,8 +25,8 @@ from __future__ import annotations
 from typing import Any
 
 from hfkv.errors import UnsupportedModelError
+from hfkv.engines.contract import EngineKnobs, printed
 
-from hfkv.engines import printed
 
 GIB = 1 << 30
 MAMBA_BASE_RATIO = 3  # MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO
@@ -55,11 +55,11 @@ def mamba_running_ratio(architectures: list[str], radix: bool) -> int:
     return MAMBA_BASE_RATIO + (EXTRA_BUFFER_SLOTS if first in EXTRA_BUFFER_ARCHS else 0)
 
 
-def reserve_mamba(budget: int, per_slot: int, knobs: dict, radix: bool, memory_ratio: float,
+def reserve_mamba(budget: int, per_slot: int, knobs: EngineKnobs, radix: bool, memory_ratio: float,
                   assumptions: list[str]) -> tuple[int, int]:
     """(max_mamba_cache_size, bytes left for KV): ``_handle_max_mamba_cache`` then ``int(rest·2^30)``."""
     rest = budget / GIB
-    given = knobs["max_running_requests"]
+    given = knobs.max_running_requests
     if not radix and given is not None:
         size = max(1, int(given))
         assumptions.append("radix cache off: max_mamba_cache_size = max_running_requests")
@@ -75,9 +75,9 @@ def reserve_mamba(budget: int, per_slot: int, knobs: dict, radix: bool, memory_r
     return size, int(rest * GIB)
 
 
-def running_requests(tokens: int, context: int | None, knobs: dict, mamba: tuple[int, int] | None) -> int:
+def running_requests(tokens: int, context: int | None, knobs: EngineKnobs, mamba: tuple[int, int] | None) -> int:
     """``resolve_max_num_reqs``; ``mamba`` is (max_mamba_cache_size, ratio) for state models."""
-    given = knobs["max_running_requests"]
+    given = knobs.max_running_requests
     if given is not None:
         running = min(max(1, int(given)), tokens // 2)
     else:
@@ -131,14 +131,14 @@ def capped_swa_pool(available: int, full_cell: int, swa_cell: int, page: int, ca
     return full, swa
 
 
-def request_cap_mode(shape: dict, knobs: dict, radix: bool) -> bool:
+def request_cap_mode(shape: dict, knobs: EngineKnobs, radix: bool) -> bool:
     """``SWARequestCapPoolConfigurator.is_applicable``: hybrid SWA with full layers and a window, radix cache
     off, an explicit running-request cap."""
-    return (shape.get("ratio") is not None and not radix and knobs["max_running_requests"] is not None
+    return (shape.get("ratio") is not None and not radix and knobs.max_running_requests is not None
             and bool(shape.get("window")) and bool(shape["full"]))
 
 
-def token_pools(available: int, shape: dict, context: int | None, knobs: dict, radix: bool,
+def token_pools(available: int, shape: dict, context: int | None, knobs: EngineKnobs, radix: bool,
                 assumptions: list[str]) -> tuple[int, int | None]:
     """(max_total_num_tokens, SWA tokens or None) from the configurator SGLang picks for ``shape``."""
     page = shape["page"]
@@ -147,7 +147,7 @@ def token_pools(available: int, shape: dict, context: int | None, knobs: dict, r
             assumptions.append("no KV layers: SGLang sets max_total_num_tokens to the context length")
         return kv_tokens(available, shape["cell"], page, context), None
     if request_cap_mode(shape, knobs, radix):
-        cap = swa_request_cap(shape["window"], page, max(1, int(knobs["max_running_requests"])),
+        cap = swa_request_cap(shape["window"], page, max(1, int(knobs.max_running_requests)),
                               shape["chunked_prefill"])
         assumptions.append(f"radix cache off with a running-request cap: SGLang sizes the SWA pool from the cap "
                            f"({cap} slots, chunked prefill {shape['chunked_prefill']}), the rest goes to full KV")
@@ -155,7 +155,7 @@ def token_pools(available: int, shape: dict, context: int | None, knobs: dict, r
     return swa_pool(available, shape["full"], shape["swa"], shape["ratio"], page, shape.get("window"))
 
 
-def size_pools(budget: int, shape: dict, context: int | None, knobs: dict, radix: bool, memory_ratio: float,
+def size_pools(budget: int, shape: dict, context: int | None, knobs: EngineKnobs, radix: bool, memory_ratio: float,
                mamba_ratio: int, assumptions: list[str]) -> dict:
     """The pool figures for ``budget``. ``shape``: ``cell`` (int or float), ``page``, ``per_slot``, and for
     hybrid SWA ``full``, ``swa``, ``ratio``, ``window``, ``chunked_prefill``."""

@@ -28,15 +28,15 @@ path hfkv cannot fully check. The rules, read from SGLang's source:
 
 from __future__ import annotations
 
-from typing import Any
 
 from hfkv.errors import UnsupportedModelError
 from hfkv.model.specs import FullAttention
 
 from hfkv.engines.archs import TpAssert, sglang_architectures, sglang_pp_support, sglang_tp_asserts
-from hfkv.engines.layout import size
+from hfkv.engines.layout import Layout, size
 from hfkv.engines.sglang.config import sglang_layers
 from hfkv.engines.sglang.fallback import BACKEND_COMPATIBLE, BACKEND_INCOMPATIBLE, COVERED_SUFFIXES, TRANSFORMERS_VERSION
+from hfkv.engines.contract import EngineInput, EngineKnobs
 
 PREFIX = "SGLang 0.5.23 cannot serve this model"
 # SGLang's own config classes rename these architectures to a native one before the registry lookup.
@@ -53,28 +53,28 @@ PP_OVERRIDES = {"IQuestQ1ForCausalLM": IQUEST_PP, "IQuestQ1MTP": IQUEST_PP}
 DSV41_PP = "DeepSeek-V4.1 does not support pipeline parallelism yet; disable it to serve this model."
 
 
-def check(report: Any, knobs: dict | None = None) -> list[str]:
+def check(report: EngineInput, knobs: EngineKnobs | None = None) -> list[str]:
     """Warnings (one line each) for a model SGLang serves; UnsupportedModelError for one it refuses.
     ``knobs`` are the engine knobs (``pipeline_parallel_size``; absent means 1)."""
-    check_pipeline(report, size((knobs or {}).get("pipeline_parallel_size"), "pipeline_parallel_size"))
+    check_pipeline(report, size((knobs or EngineKnobs()).pipeline_parallel_size, "pipeline_parallel_size"))
     warnings = fallback_warnings(report)
     check_variable_gqa(report)
-    check_tp_asserts(report, knobs or {})
+    check_tp_asserts(report, knobs or EngineKnobs())
     return warnings
 
 
-def native_architectures(report: Any) -> list[str]:
+def native_architectures(report: EngineInput) -> list[str]:
     """The config's architectures as SGLang's config classes rename them (``ARCHITECTURE_ALIASES``)."""
     return [ARCHITECTURE_ALIASES.get(a, a) for a in (report.architectures or [])]
 
 
-def native_class(report: Any) -> str | None:
+def native_class(report: EngineInput) -> str | None:
     """``ModelRegistry.resolve_model_cls``: the first of the config's architectures SGLang registers."""
     native = sglang_architectures()
     return next((a for a in native_architectures(report) if a in native), None)
 
 
-def check_pipeline(report: Any, pp: int) -> None:
+def check_pipeline(report: EngineInput, pp: int) -> None:
     """SGLang's refusals of ``--pp-size`` > 1 for this model (the module docstring)."""
     if pp <= 1:
         return
@@ -92,7 +92,7 @@ def check_pipeline(report: Any, pp: int) -> None:
                                     "pp_proxy_tensors)")
 
 
-def fallback_warnings(report: Any) -> list[str]:
+def fallback_warnings(report: EngineInput) -> list[str]:
     """The transformers-fallback verdict for a config whose architectures SGLang has no class for."""
     archs = [a for a in native_architectures(report) if not a.startswith("Transformers")]
     native = sglang_architectures()
@@ -133,7 +133,7 @@ def fallback_verdict(arch: str, auto_map: dict, keeps_state: bool = False) -> st
             "fallback serves it")
 
 
-def check_variable_gqa(report: Any) -> None:
+def check_variable_gqa(report: EngineInput) -> None:
     """Nemotron-NAS takes one KV-head count from its blocks; different counts are refused."""
     if report.model_type != "nemotron-nas":
         return
@@ -148,16 +148,16 @@ def check_variable_gqa(report: Any) -> None:
 HEAD_KEYS = ("num_attention_heads", "n_head", "n_heads", "num_heads")
 
 
-def check_tp_asserts(report: Any, knobs: dict) -> None:
+def check_tp_asserts(report: EngineInput, knobs: EngineKnobs) -> None:
     """Refuse a TP every attention class of the model asserts against (module docstring)."""
     attn_tp = report.tensor_parallel_size  # engine modes hand each DP-attention rank its attention TP
-    dp = int(knobs.get("data_parallel_size") or 1) if knobs.get("enable_dp_attention") else 1
+    dp = int(knobs.data_parallel_size or 1) if knobs.enable_dp_attention else 1
     reason = tp_refusal(report, attn_tp * dp, attn_tp)
     if reason:
         raise UnsupportedModelError(reason)
 
 
-def tp_refusal(report: Any, tp: int, attn_tp: int) -> str | None:
+def tp_refusal(report: EngineInput, tp: int, attn_tp: int) -> str | None:
     """SGLang's model-build refusal of TP ``tp`` (attention TP ``attn_tp``) for this model, or None."""
     arch = native_class(report)
     asserts = sglang_tp_asserts().get(arch) if arch else None
@@ -193,7 +193,7 @@ def tp_failure(entry: TpAssert, heads: list[int], kv: list[int], sizes: dict) ->
     return None
 
 
-def query_heads(report: Any) -> list[int]:
+def query_heads(report: EngineInput) -> list[int]:
     """The text config's attention-head counts (a per-layer list gives each); [] when it names none."""
     config = report.config or {}
     value = next((config[k] for k in HEAD_KEYS if config.get(k) is not None), None)
@@ -201,8 +201,18 @@ def query_heads(report: Any) -> list[int]:
     return sorted({v for v in values if isinstance(v, int) and not isinstance(v, bool) and v > 0})
 
 
-def kv_heads(report: Any) -> list[int]:
+def kv_heads(report: EngineInput) -> list[int]:
     """The KV-head counts of the attention layers SGLang sizes (its own config reading applied)."""
     layers, _ = sglang_layers(report)
     return sorted({part.kv_heads for layer in layers for part in layer.parts
                    if isinstance(getattr(part, "kv_heads", None), int) and part.kv_heads > 0})
+
+
+def check_layout(model: EngineInput, layout: Layout) -> None:
+    """SGLang's refusals of ``layout`` for this model: a TP its attention classes assert against when
+    the model is built, and PP its model class cannot run; a serving plan checked as SGLang asks this
+    before it counts requests."""
+    reason = tp_refusal(model, layout.tp, layout.attention_tp)
+    if reason:
+        raise UnsupportedModelError(reason)
+    check_pipeline(model, layout.pp)

@@ -18,12 +18,12 @@ default block 16 unless the backend's kernels refuse it, then their smallest siz
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from hfkv.model.specs import IndexerKeys, MLALatent
 
-from hfkv.engines import capability_major
 from hfkv.engines.vllm.models import VllmRefusal
+from hfkv.engines.contract import EngineInput, EngineKnobs
 
 if TYPE_CHECKING:  # vllm_groups imports this module
     from hfkv.engines.vllm.groups import Spec
@@ -145,24 +145,24 @@ def checkpoint_blocks(variant: str, major: int, head_dim: int = 0) -> int:
 # -- the model's side: what the choice reads from a report ---------------------------------------
 
 
-def is_dsa(report: Any) -> bool:
+def is_dsa(report: EngineInput) -> bool:
     """DeepSeek sparse attention: an indexer next to an MLA latent (MiniMax-M3's MSA is not one)."""
     parts = [p for layer in report.layer_specs for p in layer.parts]
     return any(isinstance(p, IndexerKeys) for p in parts) and any(isinstance(p, MLALatent) for p in parts)
 
 
-def sparse_128(report: Any) -> bool:
+def sparse_128(report: EngineInput) -> bool:
     """MiniMax-M3's MSA: 128-token kernel pages, index keys kept in the model dtype."""
     return any(a.startswith(SPARSE_128_ARCH_PREFIXES) for a in report.architectures or [])
 
 
-def query_heads(report: Any) -> int | None:
+def query_heads(report: EngineInput) -> int | None:
     config = report.config or {}
     heads = config.get("num_attention_heads")
     return heads // report.tensor_parallel_size if isinstance(heads, int) else None
 
 
-def mm_prefix(report: Any) -> bool:
+def mm_prefix(report: EngineInput) -> bool:
     """is_mm_prefix_lm: bidirectional attention over image positions (model_arch_config_convertor.py)."""
     if report.model_type in MM_PREFIX_MODEL_TYPES:
         return True
@@ -170,28 +170,28 @@ def mm_prefix(report: Any) -> bool:
         (report.config or {}).get("use_bidirectional_attention") == "vision"
 
 
-def alibi(report: Any) -> bool:
+def alibi(report: EngineInput) -> bool:
     """ALiBi position bias (BLOOM; Falcon/MPT with ``alibi``): FlashAttention falls back to FA2 for it."""
     config = report.config or {}
     return report.model_type == "bloom" or config.get("alibi") is True
 
 
-def capability_tuple(knobs: dict) -> tuple[int, int]:
-    major, minor = knobs["compute_capability"].split(".")
+def capability_tuple(knobs: EngineKnobs) -> tuple[int, int]:
+    major, minor = knobs.compute_capability.split(".")
     return int(major), int(minor)
 
 
-def choose_backend(report: Any, specs: list[Spec], kv: str, knobs: dict) -> Backend | None:
+def choose_backend(report: EngineInput, specs: list[Spec], kv: str, knobs: EngineKnobs) -> Backend | None:
     """The attention backend vLLM picks on this GPU generation (None for attention-free models);
     ``VllmRefusal`` where the picked backend cannot run the model."""
     attention = [s for s in specs if s.kind != "mamba"]
     if not attention:
         return None
-    major, dsa = capability_major(knobs), is_dsa(report)
+    major, dsa = knobs.capability_major, is_dsa(report)
     if dsa and major not in SPARSE_MLA_MAJORS:
         raise VllmRefusal(f"No valid attention backend found for cuda (sparse MLA backends run on SM "
                           f"{'/'.join(f'{m}x' for m in SPARSE_MLA_MAJORS)}, not "
-                          f"{knobs['compute_capability']})")
+                          f"{knobs.compute_capability})")
     mixed = str(report.model_type or "").startswith("gemma4") and len({s.head_dim for s in attention}) > 1
     max_head = max(s.head_dim for s in attention)
     backend = choose(major=major, mla=any(s.mla for s in attention), dsa=dsa, kv=kv,
@@ -210,10 +210,10 @@ FA4_FORCED_ARCHITECTURES = frozenset({"UnlimitedOCRForCausalLM"})
 FA4_SM90_FP8_HEAD = 512  # flash_attn.py: FA4 on SM90 takes an fp8 KV cache at this head size only
 
 
-def check_backend_dtype(report: Any, backend: Backend, kv: str, knobs: dict, max_head: int = 0) -> None:
+def check_backend_dtype(report: EngineInput, backend: Backend, kv: str, knobs: EngineKnobs, max_head: int = 0) -> None:
     """The KV dtypes the chosen backend refuses at layer build time (flash_attn.py, triton_*.py)."""
     forced_fa4 = FA4_FORCED_ARCHITECTURES & set(report.architectures or [])
-    if forced_fa4 and kv in ("fp8", "fp4") and capability_major(knobs) == 9 and max_head != FA4_SM90_FP8_HEAD:
+    if forced_fa4 and kv in ("fp8", "fp4") and knobs.capability_major == 9 and max_head != FA4_SM90_FP8_HEAD:
         raise VllmRefusal("Selected backend AttentionBackendEnum.FLASH_ATTN is not valid for this configuration. "
                           "Reason: ['FP8 KV cache requires FA3 on SM90, FA4 with head_size=512 on SM90, or FA4 on "
                           f"SM100'] ({next(iter(forced_fa4))}'s config forces FlashAttention 4 on SM90)")
@@ -223,4 +223,4 @@ def check_backend_dtype(report: Any, backend: Backend, kv: str, knobs: dict, max
     triton = {"TRITON_MLA": "Triton MLA", "TRITON_ATTN": "Triton attention"}.get(backend.name)
     if triton and kv == "fp8" and capability_tuple(knobs) < (8, 9):
         raise VllmRefusal(f"FP8 KV cache is not supported by the {triton} backend (compute capability "
-                          f"{knobs['compute_capability']}); native FP8 (fp8e4nv) requires SM89+")
+                          f"{knobs.compute_capability}); native FP8 (fp8e4nv) requires SM89+")

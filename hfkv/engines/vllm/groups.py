@@ -16,8 +16,8 @@ from fractions import Fraction
 from hfkv.model.dtypes import ceil_div
 from hfkv.errors import UnsupportedModelError
 
-from hfkv.engines import number
 from hfkv.engines.vllm.backends import Backend, mamba_checkpoint_alignment
+from hfkv.engines.contract import EngineKnobs, number
 
 MLA_HYBRID_ALIGN = 128  # _align_hybrid_block_size: TRTLLM/FlashInfer MLA decode wants 128-token multiples
 DEFAULT_BLOCK = 16  # CacheConfig.block_size when no backend or model sets one
@@ -73,14 +73,14 @@ class Group:
         return ceil_div(length, b)
 
 
-def block_size(specs: list[Spec], backend: Backend | None, knobs: dict, align_mode: bool, major: int,
+def block_size(specs: list[Spec], backend: Backend | None, knobs: EngineKnobs, align_mode: bool, major: int,
                length: int | None, assumptions: list[str], attention_free: bool = True) -> int:
     """The cache block size: the backend's (or ``--block-size``), raised for hybrids so one attention
     page holds the largest Mamba state; attention-free models use max_model_len (``mamba_block_size``).
     A hybrid class with no attention layer in its config keeps the default 16 (no page to align)."""
     attention = [s for s in specs if s.kind != "mamba"]
     mamba = [s for s in specs if s.kind == "mamba"]
-    given = int(knobs["block_size"]) if knobs["block_size"] else None
+    given = int(knobs.block_size) if knobs.block_size else None
     if not attention and not attention_free:
         block = given or DEFAULT_BLOCK
         assumptions.append(f"a hybrid model class with no attention layer here: block size {block} (vLLM's default)")

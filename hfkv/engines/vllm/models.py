@@ -11,17 +11,16 @@ defaults filled in (vLLM reads attributes of the transformers config object, def
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Any
 
 from hfkv.model import dtypes
 from hfkv.model import defaults as tfdefaults
 from hfkv.errors import UnsupportedModelError
 from hfkv.model.specs import CompressedKV
 
-from hfkv.engines import VERSIONS
 from hfkv.engines.vllm import transformers as vllm_transformers
 from hfkv.engines.archs import vllm_architectures, vllm_pp_support
-from hfkv.engines.layout import size
+from hfkv.engines.layout import Layout, size
+from hfkv.engines.contract import VERSIONS, EngineInput, EngineKnobs
 
 
 class VllmRefusal(UnsupportedModelError):
@@ -88,14 +87,14 @@ PP_REFUSAL = ("Pipeline parallelism is not supported for this model. Supported m
               "interface.")
 
 
-def refusal(report: Any, knobs: dict | None = None) -> str | None:
+def refusal(report: EngineInput, knobs: EngineKnobs | None = None) -> str | None:
     """vLLM 0.33.0's reason to refuse this model / TP / PP / KV dtype, or None when it starts.
 
     The checks run in vLLM's order: the registry lookup (ModelConfig), then
     ``verify_with_parallel_config`` (heads over TP, then PP), then the model's own code and backend.
     ``knobs`` are the engine knobs (``pipeline_parallel_size``; absent means 1).
     """
-    pp = size((knobs or {}).get("pipeline_parallel_size"), "pipeline_parallel_size")
+    pp = size((knobs or EngineKnobs()).pipeline_parallel_size, "pipeline_parallel_size")
     checks = (_architecture_refusal, _float_kv_refusal, _head_split_refusal, lambda r: pipeline_refusal(r, pp),
               _chatglm_refusal, _deepseek_v4_refusal, _nope_only_mla_refusal, _transformers_backend_refusal)
     for check in checks:
@@ -105,7 +104,7 @@ def refusal(report: Any, knobs: dict | None = None) -> str | None:
     return None
 
 
-def _architecture_refusal(report: Any) -> str | None:
+def _architecture_refusal(report: EngineInput) -> str | None:
     """registry.py ``inspect_model_cls`` then ``_raise_for_unsupported``: a registered class, else the
     Transformers backend (``vllm_transformers``), else a dropped architecture, a pooling-only one, or
     none vLLM knows."""
@@ -126,7 +125,7 @@ def _architecture_refusal(report: Any) -> str | None:
     return f"Model architectures {archs!r} are not supported for now."
 
 
-def transformers_backend(report: Any) -> str | None:
+def transformers_backend(report: EngineInput) -> str | None:
     """The Transformers modeling backend class that serves this model in vLLM, or None (the fallback
     needs every architecture absent from vLLM's registry, its pooling tables included)."""
     return vllm_transformers.served(report, registry_names())
@@ -143,16 +142,15 @@ FLOAT16_NOT_SUPPORTED = frozenset({"gemma2", "gemma3", "gemma3_text", "glm4"})
 VLLM_FLOAT_NAMES = {"bf16": "bfloat16", "fp16": "float16"}
 
 
-def _float_kv_refusal(report: Any) -> str | None:
+def _float_kv_refusal(report: EngineInput) -> str | None:
     """``VllmConfig._reject_mismatched_float_kv_cache`` (run before ``verify_with_parallel_config``): an
     explicit float16/bfloat16 ``--kv-cache-dtype`` must be the model's dtype. The model's dtype is
     vLLM's ``auto`` (``_resolve_auto_dtype``): the checkpoint's 16-bit dtype, bfloat16 for a float32 or
     unnamed one, and never float16 for ``FLOAT16_NOT_SUPPORTED`` — hfkv's 16-bit storage dtype
     (``Precision.conv`` while ``--conv-dtype`` is ``auto``) with that last rule applied."""
-    options = getattr(report, "options", None)  # None: a report built by hand, nothing typed
-    typed = getattr(options, "kv_cache_dtype", "auto")
-    cache = VLLM_FLOAT_NAMES.get(dtypes.canonical(typed)) if isinstance(typed, str) else None
-    if cache is None or getattr(options, "conv_dtype", "auto") != "auto":
+    typed = report.requested_kv_cache_dtype or "auto"  # None: a report built by hand, nothing typed
+    cache = VLLM_FLOAT_NAMES.get(dtypes.canonical(typed))
+    if cache is None or (report.requested_conv_dtype or "auto") != "auto":
         return None
     model = VLLM_FLOAT_NAMES.get(report.precision.conv, "bfloat16")
     if model == "float16" and report.model_type in FLOAT16_NOT_SUPPORTED:
@@ -168,7 +166,7 @@ def _float_kv_refusal(report: Any) -> str | None:
 NOPE_ONLY_MLA_ARCHS = frozenset({"KimiLinearForCausalLM"})
 
 
-def _nope_only_mla_refusal(report: Any) -> str | None:
+def _nope_only_mla_refusal(report: EngineInput) -> str | None:
     """The model build's ``assert mla_use_nope`` (an AssertionError at start-up)."""
     if not NOPE_ONLY_MLA_ARCHS.intersection(report.architectures or []) or (report.config or {}).get("mla_use_nope"):
         return None
@@ -176,13 +174,13 @@ def _nope_only_mla_refusal(report: Any) -> str | None:
             "not set mla_use_nope)")
 
 
-def _transformers_backend_refusal(report: Any) -> str | None:
+def _transformers_backend_refusal(report: EngineInput) -> str | None:
     """The backend's own refusals (its model build), for a model it serves."""
     backend_class = transformers_backend(report)
     return vllm_transformers.refusal(report, full_text_config(report), backend_class) if backend_class else None
 
 
-def _head_split_refusal(report: Any) -> str | None:
+def _head_split_refusal(report: EngineInput) -> str | None:
     """ModelConfig.verify_with_parallel_config: TP must divide the attention heads."""
     config, tp = report.config or {}, report.tensor_parallel_size
     heads = next((config[k] for k in HEAD_COUNT_KEYS if isinstance(config.get(k), int)), None)
@@ -191,7 +189,7 @@ def _head_split_refusal(report: Any) -> str | None:
     return None
 
 
-def pipeline_refusal(report: Any, pp: int) -> str | None:
+def pipeline_refusal(report: EngineInput, pp: int) -> str | None:
     """registry.is_pp_supported_model: the class vLLM resolves (the config's first registered
     architecture, as ``inspect_model_cls`` walks the list) must implement ``SupportsPP`` for PP > 1."""
     if pp <= 1:
@@ -203,7 +201,7 @@ def pipeline_refusal(report: Any, pp: int) -> str | None:
     return f"{PP_REFUSAL} ({arch} does not; --pipeline-parallel-size {pp})"
 
 
-def _chatglm_refusal(report: Any) -> str | None:
+def _chatglm_refusal(report: EngineInput) -> str | None:
     """vLLM's ChatGLM model (ChatGLM2/3 layout) reads ``config.original_rope`` with no default."""
     if set(report.architectures or []) & CHATGLM_ARCHS and "original_rope" not in (report.config or {}):
         return ("vLLM's ChatGLM model reads config.original_rope, which this (ChatGLM-6B v1) config lacks: "
@@ -211,7 +209,7 @@ def _chatglm_refusal(report: Any) -> str | None:
     return None
 
 
-def _deepseek_v4_refusal(report: Any) -> str | None:
+def _deepseek_v4_refusal(report: EngineInput) -> str | None:
     """DeepSeek V4's fp8_ds_mla layout (FLASHMLA_SPARSE_DSV4) takes fp8 KV only."""
     compressed = any(isinstance(p, CompressedKV) for layer in report.layer_specs for p in layer.parts)
     kv = report.precision.kv
@@ -225,7 +223,7 @@ def _deepseek_v4_refusal(report: Any) -> str | None:
 # -- max_model_len ------------------------------------------------------------------------------
 
 
-def full_text_config(report: Any) -> dict:
+def full_text_config(report: EngineInput) -> dict:
     """The text config as vLLM sees it: the raw keys over transformers' class defaults."""
     raw = dict(report.config or {})
     model_type = raw.get("model_type") or report.model_type
@@ -244,7 +242,7 @@ def rope_parameters(config: dict) -> list[dict]:
     return [params]
 
 
-def default_max_model_len(report: Any, assumptions: list[str]) -> int:
+def default_max_model_len(report: EngineInput, assumptions: list[str]) -> int:
     """vLLM's max_model_len when none is given (no tokenizer_config.json is read here)."""
     config = full_text_config(report)
     found = {k: config[k] for k in MAX_LEN_KEYS if isinstance(config.get(k), (int, float))}
@@ -270,3 +268,11 @@ def default_max_model_len(report: Any, assumptions: list[str]) -> int:
     scaled = f" × RoPE factor {factor:g}" if factor != 1.0 else ""
     assumptions.append(f"max model length {length} = {key}{scaled} (vLLM's derivation; tokenizer_config not read)")
     return length
+
+
+def check_layout(model: EngineInput, layout: Layout) -> None:
+    """vLLM's refusal of ``layout`` for this model (PP on a class without ``SupportsPP``), raised as
+    ``VllmRefusal``; a serving plan checked as vLLM asks this before it counts requests."""
+    reason = pipeline_refusal(model, layout.pp)
+    if reason:
+        raise VllmRefusal(reason)

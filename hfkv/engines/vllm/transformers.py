@@ -30,6 +30,7 @@ from hfkv.errors import UnsupportedModelError
 from hfkv.model.specs import ChunkedLocal, FullAttention, SlidingWindow
 
 from hfkv.engines.layout import expert_count
+from hfkv.engines.contract import EngineInput
 
 # registry.py _TRANSFORMERS_SUPPORTED_MODELS: architecture -> the backend class it is registered to.
 REGISTERED = {
@@ -99,7 +100,7 @@ SLIDING = "sliding_attention"
 UNMODELLED_ATTENTION = frozenset({"mla", "indexer", "cross"})  # attention the backend builds otherwise
 
 
-def served(report: Any, native: Collection[str], config: dict | None = None) -> str | None:
+def served(report: EngineInput, native: Collection[str], config: dict | None = None) -> str | None:
     """The backend class ``inspect_model_cls`` resolves (model_impl auto), or None when a vLLM class of
     its own serves the model (``native``: vLLM's registered architectures) or nothing does. ``config``
     (default: the raw text config) only decides the class's MoE name."""
@@ -115,13 +116,13 @@ def served(report: Any, native: Collection[str], config: dict | None = None) -> 
     return None
 
 
-def multimodal(report: Any) -> bool:
+def multimodal(report: EngineInput) -> bool:
     """``hf_config is not hf_text_config``: the report's text sub-config is not the config itself."""
     text_type = (report.config or {}).get("model_type")
     return bool(text_type) and text_type != report.model_type
 
 
-def refusal(report: Any, config: dict, backend_class: str) -> str | None:
+def refusal(report: EngineInput, config: dict, backend_class: str) -> str | None:
     """For a model the backend serves (as ``backend_class``): vLLM's reason not to start (its message),
     or None; raises ``UnsupportedModelError`` for what hfkv does not replay (no figure rather than a guess)."""
     if multimodal(report) or "MultiModal" in backend_class:
@@ -132,7 +133,7 @@ def refusal(report: Any, config: dict, backend_class: str) -> str | None:
     return _layer_refusal(report, config) or _geometry_refusal(report)
 
 
-def _layer_refusal(report: Any, config: dict) -> str | None:
+def _layer_refusal(report: EngineInput, config: dict) -> str | None:
     """_create_attention_instances: every decoder layer must dispatch one attention module; MLA (an
     ``MLAAttention`` only when ``MLAFuser`` matches, else padded full attention) is not replayed."""
     types = layer_types(config)
@@ -152,7 +153,7 @@ def _layer_refusal(report: Any, config: dict) -> str | None:
     return None
 
 
-def _geometry_refusal(report: Any) -> None:
+def _geometry_refusal(report: EngineInput) -> None:
     """The backend gives every layer the model-wide head size and KV heads, and V heads as wide as K."""
     shapes = {(p.kv_heads, p.head_dim, p.v_head_dim in (None, p.head_dim)) for p in attention_parts(report)}
     if len(shapes) > 1 or any(not same_v for _, _, same_v in shapes):
@@ -167,7 +168,7 @@ def not_modelled(what: str) -> None:
                                 f"hfkv's vLLM mode does not model {what} there: no figure")
 
 
-def attention_parts(report: Any) -> list[Any]:
+def attention_parts(report: EngineInput) -> list[Any]:
     """The one attention part of each decoder layer (``refusal`` has checked there is exactly one)."""
     return [next(p for p in layer.parts if isinstance(p, ATTENTION_PARTS)) for layer in report.layer_specs]
 
@@ -185,7 +186,7 @@ def layer_types(config: dict) -> list[str] | None:
     return None
 
 
-def layer_windows(report: Any, config: dict) -> list[tuple[Any, int | None]]:
+def layer_windows(report: EngineInput, config: dict) -> list[tuple[Any, int | None]]:
     """Per decoder layer: its attention part and the window its vLLM ``Attention`` gets (None: full).
 
     ``per_layer_sliding_window`` = ``sliding_window`` on ``sliding_attention`` layers; otherwise the
@@ -202,7 +203,7 @@ def layer_windows(report: Any, config: dict) -> list[tuple[Any, int | None]]:
     return out
 
 
-def window_disagreements(report: Any, config: dict) -> list[int]:
+def window_disagreements(report: EngineInput, config: dict) -> list[int]:
     """Layers where hfkv's mapping and vLLM's reading of the config disagree on a window (e.g. a config
     class that maps ``sliding_window`` to another key): vLLM's reading is used, and the caller warns."""
     def mapped_window(part: Any) -> bool:
@@ -212,6 +213,6 @@ def window_disagreements(report: Any, config: dict) -> list[int]:
             if mapped_window(part) != (window is not None)]
 
 
-def ignored_parts(report: Any) -> int:
+def ignored_parts(report: EngineInput) -> int:
     """Parts of attention layers the backend allocates nothing for (convolution / recurrent state)."""
     return sum(1 for layer in report.layer_specs for p in layer.parts if not isinstance(p, ATTENTION_PARTS))

@@ -23,7 +23,6 @@ from hfkv.model.dtypes import block_scaled_bytes, ceil_div
 from hfkv.errors import UnsupportedModelError
 from hfkv.model.specs import ChunkedLocal, CompressedKV, FullAttention, IndexerKeys, LayerSpec, MLALatent, SlidingWindow
 
-from hfkv.engines import number
 from hfkv.engines.sglang import backend as sglang_backend
 
 # configs/model_config.py:is_hybrid_swa_model (engines.md §2.4c): the architectures that get a
@@ -31,6 +30,7 @@ from hfkv.engines.sglang import config as sglang_config
 from hfkv.engines.sglang import dsv4 as sglang_dsv4
 from hfkv.engines.sglang import pools as sglang_pools
 from hfkv.engines.sglang import support as sglang_support
+from hfkv.engines.contract import EngineInput, EngineKnobs, number
 # separate sliding-window pool. Any other architecture allocates full KV on every layer.
 HYBRID_SWA_ARCHITECTURES = frozenset({
     # SWA_SINK_ARCHS
@@ -95,11 +95,11 @@ def part_token_bytes(part: Any, kv: str, tp: int, packed: bool) -> Fraction:
     return Fraction(0)
 
 
-def draft_bytes(layers: list[LayerSpec], kv: str, tp: int, packed: bool, knobs: dict,
+def draft_bytes(layers: list[LayerSpec], kv: str, tp: int, packed: bool, knobs: EngineKnobs,
                 assumptions: list[str]) -> Fraction:
     """The EAGLE/MTP draft pool's bytes per token: ``cell·draft/target``, the DSA indexer scaled by its
     own layer count (a draft layer always has one) (engines.md §3.1.4)."""
-    draft = int(knobs["speculative_draft_layers"] or 0)
+    draft = int(knobs.speculative_draft_layers or 0)
     if not draft:
         assumptions.append("no speculative draft pool (--speculative-draft-layers, e.g. the config's "
                            "num_nextn_predict_layers for MTP)")
@@ -133,7 +133,7 @@ def local_window(part: Any) -> int | None:
     return getattr(part, "window", None) or getattr(part, "declared_window", None)
 
 
-def is_hybrid_swa(report: Any) -> bool:
+def is_hybrid_swa(report: EngineInput) -> bool:
     """SGLang's architecture test for a separate sliding-window pool."""
     archs = list(report.architectures or [])
     if (report.config or {}).get("is_hybrid_swa") is True:
@@ -144,9 +144,9 @@ def is_hybrid_swa(report: Any) -> bool:
     return has_local and any(a in HYBRID_SWA_IF_SLIDING for a in archs)
 
 
-def swa_ratio(report: Any, knobs: dict, assumptions: list[str]) -> Fraction:
-    if knobs["swa_full_tokens_ratio"] is not None:
-        return Fraction(str(knobs["swa_full_tokens_ratio"]))
+def swa_ratio(report: EngineInput, knobs: EngineKnobs, assumptions: list[str]) -> Fraction:
+    if knobs.swa_full_tokens_ratio is not None:
+        return Fraction(str(knobs.swa_full_tokens_ratio))
     small = report.model_type in SMALL_SWA_RATIO_MODEL_TYPES or any(
         a.startswith(SMALL_SWA_RATIO_PREFIXES) for a in report.architectures or []
     )
@@ -155,9 +155,9 @@ def swa_ratio(report: Any, knobs: dict, assumptions: list[str]) -> Fraction:
     return ratio
 
 
-def state_precision(report: Any, knobs: dict, assumptions: list[str]) -> dtypes.Precision:
+def state_precision(report: EngineInput, knobs: EngineKnobs, assumptions: list[str]) -> dtypes.Precision:
     """SGLang's state dtypes: conv bf16; SSM from --mamba-ssm-dtype, the config, else fp32."""
-    ssm = knobs["mamba_ssm_dtype"]
+    ssm = knobs.mamba_ssm_dtype
     if ssm is None:
         configured = (report.config or {}).get("mamba_ssm_dtype")
         if configured and report.model_type not in SSM_DTYPE_IGNORES_CONFIG and dtypes.canonical(configured):
@@ -180,9 +180,9 @@ def state_bytes_per_request(layers: list[LayerSpec], p: dtypes.Precision, tp: in
 
 
 
-def memory_ratio(report: Any, knobs: dict, assumptions: list[str]) -> float:
+def memory_ratio(report: EngineInput, knobs: EngineKnobs, assumptions: list[str]) -> float:
     """``mamba_full_memory_ratio``: the knob, except Inkling's own 0.1 where the knob is at its default."""
-    ratio = float(knobs["mamba_full_memory_ratio"])
+    ratio = float(knobs.mamba_full_memory_ratio)
     if ratio == 0.9 and any(a.startswith(SMALL_MAMBA_MEMORY_RATIO_PREFIXES) for a in report.architectures or []):
         assumptions.append("mamba_full_memory_ratio = 0.1 (SGLang's Inkling default)")
         return 0.1
@@ -219,7 +219,7 @@ def layout_notes(layers: list[LayerSpec], kv: str, plan: sglang_backend.Plan, as
         assumptions.append("MLA fp8: raw 576 B latent (no scales)")
 
 
-def token_cell(report: Any, layers: list[LayerSpec], plan: sglang_backend.Plan, knobs: dict,
+def token_cell(report: EngineInput, layers: list[LayerSpec], plan: sglang_backend.Plan, knobs: EngineKnobs,
                assumptions: list[str]) -> tuple[Fraction, Fraction, Fraction | None, Fraction]:
     """(full bytes per token incl. the draft pool, windowed bytes, SWA ratio or None, the cell)."""
     kv, tp = plan.kv, report.tensor_parallel_size
@@ -237,7 +237,7 @@ def token_cell(report: Any, layers: list[LayerSpec], plan: sglang_backend.Plan, 
     return full, swa, ratio, (full + ratio * swa if full else swa)
 
 
-def simulate(report: Any, *, budget_bytes: int | None, max_model_len: int | None, knobs: dict) -> dict:
+def simulate(report: EngineInput, *, budget_bytes: int | None, max_model_len: int | None, knobs: EngineKnobs) -> dict:
     """SGLang's cell and, with a budget, its pool sizes (see the module docstring)."""
     warnings = sglang_support.check(report, knobs)
     if any(isinstance(part, CompressedKV) for layer in report.layer_specs for part in layer.parts):
@@ -253,13 +253,13 @@ def simulate(report: Any, *, budget_bytes: int | None, max_model_len: int | None
     context = sglang_config.context_length(report, max_model_len, context_notes, warnings)
     assumptions = [*warnings, f"KV dtype {kv} (SGLang 'auto' = model dtype or the checkpoint's declared fp8)",
                    *notes, *context_notes]
-    radix = knobs["enable_prefix_caching"] is not False
+    radix = knobs.enable_prefix_caching is not False
     full, swa, ratio, cell = token_cell(report, layers, plan, knobs, assumptions)
     layout_notes(layers, kv, plan, assumptions)
-    page = knobs["page_size"] or plan.page
-    if not knobs["page_size"]:
+    page = knobs.page_size or plan.page
+    if not knobs.page_size:
         assumptions.append(f"page size {page} (SGLang default, {plan.backend} attention backend on "
-                           f"SM{knobs['compute_capability']})")
+                           f"SM{knobs.compute_capability})")
     has_state = any(layer.recurrent_state_bytes(report.precision, tp) for layer in layers)
     per_slot = (state_bytes_per_request(layers, state_precision(report, knobs, assumptions), tp,
                                         sglang_config.replicated_state(report)) if has_state else 0)
@@ -283,11 +283,11 @@ def simulate(report: Any, *, budget_bytes: int | None, max_model_len: int | None
     return result
 
 
-def chunked_prefill_size(knobs: dict) -> int:
+def chunked_prefill_size(knobs: EngineKnobs) -> int:
     """``memory_hook.handle_gpu_memory_settings``: 8192 below 160 GiB of GPU memory (H100/H200 class, SM90),
     16384 above (B200, SM100); under DP attention divided by the DP size (``_handle_data_parallelism``)."""
-    size = 16384 if sglang_backend.capability_major(knobs) >= 10 else 8192
-    return size // int(knobs.get("data_parallel_size") or 1) if knobs.get("enable_dp_attention") else size
+    size = 16384 if knobs.capability_major >= 10 else 8192
+    return size // int(knobs.data_parallel_size or 1) if knobs.enable_dp_attention else size
 
 
 def pool_shape(full: Fraction, swa: Fraction, cell: Fraction, ratio: Fraction | None, page: int,

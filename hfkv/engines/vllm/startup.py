@@ -30,13 +30,13 @@ from hfkv.model.specs import (
     SlidingWindow,
 )
 
-from hfkv.engines import capability_major, context_length, number, printed
 from hfkv.engines.vllm import backends
 from hfkv.engines.vllm import dsv4 as vllm_dsv4
 from hfkv.engines.vllm import transformers as vllm_transformers
 from hfkv.engines.vllm.backends import choose_backend, is_dsa, sparse_128
 from hfkv.engines.vllm.groups import Group, Spec, block_size, make_groups
 from hfkv.engines.vllm.models import VllmRefusal, default_max_model_len, full_text_config, refusal, transformers_backend
+from hfkv.engines.contract import context_length, EngineInput, EngineKnobs, number, printed
 
 __all__ = ["VllmRefusal", "simulate"]
 
@@ -78,11 +78,11 @@ def mla_bytes(part: MLALatent, kv: str, packed: bool) -> Fraction:
     return (part.kv_lora_rank + part.rope_dim) * dtypes.BYTES[kv]
 
 
-def state_precision(report: Any, part: Any, knobs: dict) -> dtypes.Precision:
+def state_precision(report: EngineInput, part: Any, knobs: EngineKnobs) -> dtypes.Precision:
     """vLLM state dtypes: the model dtype for conv and SSM, except the families that pin the SSM."""
     model = report.precision.conv  # the model's 16-bit dtype unless the report overrides it
     config = report.config or {}
-    ssm = knobs["mamba_ssm_dtype"]
+    ssm = knobs.mamba_ssm_dtype
     if ssm is None:
         if any(a.startswith(SSM_FP32_ARCH_PREFIXES) for a in report.architectures or []):
             ssm = dtypes.canonical(config.get("mamba_ssm_cache_dtype")) or "fp32"
@@ -95,7 +95,7 @@ def state_precision(report: Any, part: Any, knobs: dict) -> dtypes.Precision:
     return dtypes.Precision(kv=report.precision.kv, state=dtypes.require(ssm, "--mamba-ssm-dtype"), conv=model)
 
 
-def state_variant(part: Any, report: Any) -> str:
+def state_variant(part: Any, report: EngineInput) -> str:
     """The Mamba-like layer kind, which decides its prefill checkpoint (``vllm_backends``);
     "gdn-plain" for a GDN layer of a model whose vLLM class exports none (``PLAIN_GDN_ARCH_PREFIXES``)."""
     if isinstance(part, MambaState):
@@ -107,7 +107,7 @@ def state_variant(part: Any, report: Any) -> str:
     return "conv"
 
 
-def part_spec(part: Any, report: Any, kv: str, knobs: dict, packed: bool) -> Spec | None:
+def part_spec(part: Any, report: EngineInput, kv: str, knobs: EngineKnobs, packed: bool) -> Spec | None:
     """The spec vLLM builds for one part; None for a part that reads another layer's copy."""
     tp = report.tensor_parallel_size
     if part.copies == 0:
@@ -130,15 +130,15 @@ def part_spec(part: Any, report: Any, kv: str, knobs: dict, packed: bool) -> Spe
         return Spec("full", token_bytes=Fraction(ceil_div(int(block_scaled_bytes(part.head_dim, "fp8")), part.ratio)),
                     mla=True)
     if part.recurrent:
-        spec_rows = int(knobs["num_speculative_tokens"])
+        spec_rows = int(knobs.num_speculative_tokens)
         shaped = part.model_copy(update={"conv_kernel": part.conv_kernel + spec_rows}) if spec_rows else part
         variant, head = state_variant(part, report), getattr(part, "head_k_dim", 0)
         return Spec("mamba", state_bytes=shaped.state_bytes(state_precision(report, part, knobs), tp), variant=variant,
-                    head_dim=head, checkpoint_blocks=backends.checkpoint_blocks(variant, capability_major(knobs), head))
+                    head_dim=head, checkpoint_blocks=backends.checkpoint_blocks(variant, knobs.capability_major, head))
     return None
 
 
-def kv_dtype(report: Any, assumptions: list[str]) -> str:
+def kv_dtype(report: EngineInput, assumptions: list[str]) -> str:
     """The KV dtype vLLM's attention layers get: the report's, except models built without the cache config."""
     kv = report.precision.kv
     if report.model_type in MODEL_DTYPE_KV_MODEL_TYPES and kv != report.precision.conv:
@@ -148,10 +148,10 @@ def kv_dtype(report: Any, assumptions: list[str]) -> str:
     return kv
 
 
-def collect_specs(report: Any, kv: str, knobs: dict, assumptions: list[str]) -> list[Spec]:
+def collect_specs(report: EngineInput, kv: str, knobs: EngineKnobs, assumptions: list[str]) -> list[Spec]:
     layers: list[LayerSpec] = list(report.layer_specs)
     dsa = is_dsa(report)
-    packed = dsa and backends.packs_sparse_latent(capability_major(knobs), kv)
+    packed = dsa and backends.packs_sparse_latent(knobs.capability_major, kv)
     specs, shared = [], 0
     for layer in layers:
         for part in layer.parts:
@@ -171,7 +171,7 @@ def collect_specs(report: Any, kv: str, knobs: dict, assumptions: list[str]) -> 
     return promote_local(specs, knobs, assumptions)
 
 
-def transformers_specs(report: Any, kv: str, knobs: dict, backend_class: str, assumptions: list[str]) -> list[Spec]:
+def transformers_specs(report: EngineInput, kv: str, knobs: EngineKnobs, backend_class: str, assumptions: list[str]) -> list[Spec]:
     """The Transformers backend's layers: one Attention each, its window from ``layer_types``."""
     tp, config = report.tensor_parallel_size, full_text_config(report)
     specs = [Spec("sliding" if window else "full", token_bytes=attention_bytes(part, kv, tp), window=window,
@@ -188,20 +188,20 @@ def transformers_specs(report: Any, kv: str, knobs: dict, backend_class: str, as
     return promote_local(specs, knobs, assumptions)
 
 
-def promote_local(specs: list[Spec], knobs: dict, assumptions: list[str]) -> list[Spec]:
+def promote_local(specs: list[Spec], knobs: EngineKnobs, assumptions: list[str]) -> list[Spec]:
     """Sliding/chunked specs that vLLM allocates as full attention."""
     out = []
     for spec in specs:
-        if spec.kind == "chunked" and not knobs["chunked_local_hybrid"]:
+        if spec.kind == "chunked" and not knobs.chunked_local_hybrid:
             out.append(Spec("full", token_bytes=spec.token_bytes, mla=spec.mla, head_dim=spec.head_dim))
-        elif spec.kind in ("sliding", "chunked") and knobs["disable_hybrid_kv_cache_manager"]:
+        elif spec.kind in ("sliding", "chunked") and knobs.disable_hybrid_kv_cache_manager:
             out.append(Spec("full", token_bytes=spec.token_bytes, mla=spec.mla, head_dim=spec.head_dim))
         else:
             out.append(spec)
-    if any(s.kind == "chunked" for s in specs) and not knobs["chunked_local_hybrid"]:
+    if any(s.kind == "chunked" for s in specs) and not knobs.chunked_local_hybrid:
         assumptions.append("chunked local attention allocated as full attention "
                            "(VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=0)")
-    if knobs["disable_hybrid_kv_cache_manager"] and any(s.kind in ("sliding", "chunked") for s in specs):
+    if knobs.disable_hybrid_kv_cache_manager and any(s.kind in ("sliding", "chunked") for s in specs):
         assumptions.append("hybrid KV cache manager disabled: sliding layers get full KV")
     return out
 
@@ -215,29 +215,29 @@ def promote_local(specs: list[Spec], knobs: dict, assumptions: list[str]) -> lis
 ATTENTION_FREE_ARCHITECTURES = frozenset({"MambaForCausalLM", "Mamba2ForCausalLM", "FalconMambaForCausalLM"})
 
 
-def attention_free(report: Any, specs: list[Spec]) -> bool:
+def attention_free(report: EngineInput, specs: list[Spec]) -> bool:
     """No attention spec and a class vLLM marks attention-free (``ATTENTION_FREE_ARCHITECTURES``)."""
     return (not any(s.kind != "mamba" for s in specs)
             and bool(ATTENTION_FREE_ARCHITECTURES & set(report.architectures or [])))
 
 
-def block_settings(specs: list[Spec], knobs: dict, assumptions: list[str],
+def block_settings(specs: list[Spec], knobs: EngineKnobs, assumptions: list[str],
                    free: bool = False) -> tuple[int, int, bool]:
     """(tokens in flight for the sliding-window bound, Mamba state blocks per request, align mode);
     ``free``: an attention-free model (``attention_free``)."""
-    batched = knobs["max_num_batched_tokens"]
+    batched = knobs.max_num_batched_tokens
     if batched is None:
         batched = DEFAULT_MAX_NUM_BATCHED_TOKENS
         if any(s.kind in ("sliding", "chunked") for s in specs):
             assumptions.append(f"max_num_batched_tokens {batched} (API server on a >=70 GiB non-A100 GPU)")
-    batches = 2 if knobs["async_scheduling"] else 1
+    batches = 2 if knobs.async_scheduling else 1
     if any(s.kind in ("sliding", "chunked") for s in specs):
         assumptions.append(f"sliding-window admission adds {batches} × {batched} tokens in flight "
                            f"({'async scheduling' if batches == 2 else 'no async scheduling'})")
-    caching = knobs["enable_prefix_caching"]
+    caching = knobs.enable_prefix_caching
     if caching is None:
         caching = not free  # vLLM disables prefix caching for attention-free models
-    spec_tokens = int(knobs["num_speculative_tokens"])
+    spec_tokens = int(knobs.num_speculative_tokens)
     state_blocks = (2 if caching else 1) + spec_tokens
     if any(s.kind == "mamba" for s in specs):
         checkpoint = " + 1 prefill-checkpoint block per layer that exports one" if caching else ""
@@ -297,14 +297,14 @@ def capacity(result: dict, blocks: Callable[[int], int], grows: bool, budget: in
                        "block is kept out of the fit check")
 
 
-def simulate(report: Any, *, budget_bytes: int | None, max_model_len: int | None, knobs: dict) -> dict:
+def simulate(report: EngineInput, *, budget_bytes: int | None, max_model_len: int | None, knobs: EngineKnobs) -> dict:
     """vLLM's groups, block size and, with a budget, its blocks and logged numbers; ``VllmRefusal`` where
     vLLM would not start (its reason, one line)."""
     reason = refusal(report, knobs)
     if reason:
         raise VllmRefusal(reason)
-    assumptions = [f"GPU compute capability {knobs['compute_capability']} (--compute-capability or the --gpu preset; default 9.0, an H200)"]
-    if knobs["speculative_draft_layers"]:
+    assumptions = [f"GPU compute capability {knobs.compute_capability} (--compute-capability or the --gpu preset; default 9.0, an H200)"]
+    if knobs.speculative_draft_layers:
         assumptions.append("--speculative-draft-layers is not modelled in vLLM mode (its draft layers join the KV "
                            "cache groups): figures are for the target model alone")
     if max_model_len is not None:
@@ -325,7 +325,7 @@ def simulate(report: Any, *, budget_bytes: int | None, max_model_len: int | None
     free = attention_free(report, specs)
     plan = block_settings(specs, knobs, assumptions, free)
     backend = choose_backend(report, specs, kv, knobs)
-    block = block_size(specs, backend, knobs, plan[2], capability_major(knobs), length, assumptions, free)
+    block = block_size(specs, backend, knobs, plan[2], knobs.capability_major, length, assumptions, free)
     groups = make_groups(specs, block, assumptions)
     bytes_per_block = max(g.block_bytes for g in groups)
     growing = [g for g in groups if g.spec.kind != "mamba"]
@@ -358,7 +358,7 @@ def finish(result: dict, blocks: Callable[[int], int], grows: bool, budget_bytes
     return result
 
 
-def deepseek_v4(report: Any, budget_bytes: int | None, length: int, knobs: dict, assumptions: list[str]) -> dict:
+def deepseek_v4(report: EngineInput, budget_bytes: int | None, length: int, knobs: EngineKnobs, assumptions: list[str]) -> dict:
     """DeepSeek V4 (fp8 KV; bf16 is refused earlier): vLLM's packed per-layer pages (``vllm_dsv4``)."""
     figures, groups = vllm_dsv4.plan(report)
     in_flight, _, _ = block_settings([Spec("sliding", window=1)], knobs, assumptions)

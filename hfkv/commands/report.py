@@ -1,0 +1,68 @@
+"""``hfkv report MODEL [MODEL ...]`` (the default command): one report per model, as a table for
+people, JSON, Markdown or one HTML page."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import click
+
+from hfkv.commands.options import (accounting_options, build_hub, build_options, engine_knobs, hub_options,
+                                   planning_options)
+from hfkv.errors import HfkvError
+
+
+@click.command("report")
+@click.argument("models", nargs=-1, required=True)
+@accounting_options
+@planning_options
+@hub_options
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "markdown", "html"]), default="table",
+              show_default=True, help="html: one self-contained page (several models: one section each).")
+def report_command(models: tuple[str, ...], fmt: str, **params: Any) -> None:
+    """Report on each MODEL: layers by kind, α, γ, S*, and per context bytes, reads and B_max."""
+    # Deferred: the pipeline (pydantic, the mappers) loads when a report is asked for, not for --help.
+    from hfkv.inspection import inspect_loaded
+    from hfkv.planning.enrich import enrich
+    from hfkv.sources import load_config, looks_like_repo_id
+
+    options = build_options(params)
+    hub = build_hub(params) if any(looks_like_repo_id(m) for m in models) else None
+    reports, rows, code = [], [], 0  # rows: JSON objects in the order the models were given
+    for model in models:
+        try:
+            loaded = load_config(model, hub=hub, revision=params.get("revision"))
+            report = inspect_loaded(loaded, options)
+            enrich(
+                report, hub=None if params.get("no_weights") or loaded.source != "hub" else hub,
+                repo_id=loaded.name, revision=loaded.revision, gpu=params.get("gpu"),
+                gpu_memory_utilization=params.get("gpu_memory_utilization"), weights_bytes=params.get("weights_bytes"),
+                weights_read_bytes=params.get("weights_read_bytes"), engine=params["engine"],
+                max_model_len=params.get("max_model_len"), engine_knobs=engine_knobs(params),
+            )
+        except HfkvError as err:
+            click.echo(f"hfkv: error: {err}", err=True)
+            rows.append({"model": model, "error": err.row_text()})
+            code = max(code, err.exit_code)
+            continue
+        reports.append(report)
+        rows.append(report.to_dict() if fmt == "json" else {})
+        if fmt not in ("json", "html"):  # the rendering stack (rich) is imported only for people
+            from hfkv.render import terminal as render
+
+            if fmt == "table":
+                render.render_table(report)
+            else:
+                click.echo(render.render_markdown(report))
+    if fmt == "html" and reports:
+        from hfkv.render.html import render_html
+
+        click.echo(render_html(reports[0] if len(reports) == 1 else reports), nl=False)
+    if fmt == "json" and rows:
+        if len(models) == 1 and reports:
+            click.echo(json.dumps(rows[0], indent=2))
+        elif len(models) > 1:
+            click.echo(json.dumps(rows, indent=2))
+    sys.exit(code)

@@ -1,0 +1,206 @@
+"""What an engine mode is given: the model as the engines see it (``EngineInput``) and the settings a
+user can change (``EngineKnobs``), plus the small helpers every engine's arithmetic shares.
+
+``EngineKnobs`` is the single definition of the engine options: the CLI builds its flags from the
+fields (``cli_flag``, ``aliases``, the field docstring as help), ``docs/engine-modes.md``'s table is
+generated from it (``knobs_markdown``), and each engine reads typed attributes. ``None`` means the
+engine's own default, which the result's ``assumptions`` name.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any, Mapping
+
+from hfkv.errors import UsageError
+from hfkv.model.dtypes import Precision
+
+ENGINES = ("sglang", "vllm")
+VERSIONS = {"sglang": "0.5.23", "vllm": "0.33.0"}
+DEFAULT_COMPUTE_CAPABILITY = "9.0"
+
+
+def _knob(default: Any, doc: str, *, kind: str = "int", aliases: tuple[str, ...] = (), cli: bool = True) -> Any:
+    """A knob field: its default, its one-line meaning (the CLI help and the docs' table), the kind of
+    value the CLI parses (``int`` ≥ 1, ``count`` ≥ 0, ``ratio`` in (0, 1], ``positive`` float, ``dtype``, ``flag``,
+    ``text``),
+    extra CLI spellings, and whether the CLI defines the flag here (``False``: another option sets it)."""
+    return field(default=default, metadata={"doc": doc, "kind": kind, "aliases": aliases, "cli": cli})
+
+
+@dataclass(frozen=True)
+class EngineKnobs:
+    """The engine options, one field per option, spelled as the engines spell their flags."""
+
+    page_size: int | None = _knob(None, "SGLang page size in tokens (default 1; 64·index_kpool for DSA; 256 for "
+                                        "DeepSeek V4)")
+    block_size: int | None = _knob(None, "vLLM block size in tokens (default: the attention backend's for the GPU; "
+                                         "raised for Mamba hybrids)")
+    swa_full_tokens_ratio: float | None = _knob(None, "SGLang hybrid-SWA pool size relative to the full pool (default "
+                                                      "0.8; 0.1 DSV4)", kind="ratio")
+    max_running_requests: int | None = _knob(None, "SGLang running-request cap (default: estimated from the pool)")
+    mamba_full_memory_ratio: float = _knob(0.9, "SGLang: the Mamba state pool takes r/(1+r) of the budget first",
+                                           kind="positive")
+    enable_prefix_caching: bool | None = _knob(None, "radix/prefix cache (default on; vLLM off for attention-free "
+                                                     "models)", kind="flag")
+    max_num_batched_tokens: int | None = _knob(None, "vLLM tokens per scheduler step (default 8192: API server, "
+                                                     ">=70 GiB non-A100; --gpu sets vLLM's default for it)")
+    async_scheduling: bool = _knob(True, "vLLM async scheduling: two batches in flight", kind="flag")
+    disable_hybrid_kv_cache_manager: bool = _knob(False, "vLLM: allocate full KV for sliding and chunked layers",
+                                                  kind="flag")
+    chunked_local_hybrid: bool = _knob(True, "vLLM: chunked-local layers (Llama 4) keep their window in the hybrid "
+                                             "manager (vLLM's default; --no-chunked-local-hybrid = "
+                                             "VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=0)", kind="flag")
+    num_speculative_tokens: int = _knob(0, "vLLM speculative tokens (extra Mamba blocks and conv rows); the "
+                                           "accounting option of the same name sets it", aliases=("--spec-tokens",),
+                                        cli=False)
+    mamba_ssm_dtype: str | None = _knob(None, "recurrent-state dtype (default: the engine's rule)", kind="dtype")
+    speculative_draft_layers: int = _knob(0, "SGLang EAGLE/MTP draft layers sharing the token count (MTP: the "
+                                             "config's num_nextn_predict_layers); each adds one target layer's "
+                                             "bytes per token", kind="count")
+    compute_capability: str | None = _knob(None, "GPU compute capability the engine picks attention backends for, "
+                                                 "e.g. 8.0, 9.0, 10.0 (default 9.0, H200; --gpu sets it from the "
+                                                 "preset)", kind="text")
+    data_parallel_size: int = _knob(1, "data-parallel ranks, each keeping its own requests (vLLM: one engine of TP "
+                                       "GPUs per rank; SGLang with --enable-dp-attention: attention ranks inside "
+                                       "the TP group)", aliases=("--dp",))
+    enable_dp_attention: bool = _knob(False, "SGLang DP attention: attention at TP/DP, each DP rank keeps the KV of "
+                                             "its own requests (true/false)", kind="flag")
+    enable_expert_parallel: bool = _knob(False, "shard routed experts over the EP group instead of slicing them by "
+                                                "TP (true/false)", kind="flag")
+    pipeline_parallel_size: int = _knob(1, "pipeline stages, each holding and sizing the KV of its own layers",
+                                        aliases=("--pp",))
+
+    @classmethod
+    def names(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in dataclasses.fields(cls))
+
+    @classmethod
+    def resolve(cls, given: Mapping[str, Any] | None = None) -> EngineKnobs:
+        """Every knob, the given ones over the defaults (``None`` keeps the default); the compute
+        capability normalised. An unknown name is a ``UsageError`` listing the known ones."""
+        given = dict(given or {})
+        unknown = sorted(set(given) - set(cls.names()))
+        if unknown:
+            raise UsageError(f"unknown engine option(s): {', '.join(unknown)} (known: {', '.join(cls.names())})")
+        values = {name: value for name, value in given.items() if value is not None}
+        values["compute_capability"] = compute_capability(values.get("compute_capability"))
+        return cls(**values)
+
+    def replace(self, **changes: Any) -> EngineKnobs:
+        return dataclasses.replace(self, **changes)
+
+    @property
+    def capability_major(self) -> int:
+        """The major SM version (9 for "9.0")."""
+        return int(str(self.compute_capability).split(".")[0])
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def knob_fields() -> tuple[dataclasses.Field, ...]:
+    return dataclasses.fields(EngineKnobs)
+
+
+def cli_flag(name: str) -> str:
+    """The CLI spelling of a knob: ``--`` and dashes, as the engines spell their flags."""
+    return "--" + name.replace("_", "-")
+
+
+def knobs_markdown() -> str:
+    """The engine options as a Markdown table (docs/engine-modes.md), from ``EngineKnobs``."""
+    lines = ["| option | default | meaning |", "|---|---|---|"]
+    for f in knob_fields():
+        spellings = ", ".join(f"`{s}`" for s in (cli_flag(f.name), *f.metadata["aliases"]))
+        default = "engine's rule" if f.default is None else f"`{f.default}`"
+        lines.append(f"| {spellings} | {default} | {f.metadata['doc']} |")
+    return "\n".join(lines)
+
+
+def compute_capability(value: Any) -> str:
+    """``value`` as a ``MAJOR.MINOR`` string ("9" -> "9.0", 10.0 -> "10.0"); None is the default "9.0".
+
+    Anything else (not two small whole numbers) is a UsageError naming the option.
+    """
+    if value is None:
+        return DEFAULT_COMPUTE_CAPABILITY
+    text = str(value).strip().lower().removeprefix("sm_").removeprefix("sm")
+    match = re.fullmatch(r"([0-9]{1,2})(?:\.([0-9]))?", text)
+    if not match:
+        raise UsageError(f"--compute-capability must look like 8.0, 9.0 or 10.0, got {value!r}")
+    return f"{int(match.group(1))}.{int(match.group(2) or 0)}"
+
+
+@dataclass(frozen=True)
+class EngineInput:
+    """A model as an engine mode reads it: the mapped layers and precision of a report, the raw text
+    config (for the keys an engine rule reads itself), the names the engines' registries match, and
+    the options as the user typed them (``auto`` is not ``bf16`` for an engine that turns ``auto``
+    into fp8). A pipeline stage or a DP-attention rank is the same input with its own
+    ``layer_specs`` and ``tensor_parallel_size`` (``for_rank``)."""
+
+    layer_specs: list
+    precision: Any
+    tensor_parallel_size: int = 1
+    model: str = ""
+    model_type: str | None = None
+    architectures: list[str] = field(default_factory=list)
+    config: dict = field(default_factory=dict)
+    max_position_embeddings: int | None = None
+    requested_kv_cache_dtype: str | None = None  # --kv-cache-dtype as typed ("auto" included); None: unknown
+    requested_conv_dtype: str | None = None  # --conv-dtype as typed; None: unknown
+
+    @classmethod
+    def of(cls, report: Any) -> EngineInput:
+        """The input of ``report`` (a ``Report``, or anything with its attributes; absent ones default)."""
+        if isinstance(report, cls):
+            return report
+        options = getattr(report, "options", None)  # None: a report built by hand, nothing typed
+        return cls(
+            layer_specs=list(getattr(report, "layer_specs", None) or []),
+            precision=getattr(report, "precision", None) or Precision(),
+            tensor_parallel_size=getattr(report, "tensor_parallel_size", 1) or 1,
+            model=getattr(report, "model", "") or "",
+            model_type=getattr(report, "model_type", None),
+            architectures=list(getattr(report, "architectures", None) or []),
+            config=getattr(report, "config", None) or {},
+            max_position_embeddings=getattr(report, "max_position_embeddings", None),
+            requested_kv_cache_dtype=_typed(getattr(report, "kv_cache_dtype_requested", None), options, "kv_cache_dtype"),
+            requested_conv_dtype=_typed(None, options, "conv_dtype"),
+        )
+
+    def for_rank(self, layer_specs: list, tensor_parallel_size: int) -> EngineInput:
+        return dataclasses.replace(self, layer_specs=layer_specs, tensor_parallel_size=tensor_parallel_size)
+
+
+def _typed(given: Any, options: Any, name: str) -> str | None:
+    """An option as the user typed it: ``given`` when a string, else the report's ``Options`` field."""
+    value = given if isinstance(given, str) else getattr(options, name, None)
+    return value if isinstance(value, str) else None
+
+
+def number(value: Fraction | int | float) -> int | float:
+    """An exact figure for JSON: int when integral, else float."""
+    value = Fraction(value)
+    return int(value) if value.denominator == 1 else float(value)
+
+
+def printed(value: float) -> float:
+    """A ratio as the engines log it, with two decimals ("1.85x")."""
+    return float(f"{value:.2f}")
+
+
+def context_length(model: EngineInput, max_model_len: int | None, assumptions: list[str]) -> int | None:
+    """The engine's max model length: the given one, else the model's max_position_embeddings."""
+    if max_model_len is not None:
+        if max_model_len < 1:
+            raise UsageError(f"--max-model-len must be positive, got {max_model_len}")
+        return max_model_len
+    fallback = model.max_position_embeddings
+    if fallback:
+        assumptions.append(f"max model length = max_position_embeddings = {fallback}")
+    return fallback

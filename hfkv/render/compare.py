@@ -1,0 +1,208 @@
+"""Comparisons as people read them: short labels per model, the side-by-side table, one sentence per
+pair (which model fits more requests at each context, where the lead changes), as a terminal table,
+Markdown or JSON."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from hfkv.planning.compare import Collected, PairVerdict, extra_state
+from hfkv.model.report import Report
+from hfkv.render.terminal import console_for, md_escape, print_table, terminal_text
+from hfkv.units import exact_bytes, format_bytes, format_tokens
+
+PAST_MAX = "†"  # marks a context longer than the model's max_position_embeddings
+
+
+def short_label(model: str) -> str:
+    """A column title for MODEL: the repo name of ``org/name[@rev]``, the folder of a config file.
+
+    Fixture-style folders ``org__name`` give ``name``.
+    """
+    path = Path(model)
+    if path.name == "config.json" or path.suffix == ".json":
+        name = path.parent.name if path.name == "config.json" and path.parent.name else path.stem
+    else:
+        name = model.rstrip("/").rsplit("/", 1)[-1]
+    return name.rsplit("__", 1)[-1] or model
+
+
+def unique_labels(models: list[str]) -> list[str]:
+    """Short labels, falling back to the full MODEL text where two short labels collide."""
+    short = [short_label(m) for m in models]
+    return [s if short.count(s) == 1 else m for s, m in zip(short, models)]
+
+
+def pair_line(verdict: PairVerdict, reports: list[Report], labels: list[str]) -> str:
+    """One sentence per pair: α and γ side by side, the winner per context, where the lead changes.
+
+    Contexts past either model's maximum are left out of the verdict (and named); two models with
+    the same bytes per request everywhere get "the same bytes per request at every context".
+    """
+    a, b = reports[verdict.first], reports[verdict.second]
+    names = (labels[verdict.first], labels[verdict.second])
+    line = (
+        f"{names[0]} vs {names[1]}: α {format_bytes(a.alpha_bytes_per_token)} vs "
+        f"{format_bytes(b.alpha_bytes_per_token)} per token, γ {format_bytes(a.gamma_bytes_per_request)} vs "
+        f"{format_bytes(b.gamma_bytes_per_request)} per request → "
+    )
+    if verdict.identical:
+        line += "the same bytes per request at every context compared"
+    elif any(w is not None for w in verdict.winners):
+        line += "more requests fit " + _per_context(verdict, a, names) + _changes(verdict, names)
+    else:
+        line += "no context shown that both serve"
+    return line + _not_compared(verdict, a, b, names)
+
+
+def _per_context(verdict: PairVerdict, a: Report, names: tuple[str, str]) -> str:
+    """'with A at 4K, as many with either at 32K': runs of consecutive compared contexts."""
+    runs: list[tuple[int, list[str]]] = []  # consecutive contexts with the same winner
+    for c, w in zip(a.contexts, verdict.winners):
+        if w is None:
+            continue
+        if runs and runs[-1][0] == w:
+            runs[-1][1].append(format_tokens(c.tokens))
+        else:
+            runs.append((w, [format_tokens(c.tokens)]))
+    return ", ".join(
+        ("as many with either" if w == -1 else f"with {names[w]}") + f" at {_and_list(ctxs)}" for w, ctxs in runs
+    )
+
+
+def _changes(verdict: PairVerdict, names: tuple[str, str]) -> str:
+    def who(w: int) -> str:
+        return "tie" if w == -1 else names[w]
+
+    text = ""
+    for S, before, after in verdict.changes:
+        if after == -1:
+            text += f"; equal at {S:,} tokens"
+        elif before == -1:
+            text += f"; {who(after)} fits more from {S:,} tokens on"
+        else:
+            text += f"; {who(before)} fits more below {S:,} tokens, {who(after)} from {S:,} on"
+    return text
+
+
+def _not_compared(verdict: PairVerdict, a: Report, b: Report, names: tuple[str, str]) -> str:
+    """'; not compared past 128K (gpt-oss-120b's maximum): 160K, 256K' when some contexts were left out."""
+    skipped = [format_tokens(c.tokens) for c, w in zip(a.contexts, verdict.winners) if w is None]
+    if not skipped or not verdict.limit:
+        return ""
+    whose = [n for n, r in zip(names, (a, b)) if r.max_position_embeddings == verdict.limit]
+    owner = "both models'" if len(whose) == 2 else f"{whose[0]}'s"
+    return (f"; not compared past {format_tokens(verdict.limit)} ({owner} maximum): "
+            f"{_and_list(skipped)}")
+
+
+def _and_list(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def table_rows(reports: list[Report], budget: int | None) -> list[tuple[str, list[str]]]:
+    """(row title, one cell per model): the figures of the comparison table."""
+    rows: list[tuple[str, list[str]]] = [
+        ("model type", [r.model_type or "?" for r in reports]),
+        ("mapper", [r.mapper for r in reports]),
+        ("KV dtype", [r.kv_cache_dtype for r in reports]),
+        ("α (bytes/token)", [exact_bytes(r.alpha_bytes_per_token) for r in reports]),
+        ("γ (bytes/request)", [exact_bytes(r.gamma_bytes_per_request) for r in reports]),
+        ("S* = γ/α", ["-" if r.crossover_tokens is None else f"{round(r.crossover_tokens):,} tokens" for r in reports]),
+        ("recurrent state", [exact_bytes(r.recurrent_state_bytes) for r in reports]),
+        ("max context", [format_tokens(r.max_position_embeddings) for r in reports]),
+    ]
+    first = reports[0]
+    if first.budget_bytes and first.batch:
+        rows.append((f"longest context, {first.batch} requests in {format_bytes(first.budget_bytes)}", [
+            "unbounded" if r.max_context_for_batch is None else f"{r.max_context_for_batch:,} tokens" + _past_max(r, r.max_context_for_batch)
+            for r in reports
+        ]))
+    for k, ctx in enumerate(reports[0].contexts):
+        label = format_tokens(ctx.tokens)
+        marks = [_past_max(r, ctx.tokens) for r in reports]
+        rows.append((f"{label}: bytes/request", [
+            format_bytes(r.contexts[k].kv_bytes_per_request + (r.contexts[k].extra_state_bytes or 0)) + m
+            for r, m in zip(reports, marks)
+        ]))
+        if budget:
+            rows.append((f"{label}: B_max in {format_bytes(budget)}", [
+                ("-" if r.contexts[k].max_concurrency is None else f"{r.contexts[k].max_concurrency:,}") + m
+                for r, m in zip(reports, marks)
+            ]))
+        rows.append((f"{label}: read/decode step", [
+            format_bytes(r.contexts[k].read_bytes_per_step) + m for r, m in zip(reports, marks)
+        ]))
+    return rows
+
+
+def _past_max(report: Report, tokens: int) -> str:
+    limit = report.max_position_embeddings
+    return PAST_MAX if limit and tokens > limit else ""
+
+
+def footnotes(reports: list[Report]) -> list[str]:
+    """Precision and context caveats that apply to the whole table."""
+    notes = []
+    longest = max((c.tokens for c in reports[0].contexts), default=0)
+    if any(_past_max(r, max(longest, r.max_context_for_batch or 0)) for r in reports):
+        notes.append(f"{PAST_MAX} past the model's max_position_embeddings")
+    tps = {r.tensor_parallel_size for r in reports}
+    if tps != {1}:
+        notes.append(f"bytes per GPU at tensor parallel {', '.join(map(str, sorted(tps)))}")
+    if any(extra_state(r) for r in reports):
+        notes.append("bytes per request include the extra state copies (prefix cache, speculative drafts)")
+    return notes
+
+
+def render_table(out: Collected, pairs: list[PairVerdict], budget: int | None) -> None:
+    """The side-by-side table, its footnotes and the pair verdicts; model names and paths are data."""
+    console = console_for()
+    columns = [("", False)] + [(label, True) for label in out.labels]
+    rows = [[title, *cells] for title, cells in table_rows(out.reports, budget)]
+    print_table(console, "KV cache and state per request", columns, rows)
+    for note in footnotes(out.reports):
+        console.print(terminal_text(note))
+    for verdict in pairs:
+        console.print(terminal_text(pair_line(verdict, out.reports, out.labels)))
+
+
+def render_markdown(out: Collected, pairs: list[PairVerdict], budget: int | None) -> str:
+    lines = ["| | " + " | ".join(md_escape(label) for label in out.labels) + " |",
+             "|---|" + "---:|" * len(out.labels)]
+    for title, cells in table_rows(out.reports, budget):
+        lines.append(f"| {md_escape(title)} | " + " | ".join(md_escape(c) for c in cells) + " |")
+    lines.append("")
+    lines += [f"- {md_escape(n)}" for n in footnotes(out.reports)]
+    lines += [f"- {md_escape(pair_line(v, out.reports, out.labels))}" for v in pairs]
+    return "\n".join(lines) + "\n"
+
+
+def to_json(out: Collected, pairs: list[PairVerdict]) -> str:
+    """``{"models": [report dicts], "contexts": [...], "errors": [...], "pairs": [...]}``.
+
+    A pair's ``more_requests`` ({tokens, model: the one that fits more, null on a tie}) covers only
+    contexts both models serve; ``not_compared`` lists the others; ``identical`` is true when the
+    two need the same bytes per request at every context compared.
+    """
+
+    def name(w: int, v: PairVerdict) -> str | None:
+        return None if w == -1 else out.reports[(v.first, v.second)[w]].model
+
+    pair_rows = [
+        {
+            "models": [out.reports[v.first].model, out.reports[v.second].model],
+            "more_requests": [{"tokens": S, "model": name(w, v)} for S, w in zip(out.contexts, v.winners)
+                              if w is not None],
+            "lead_changes": [{"tokens": S, "model": name(after, v)} for S, _, after in v.changes],
+            "not_compared": [S for S, w in zip(out.contexts, v.winners) if w is None],
+            "identical": v.identical,
+        }
+        for v in pairs
+    ]
+    data = {
+        "models": [r.to_dict() for r in out.reports], "contexts": out.contexts,
+        "errors": out.errors, "pairs": pair_rows,
+    }
+    return json.dumps(data, indent=2)
