@@ -1,7 +1,7 @@
 """Every architecture the pinned engines serve is known to hfkv by name, and
 ``python -m hfkv.mappings.coverage --architectures`` lists them.
 
-The engines' lists come from ``hfkv.engines.archs`` (read from the released wheels; package data),
+The engines' lists come from ``hfkv.engines.{vllm,sglang}.facts`` (read from the released wheels; package data),
 cross-checked against ../shared/engine-archs/ when it is beside the checkout.
 """
 
@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from hfkv.mappings.coverage import architecture_lines
-from hfkv.engines.archs import sglang_architectures, vllm_architectures
+from hfkv.engines.sglang.facts import architectures as sglang_architectures
+from hfkv.engines.vllm.facts import architectures as vllm_architectures
 from hfkv.mappings.registry import known_architectures
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "engine-archs"

@@ -24,7 +24,8 @@ from types import SimpleNamespace
 import pytest
 
 from hfkv.engines import check_layout, simulate
-from hfkv.engines import archs
+from hfkv.engines.sglang import facts as sglang_facts
+from hfkv.engines.vllm import facts as vllm_facts
 from hfkv.engines import layout as lay
 from hfkv.engines.sglang.support import check_pipeline
 from hfkv.errors import UnsupportedModelError
@@ -82,16 +83,16 @@ SGLANG_CLASSES = {
 
 @pytest.mark.parametrize("arch, expected", sorted(VLLM_CLASSES.items()))
 def test_vllm_table_says_which_classes_implement_supports_pp(arch, expected):
-    assert archs.vllm_pp_support()[arch] is expected
+    assert vllm_facts.pp_support()[arch] is expected
 
 
 @pytest.mark.parametrize("arch, expected", sorted(SGLANG_CLASSES.items()))
 def test_sglang_table_says_which_forwards_take_pp_proxy_tensors(arch, expected):
-    assert archs.sglang_pp_support()[arch] is expected
+    assert sglang_facts.pp_support()[arch] is expected
 
 
-@pytest.mark.parametrize("name, shared, width", [("vllm-0.33.0-archs.tsv", "vllm-0.33.0.tsv", 3),
-                                                 ("sglang-0.5.23-archs.tsv", "sglang-0.5.23.tsv", 2)])
+@pytest.mark.parametrize("name, shared, width", [("vllm/0.33.0.tsv", "vllm-0.33.0.tsv", 3),
+                                                 ("sglang/0.5.23.tsv", "sglang-0.5.23.tsv", 2)])
 def test_every_architecture_keeps_its_row_and_has_a_pp_verdict(name, shared, width):
     lines = (ROOT / "hfkv" / "engines" / name).read_text(encoding="utf-8").splitlines()
     assert lines[0].split("\t")[-1] == "supports_pp"

@@ -16,7 +16,9 @@ from pathlib import Path
 import pytest
 
 from hfkv.engines import simulate
-from hfkv.engines.archs import TpAssert, parse_tp_asserts, sglang_architectures, sglang_tp_asserts
+from hfkv.engines.sglang.facts import TpAssert, parse_tp_asserts
+from hfkv.engines.sglang.facts import architectures as sglang_architectures
+from hfkv.engines.sglang.facts import tp_asserts as sglang_tp_asserts
 from hfkv.engines.sglang.support import tp_failure, tp_refusal
 from hfkv.errors import UnsupportedModelError
 from hfkv.inspection import inspect_config
@@ -171,7 +173,7 @@ def test_several_listed_classes_are_all_named():
 
 
 def sglang_tp_asserts_cell(arch: str) -> str:
-    lines = (ROOT / "hfkv" / "engines" / "sglang-0.5.23-archs.tsv").read_text(encoding="utf-8").splitlines()
+    lines = (ROOT / "hfkv" / "engines" / "sglang" / "0.5.23.tsv").read_text(encoding="utf-8").splitlines()
     return next(line.split("\t")[2] for line in lines if line.startswith(arch + "\t"))
 
 

@@ -17,7 +17,7 @@ from test_vllm_oracle import capability, kv_arg, mismatches, vllm_reason
 
 from hfkv.engines import simulate
 from hfkv.engines.vllm import transformers as tfb
-from hfkv.engines.archs import vllm_architectures
+from hfkv.engines.vllm.facts import architectures as vllm_architectures
 from hfkv.engines.vllm.models import VllmRefusal, registry_names
 from hfkv.errors import HfkvError, UnsupportedModelError
 from hfkv.inspection import inspect_config
@@ -137,7 +137,7 @@ NATIVE = vllm_architectures()
 
 def test_tables_do_not_overlap_vllms_own_classes():
     """FALLBACK holds names vLLM registers nowhere, REGISTERED and POOLING names outside the generation
-    tables (vllm-0.33.0-archs.tsv), as the table script selects them."""
+    tables (vllm/0.33.0.tsv), as the table script selects them."""
     from hfkv.engines.vllm.models import POOLING_ARCHS
 
     assert not (tfb.FALLBACK | set(tfb.REGISTERED) | POOLING_ARCHS) & set(NATIVE)

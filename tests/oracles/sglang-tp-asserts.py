@@ -1,4 +1,4 @@
-"""Fill the ``tp_asserts`` column of hfkv/engines/sglang-0.5.23-archs.tsv from SGLang's own source.
+"""Fill the ``tp_asserts`` column of hfkv/engines/sglang/0.5.23.tsv from SGLang's own source.
 
 Run it with the SGLang oracle venv's python (it only reads the installed ``sglang`` package's files,
 nothing is imported or run):  ~/.cache/hfkv-sglang-oracle/bin/python tests/oracles/sglang-tp-asserts.py [--write]
@@ -23,7 +23,7 @@ import sys
 from functools import lru_cache
 from pathlib import Path
 
-TSV = Path(__file__).resolve().parents[2] / "hfkv" / "engines" / "sglang-0.5.23-archs.tsv"
+TSV = Path(__file__).resolve().parents[2] / "hfkv" / "engines" / "sglang" / "0.5.23.tsv"
 MODELS = "sglang.srt.models"
 TP_NAME = re.compile(r"tp|world_size|shard")
 TOWER = re.compile(r"vision|visual|vit|audio|siglip|clip|whisper|encoder|image|pixtral|navit|projector|resampler",

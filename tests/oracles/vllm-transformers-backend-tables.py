@@ -8,7 +8,7 @@ repository root:
 ``fallback``: transformers' exported generation classes (…ForCausalLM, …LMHeadModel,
 …ForConditionalGeneration) that vLLM registers under no name and whose ``is_backend_compatible()`` or
 ``_can_set_attn_implementation()`` holds (``_try_resolve_transformers``' test); ``incompatible``: those
-that fail it. ``pooling``: the names vLLM registers outside hfkv/engines/vllm-0.33.0-archs.tsv and the
+that fail it. ``pooling``: the names vLLM registers outside hfkv/engines/vllm/0.33.0.tsv and the
 backend tables (embedding, late-interaction, reward, token/sequence classification).
 """
 
@@ -21,7 +21,7 @@ from vllm.model_executor.models import registry
 
 warnings.filterwarnings("ignore")
 SUFFIXES = ("ForCausalLM", "LMHeadModel", "ForConditionalGeneration")
-TSV = Path("hfkv/engines/vllm-0.33.0-archs.tsv")
+TSV = Path("hfkv/engines/vllm/0.33.0.tsv")
 
 
 def main() -> None:

@@ -32,7 +32,10 @@ from __future__ import annotations
 from hfkv.errors import UnsupportedModelError
 from hfkv.model.specs import FullAttention
 
-from hfkv.engines.archs import TpAssert, sglang_architectures, sglang_pp_support, sglang_tp_asserts
+from hfkv.engines.sglang.facts import TpAssert
+from hfkv.engines.sglang.facts import architectures as sglang_architectures
+from hfkv.engines.sglang.facts import pp_support as sglang_pp_support
+from hfkv.engines.sglang.facts import tp_asserts as sglang_tp_asserts
 from hfkv.engines.layout import Layout, size
 from hfkv.engines.sglang.config import sglang_layers
 from hfkv.engines.sglang.fallback import BACKEND_COMPATIBLE, BACKEND_INCOMPATIBLE, COVERED_SUFFIXES, TRANSFORMERS_VERSION

@@ -18,7 +18,8 @@ from hfkv.errors import UnsupportedModelError
 from hfkv.model.specs import CompressedKV
 
 from hfkv.engines.vllm import transformers as vllm_transformers
-from hfkv.engines.archs import vllm_architectures, vllm_pp_support
+from hfkv.engines.vllm.facts import architectures as vllm_architectures
+from hfkv.engines.vllm.facts import pp_support as vllm_pp_support
 from hfkv.engines.layout import Layout, size
 from hfkv.engines.contract import VERSIONS, EngineInput, EngineKnobs
 
