@@ -14,7 +14,9 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from hfkv.commands.compare import collect_reports
-from hfkv.commands.options import accounting_options, fail, hub_options, planning_options
+from hfkv.commands.options import (accounting_options, build_hub, build_options, engine_knobs, fail, hub_options,
+                                   planning_options)
+from hfkv.errors import HfkvError
 
 if TYPE_CHECKING:
     from hfkv.planning.compare import Collected
@@ -27,7 +29,6 @@ FORMATS = (".png", ".svg")
 def deployment(cfg: Any, model: str, xs: list[int], params: dict[str, Any], hub: Any) -> Deployment:
     """Plan serving ``cfg`` on ``params``' GPU and layout at the contexts ``xs`` (the same knobs as the
     report command; weights from the Hub, ``--weights-bytes`` or the config's parameter count)."""
-    from hfkv.commands.options import build_options, engine_knobs
     from hfkv.inspection import inspect_loaded
     from hfkv.planning.enrich import enrich
     from hfkv.planning.serving import layout_label, plan_serving
@@ -50,8 +51,6 @@ def deployment(cfg: Any, model: str, xs: list[int], params: dict[str, Any], hub:
 
 def deployments(out: Collected, grid: list[int], params: dict[str, Any]) -> list[Deployment]:
     """One ``Deployment`` per model on its usable part of ``grid``; a refused layout: one line, exit 2."""
-    from hfkv.commands.options import build_hub
-    from hfkv.errors import HfkvError
     from hfkv.render.curves import usable
 
     hub = build_hub(params) if any(getattr(c, "source", None) == "hub" for c in out.configs) else None

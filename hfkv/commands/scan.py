@@ -26,7 +26,7 @@ import click
 
 from hfkv.runtime import fetchers
 from hfkv.model import defaults as tfdefaults
-from hfkv.commands.options import accounting_options, build_hub, build_options, hub_options
+from hfkv.commands.options import accounting_options, build_hub, build_options, fail, hub_options
 from hfkv.errors import HfkvError, UsageError, one_line
 from hfkv.runtime.files import write_atomic
 from hfkv.units import format_bytes, format_tokens
@@ -680,8 +680,6 @@ def scan_command(list_name: str, jobs: int, fmt: str | None, output: str | None,
     every model succeeded, 1 when some failed (their rows say why) or the output could not be
     written, 2 on bad usage, 130 when interrupted (rows written so far stay).
     """
-    from hfkv.commands.options import fail
-
     fmt = choose_format(fmt, output)
     if resume and not output:
         raise click.UsageError("--resume needs --output PATH")
@@ -735,8 +733,6 @@ def scan_rows(todo: list[str], job: Job, out: Output, *, jobs: int, fresh: bool)
     A failed write stops the scan and exits 1 with one line counting the rows lost; Ctrl-C keeps the
     rows written and exits 130 (``interrupted``).
     """
-    from hfkv.commands.options import fail
-
     out.bar = _progress(len(todo))
     try:
         out.start(fresh)

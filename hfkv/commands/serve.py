@@ -30,9 +30,12 @@ from urllib.parse import urlencode
 
 import click
 
+from hfkv.commands.cli import quiet_libraries
 from hfkv.commands.options import DTYPES as CLI_DTYPES
+from hfkv.commands.options import fail
 from hfkv.errors import HfkvError, UsageError, one_line
 from hfkv.render.svg import esc
+from hfkv.units import parse_size, parse_token_list
 
 MISSING_EXTRA = "install hfkv[app] for the web page (pip install 'hfkv[app]')"
 DTYPES = tuple(CLI_DTYPES)  # --kv-cache-dtype's choices
@@ -121,7 +124,6 @@ class Form:
     def options(self) -> Any:
         """``hfkv.Options`` for this form; ``UsageError`` naming the field on a bad value."""
         from hfkv.model.options import make_options
-        from hfkv.units import parse_size, parse_token_list
 
         if self.kv_cache_dtype not in DTYPES:
             raise UsageError(f"KV dtype '{self.kv_cache_dtype}' is not one of {', '.join(DTYPES)}")
@@ -384,8 +386,6 @@ def launch_options() -> dict[str, Any]:
 @click.option("--port", type=click.IntRange(1, 65535), default=7860, show_default=True, help="Port to bind.")
 def serve_command(host: str, port: int) -> None:
     """Serve the calculator page (needs hfkv[app]). Hub access uses HF_ENDPOINT and HF_TOKEN."""
-    from hfkv.commands.cli import quiet_libraries
-    from hfkv.commands.options import fail
 
     quiet_libraries()
     try:

@@ -52,7 +52,7 @@ from typing import Any, Iterable, Iterator
 
 import click
 
-from hfkv.commands.options import accounting_options, build_hub, build_options, hub_options
+from hfkv.commands.options import accounting_options, build_hub, build_options, fail, hub_options
 from hfkv.errors import HfkvError, UsageError
 from hfkv.planning.gpus import COMMON_GPUS, get_gpu
 from hfkv.runtime.files import inside, remove_stale_temporaries, safe_name, write_atomic
@@ -558,8 +558,6 @@ def watch_command(authors: tuple[str, ...], out_dir: Path, once: bool, interval:
     worked (even if some models failed), 1 when a listing failed, was cut short or named an author
     the Hub does not know, 2 on bad usage.
     """
-    from hfkv.commands.options import fail
-
     if once and interval:
         raise click.UsageError("--once and --interval exclude each other")
     if params.get("revision"):

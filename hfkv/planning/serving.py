@@ -69,7 +69,9 @@ from hfkv.engines import check_layout
 from hfkv.engines import layout as lay
 from hfkv.engines.contract import EngineKnobs
 from hfkv.errors import UsageError
+from hfkv.planning import weights as est
 from hfkv.planning.gpus import GpuPreset, get_gpu, parse_gpu
+from hfkv.units import format_bytes, format_tokens
 
 # vLLM 0.33's default --gpu-memory-utilization (older releases used 0.9).
 DEFAULT_GPU_MEMORY_UTILIZATION = Fraction(92, 100)
@@ -183,8 +185,6 @@ def _deployment_gpus(count: int, layout, notes: list[str]) -> int:
 
 def _weights(report, weights_bytes: int | None, layout, estimates: list[str]) -> tuple[int | None, int | None, str | None]:
     """(whole-model weights, weights per GPU, source): given/Hub bytes, else the config's parameter count."""
-    from hfkv.planning import weights as est
-
     source = "given" if weights_bytes is not None else None
     if weights_bytes is None:
         guess = est.estimate_bytes(report.config or {})
@@ -204,8 +204,6 @@ def _weights_read(report, weights_bytes: int | None, weights_read_bytes: int | N
                   notes: list[str], estimates: list[str]) -> tuple[int | None, int]:
     """(weights a decode step reads for the whole model, per GPU over all stages): the given figure,
     else the active experts' share for MoE (an estimate), else every weight."""
-    from hfkv.planning import weights as est
-
     read = weights_read_bytes
     if read is None and weights_bytes is not None:
         active = est.active_bytes(weights_bytes, report.config or {})
@@ -466,8 +464,6 @@ def verdict(plan: dict[str, Any], requests: dict[int, int] | None = None) -> str
     totals; only contexts up to the model's maximum count. The longest context where at least one
     request fits is named, with the longest one asked about when none fits there.
     """
-    from hfkv.units import format_bytes, format_tokens
-
     where, label = _where(plan), layout_label(plan)
     if plan.get("weights_fit") is False:
         return (f"does not fit {where}: weights need {format_bytes(plan['weights_bytes_per_gpu'])} per GPU of "

@@ -11,7 +11,6 @@ from typing import Any
 
 from hfkv.model.report import Report
 from hfkv.planning.compare import RequestCost, all_pairs
-from hfkv.units import format_bytes
 
 POINTS = 240  # context samples per curve (geometric), plus every window edge
 SHORTEST = 1024  # charts start at 1K unless a shorter context is asked for
@@ -105,29 +104,6 @@ def concurrency(totals: list[Fraction], budget: int) -> list[float]:
         n = int(budget // cost) if cost > 0 else 0
         values.append(float(n) if n else math.nan)
     return values
-
-
-def short_bytes(value: float) -> str:
-    """'4.5 MiB', '36 KiB', '1 GiB': format_bytes without trailing zeros."""
-    number, unit = format_bytes(value).split(" ")
-    if "." in number:
-        number = number.rstrip("0").rstrip(".")
-    return f"{number} {unit}"
-
-
-def binary_unit(largest: float) -> tuple[int, str]:
-    """(divisor, name) of the binary unit that suits values up to ``largest``."""
-    for power, name in ((4, "TiB"), (3, "GiB"), (2, "MiB"), (1, "KiB")):
-        if largest >= 1024**power:
-            return 1024**power, name
-    return 1, "B"
-
-
-def power_of_two_ticks(lo: float, hi: float, most: int = 8) -> list[float]:
-    """Powers of two spanning [lo, hi], thinned to at most ``most`` (aligned, so 1 KiB/1 MiB stay)."""
-    first, last = math.floor(math.log2(max(lo, 1))), math.ceil(math.log2(max(hi, 1)))
-    step = max(1, math.ceil((last - first + 1) / most))
-    return [2.0**e for e in range(first, last + 1) if e % step == 0]
 
 
 @dataclass(frozen=True)

@@ -19,9 +19,11 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any, Iterable, Sequence
 
-from hfkv.render import curves, svg
+from hfkv.render import axes, curves, svg
+from hfkv.model.accounting import max_concurrency
 from hfkv.model.report import Report
 from hfkv.render.svg import esc
+from hfkv.render.terminal import extra_lines
 from hfkv.units import exact_bytes, format_bytes, format_tokens
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
@@ -99,8 +101,6 @@ def _tokens(value: Any) -> str:
 def headline(data: dict[str, Any], budgets: dict[str, int] | None = None) -> str:
     """The verdict line: how many requests fit at the longest context shown, where and in what budget
     (the serving plan's, else ``--budget``, else the reference one of ``budgets``)."""
-    from hfkv.model.accounting import max_concurrency
-
     serving = data.get("serving") or {}
     last = (data.get("contexts") or [None])[-1]
     budget = serving.get("kv_budget_bytes")
@@ -162,8 +162,6 @@ def per_request(ctx: dict[str, Any]) -> Any:
 
 def contexts_table(data: dict[str, Any], budgets: dict[str, int] | None = None) -> str:
     """One row per context: bytes per request, reads per decode step, B_max per budget and per plan."""
-    from hfkv.model.accounting import max_concurrency
-
     contexts = data.get("contexts") or []
     serving = data.get("serving") or {}
     planned = {c.get("tokens"): c for c in serving.get("contexts") or []} if serving.get("kv_budget_bytes") else {}
@@ -225,8 +223,6 @@ def title_of(name: str, result: dict[str, Any] | str) -> str:
 
 def notes_list(data: dict[str, Any]) -> str:
     """Weights and serving lines, notes, transformers defaults and warnings (all escaped)."""
-    from hfkv.render.terminal import extra_lines
-
     # extra_lines reads only report.extra's weights/serving/engine, which the JSON form holds at its top level.
     lines = extra_lines(SimpleNamespace(extra=data))  # type: ignore[arg-type]
     items = [f"<li>{esc(line.strip())}</li>" for line in lines if not line.startswith("  assumes")]
@@ -306,16 +302,16 @@ def charts(entries: Sequence[Entry], labels: Sequence[str], budget: int | None =
                  for name, values in first.bands.items()]
         s_star = datas[0].get("crossover_tokens")
         memory = svg.stacked_chart(
-            "Memory per request by kind of storage", first.xs, bands, unit=curves.binary_unit(max(samples[0][1])),
+            "Memory per request by kind of storage", first.xs, bands, unit=axes.binary_unit(max(samples[0][1])),
             x_format=tokens, marker=(s_star, f"S* ≈ {format_tokens(round(s_star))} tokens") if s_star else None)
     else:
         memory = svg.line_chart(
             "Memory per request (KV cache + state)",
-            [svg.Series(f"{label}: α {curves.short_bytes(d['alpha_bytes_per_token'])}/token, "
-                        f"γ {curves.short_bytes(d['gamma_bytes_per_request'])}", xs, ys, color)
+            [svg.Series(f"{label}: α {axes.short_bytes(d['alpha_bytes_per_token'])}/token, "
+                        f"γ {axes.short_bytes(d['gamma_bytes_per_request'])}", xs, ys, color)
              for d, label, (xs, ys, _), color in zip(datas, labels, samples, colors)],
             xlabel="context length (tokens)", ylabel="bytes per request", x_format=tokens,
-            y_format=curves.short_bytes, y_ticks=lambda lo, hi: svg.log2_ticks(lo, hi, 7), markers=grid is None)
+            y_format=axes.short_bytes, y_ticks=lambda lo, hi: svg.log2_ticks(lo, hi, 7), markers=grid is None)
     given = budget or datas[0].get("budget_bytes") or (datas[0].get("serving") or {}).get("kv_budget_bytes")
     used = given if given and given > 0 else curves.DEFAULT_BUDGET
     where = format_bytes(used) + ("" if given and given > 0 else " (default budget)")

@@ -22,8 +22,8 @@ from typing import Any, Callable
 
 from hfkv.model.report import Report
 from hfkv.planning.compare import Collected
-from hfkv.render.curves import (DEFAULT_BUDGET, STACK, Curves, binary_unit, concurrency, context_grid, crossings, curves,
-                                power_of_two_ticks, short_bytes)
+from hfkv.render.axes import binary_unit, power_of_two_ticks, short_bytes
+from hfkv.render.curves import DEFAULT_BUDGET, STACK, Curves, concurrency, context_grid, crossings, curves
 from hfkv.units import format_tokens
 
 def import_matplotlib() -> Any:

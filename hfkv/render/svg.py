@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
 
 from hfkv.errors import one_line
+from hfkv.render.axes import power_of_two_ticks
 
 WIDTH, HEIGHT = 640, 300
 LEFT, RIGHT, TOP, BOTTOM = 72, 16, 34, 46
@@ -59,8 +60,6 @@ class Series:
 
 def log2_ticks(lo: float, hi: float, most: int = 8) -> list[float]:
     """Powers of two within [lo, hi], at most ``most`` of them (the plots' tick rule, clipped)."""
-    from hfkv.render.curves import power_of_two_ticks  # curves imports the report stack; svg alone does not
-
     return [t for t in power_of_two_ticks(lo, hi, most) if lo <= t <= hi]
 
 

@@ -1,12 +1,18 @@
-"""Renderers: a table for people (rich; plain when piped), the JSON contract, and Markdown."""
+"""Renderers: a table for people (rich; plain when piped), the JSON contract, and Markdown.
+
+rich is imported inside the functions that draw with it: JSON and Markdown output never load it.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import json
 import re
 from typing import Any, Iterable
 
+from hfkv.errors import one_line
+from hfkv.model import accounting as acc
 from hfkv.model.report import Report
 from hfkv.units import format_bytes, format_tokens
 
@@ -115,7 +121,6 @@ def terminal_text(text: Any, style: str | None = None) -> Any:
     escaped (an ESC, an OSC hyperlink or a newline from a config cannot reach the terminal raw)."""
     from rich.text import Text
 
-    from hfkv.errors import one_line
 
     return Text(one_line(str(text)), style=style or "")
 
@@ -175,8 +180,6 @@ def print_table(console: Any, title: str | None, columns: list[tuple[str, bool]]
 def used_dtypes(report: Report) -> list[tuple[str, str]]:
     """(label, dtype) of the storage dtypes the model's layers use: changing a dtype that no layer
     stores (a recurrent state in a pure-attention model) changes no byte, so it is not named."""
-    from hfkv.model import accounting as acc
-
     p, layers, tp = report.precision, report.layer_specs, report.tensor_parallel_size
     named = [("KV", "kv", report.kv_cache_dtype), ("state", "state", report.state_dtype),
              ("conv", "conv", report.conv_dtype), ("indexer", "indexer", report.indexer_dtype)]
@@ -197,8 +200,6 @@ def used_dtypes(report: Report) -> list[tuple[str, str]]:
 
 def _with_dtype(precision: Any, field: str, dtype: str) -> Any:
     """``precision`` with one dtype changed (a frozen dataclass or a pydantic model)."""
-    import dataclasses
-
     if dataclasses.is_dataclass(precision):
         return dataclasses.replace(precision, **{field: dtype})
     return precision.model_copy(update={field: dtype})
