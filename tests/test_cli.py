@@ -42,10 +42,14 @@ def test_json_contract_for_one_model():
 
 def test_json_has_a_schema_version_and_stable_nulls():
     data = json.loads(hfkv(LLAMA, "--format", "json", "--context", "1k").stdout)
-    assert data["schema_version"] == 2
+    assert data["schema_version"] == 3
     assert data["num_layers"] == 32 and len(data["layers"]) == 32
-    for key in ("commit", "budget_bytes", "batch", "max_context_for_batch", "weights", "weights_bytes", "serving", "engine"):
+    for key in ("commit", "budget_bytes", "batch", "max_context_for_batch", "serving", "engine"):
         assert key in data and data[key] is None, key  # always present, null when unknown or not asked
+    # A local config still carries its weights, estimated: Llama-3.1-8B's published count and checkpoint
+    # size (../shared/weights-truth.tsv: 8,030,261,248 parameters, index total_size 16,060,522,496 B).
+    assert data["weights"]["source"] == "estimate" and data["weights_bytes"] == 16_060_522_496
+    assert data["weights"]["total_parameters"] == 8_030_261_248
     assert {"source_layer": None, "window": None, "compress_ratio": None}.items() <= data["layers"][0].items()
 
 

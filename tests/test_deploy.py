@@ -15,7 +15,6 @@ import pytest
 
 from hfkv.engines import simulate
 from hfkv.engines import layout as lay
-from hfkv.planning import weights as est
 from hfkv.planning.enrich import enrich
 from hfkv.errors import UnsupportedModelError, UsageError
 from hfkv.render.terminal import render_markdown, render_table
@@ -33,18 +32,11 @@ H200_USABLE = 138_694_434_489
 # H100 reports 81,559 MiB = 85,520,809,984 B; × 0.92 = 78,679,145,185.28 → 78,679,145,186.
 H100_USABLE = 78_679_145_186
 
-# DeepSeek-V3.2 parameter count from its config (hidden 7168, 61 layers, vocab 129,280, 128 heads):
-#   attention per layer (MLA): q_a 7168·1536 = 11,010,048; q_b 1536·128·(128+64) = 37,748,736;
-#   kv_a 7168·(512+64) = 4,128,768; kv_b 512·128·(128+128) = 16,777,216; o 128·128·7168 = 117,440,512
-#   → 187,105,280 × 61 = 11,413,422,080
-#   routed experts: 58 MoE layers (61 − first_k_dense_replace 3) × 256 × 3·7168·2048 = 653,908,770,816
-#   rest: 3 dense MLPs 3·(3·7168·18432) = 1,189,085,184 + 58 × (shared 3·7168·2048 + router 7168·256)
-#   = 58 × 45,875,200 = 2,660,761,600 → 3,849,846,784; embeddings 2 × 129,280 × 7168 = 1,853,358,080
-#   total 671,025,397,760.
-DS_ATTENTION, DS_EXPERTS, DS_TOTAL = 11_413_422_080, 653_908_770_816, 671_025_397_760
-# Bytes: fp8 quantisation (1 B per linear parameter), embeddings kept at 2 B:
-# 1,853,358,080 × 2 + (671,025,397,760 − 1,853,358,080) × 1 = 672,878,755,840.
-DS_WEIGHTS = 672_878_755_840
+# DeepSeek-V3.2's weights, estimated from its config (tests/model/test_weights.py checks the count against
+# the published 685,355,329,792 parameters). Its routed experts, by hand: 58 MoE layers (61 −
+# first_k_dense_replace 3) × 256 experts × 3 matrices of 7168 × 2048 fp8 values, each with one fp32 scale
+# per 128 × 128 block (56 × 16 blocks): 58 × 256 × 3 × (7168 × 2048 + 4 × 56 × 16) = 654,068,416,512 B.
+DS_EXPERT_BYTES = 654_068_416_512
 # fp8 KV on FlashMLA sparse: 656 B packed latent + 132 B indexer keys per layer: 61 × 788 = 48,068 B/token;
 # one 160K request: 163,840 × 48,068 = 7,875,461,120 B.
 DS_TOKEN, DS_160K = 48_068, 7_875_461_120
@@ -70,37 +62,41 @@ def _at(plan: dict, tokens: int) -> dict:
 # -- DeepSeek-V3.2 fp8 on 8 × H200 ----------------------------------------------------------------
 
 
-def test_deepseek_parameter_count_from_the_config():
-    report = _ds(8)
-    params = est.count(report.config)
-    assert (params.attention, params.experts, params.total) == (DS_ATTENTION, DS_EXPERTS, DS_TOTAL)
-    assert est.estimate_bytes(report.config)[0] == DS_WEIGHTS
+def _roles(report) -> tuple[int, int, int]:
+    """(whole weights W, routed experts E, attention A) in bytes, from the report's weights section."""
+    weights = report.extra["weights"]
+    roles = weights["roles"]
+    assert sum(r["bytes"] for r in roles.values()) == weights["weights_bytes"]
+    assert roles["routed_experts"]["bytes"] == DS_EXPERT_BYTES
+    return weights["weights_bytes"], roles["routed_experts"]["bytes"], roles["attention"]["bytes"]
 
 
 def test_deepseek_tp8_one_copy_of_the_latents():
-    plan = plan_serving(_ds(8), gpu="H200:8")
-    # ceil(672,878,755,840 / 8) = 84,109,844,480 per GPU; 138,694,434,489 − that = 54,584,590,009.
-    assert plan["weights_bytes_per_gpu"] == 84_109_844_480 and plan["weights_source"] == "estimate"
-    assert plan["kv_budget_bytes"] == 54_584_590_009
-    # Every GPU of the TP group holds every request's latent: 54,584,590,009 / 7,875,461,120 = 6.93 → 6, 1 rank.
+    report = _ds(8)
+    W, _, _ = _roles(report)
+    plan = plan_serving(report, gpu="H200:8")
+    # One divisor for every role: ceil(W / 8) per GPU; the KV budget is what the usable memory leaves.
+    assert plan["weights_bytes_per_gpu"] == -(-W // 8) and plan["weights_source"] == "estimate"
+    budget = H200_USABLE - -(-W // 8)
+    assert plan["kv_budget_bytes"] == budget
+    # Every GPU of the TP group holds every request's latent: budget / 7,875,461,120 per 160K request, 1 rank.
     ctx = _at(plan, 163840)
     assert ctx["bytes_per_request"] == DS_160K == 163840 * DS_TOKEN
-    assert (ctx["max_concurrency"], ctx["max_concurrency_total"], plan["request_ranks"]) == (6, 6, 1)
-    assert plan["verdict"] == ("fits on 8 × H200-141GB: 6 requests at 160K (hfkv, TP 8); "
-                               "weights estimated from the config's parameter count")
+    assert (ctx["max_concurrency"], ctx["max_concurrency_total"], plan["request_ranks"]) == (budget // DS_160K,) * 2 + (1,)
 
 
 def test_deepseek_tp8_dp8_dp_attention():
     plan = plan_serving(_ds(8), gpu="H200:8", engine="sglang",
                         layout_knobs={"data_parallel_size": 8, "enable_dp_attention": True})
-    # Attention at TP 8 / 8 = 1 is replicated on every GPU; experts and the rest stay ÷ 8:
-    # W/8 + (1 − 1/8)·W·attention/total = 84,109,844,480 + 7/8 × 672,878,755,840 × 11,413,422,080 / 671,025,397,760
-    expected = math.ceil(Fraction(DS_WEIGHTS, 8) + Fraction(7, 8) * DS_WEIGHTS * Fraction(DS_ATTENTION, DS_TOTAL))
-    assert plan["weights_bytes_per_gpu"] == expected == 94_124_171_979
-    # 138,694,434,489 − 94,124,171,979 = 44,570,262,510; / 7,875,461,120 = 5.66 → 5 per rank, × 8 ranks = 40.
-    assert plan["kv_budget_bytes"] == 44_570_262_510
+    # Attention at TP 8 / 8 = 1 is replicated on every GPU; experts and the rest stay ÷ 8: W/8 + (1 − 1/8)·A.
+    W, _, A = _roles(_ds(8))
+    expected = math.ceil(Fraction(W, 8) + Fraction(7, 8) * A)
+    assert plan["weights_bytes_per_gpu"] == expected
+    # What the usable memory leaves, ÷ 7,875,461,120 per 160K request, per rank; × 8 ranks.
+    budget = H200_USABLE - expected
+    assert plan["kv_budget_bytes"] == budget
     ctx = _at(plan, 163840)
-    assert (ctx["max_concurrency"], ctx["max_concurrency_total"]) == (5, 40)
+    assert (ctx["max_concurrency"], ctx["max_concurrency_total"]) == (budget // DS_160K, 8 * (budget // DS_160K)) == (5, 40)
     assert plan["layout"]["attention_tensor_parallel_size"] == 1 and plan["gpu_count"] == 8
     assert plan["verdict"].startswith("fits on 8 × H200-141GB: 40 requests at 160K (SGLang, DP attention)")
 
@@ -129,14 +125,14 @@ def test_deepseek_engine_verdict_counts_whole_requests_per_rank():
 def test_deepseek_vllm_dp8_expert_parallel():
     plan = plan_serving(_ds(1), gpu="H200:8", engine="vllm",
                         layout_knobs={"data_parallel_size": 8, "enable_expert_parallel": True})
-    # TP 1 per DP rank: attention and the rest whole on each GPU, routed experts ÷ EP 8 (= TP 1 × DP 8):
-    # W·E/T/8 + W·(1 − E/T) with E = 653,908,770,816, T = 671,025,397,760.
-    share = Fraction(DS_WEIGHTS * DS_EXPERTS, DS_TOTAL)
-    assert plan["weights_bytes_per_gpu"] == math.ceil(share / 8 + DS_WEIGHTS - share) == 99_128_259_351
-    # 138,694,434,489 − 99,128,259,351 = 39,566,175,138; / 7,875,461,120 = 5.02 → 5 per rank × 8 = 40.
+    # TP 1 per DP rank: attention and the rest whole on each GPU, routed experts ÷ EP 8 (= TP 1 × DP 8): E/8 + (W − E).
+    W, E, _ = _roles(_ds(1))
+    expected = math.ceil(Fraction(E, 8) + W - E)
+    assert plan["weights_bytes_per_gpu"] == expected
+    budget = H200_USABLE - expected
     ctx = _at(plan, 163840)
-    assert plan["kv_budget_bytes"] == 39_566_175_138
-    assert (ctx["max_concurrency"], ctx["max_concurrency_total"]) == (5, 40)
+    assert plan["kv_budget_bytes"] == budget
+    assert (ctx["max_concurrency"], ctx["max_concurrency_total"]) == (budget // DS_160K, 8 * (budget // DS_160K))
     assert plan["layout"]["expert_shards"] == 8 and plan["replicas"] == 8
     assert "(vLLM, DP 8, EP)" in plan["verdict"]
 

@@ -12,7 +12,7 @@ import pytest
 import hfkv
 from fakehub import Fault
 from hfkv.sources.hub import HubClient
-from hfkv.sources.weights import attach_weights, weights_summary
+from hfkv.sources.weights import weights_summary
 
 ROOT = Path(__file__).resolve().parents[1]
 LLAMA2 = "meta-llama/Llama-2-7b-hf"
@@ -113,7 +113,7 @@ def _small_llama(layers: int) -> dict:
 def test_org_name_at_revision(fake_hub, hub_client, revision):
     fake_hub.add_model("org/rev-model", {"config.json": _small_llama(4)})
     commit = fake_hub.add_revision("org/rev-model", revision, {"config.json": _small_llama(6)})
-    report = hfkv.inspect(f"org/rev-model@{revision}", hub=hub_client)
+    report = hfkv.inspect(f"org/rev-model@{revision}", hub=hub_client, weights=False)
     # 6 layers × 2 (K, V) × 2 kv heads × 128 head_dim (1024 / 8) × 2 bytes (bf16) = 6144
     assert report.alpha_bytes_per_token == 6 * 2 * 2 * 128 * 2 == 6144
     assert report.commit == commit
@@ -162,7 +162,7 @@ def test_weights_from_api_field(fake_hub, hub_client):
     assert info["total_parameters"] == 131072000 + 4096 == 131076096
     # 131072000 × 2 + 4096 × 4 = 262144000 + 16384 = 262160384
     assert info["weights_bytes"] == 262160384
-    assert info["parameters_exact"] is True and info["source"] == "hub-api"
+    assert info["parameters_exact"] is True and info["source"] == "metadata"
     assert [(e["method"], e["path"], e["query"]) for e in fake_hub.requests("org/dense")] == [
         ("GET", "/api/models/org/dense", "expand=safetensors")]
 
@@ -175,7 +175,7 @@ def test_weights_fall_back_to_safetensors_headers_when_field_missing(fake_hub, h
     # BF16 1000 × 10 = 10000; F8_E4M3 300 × 7 = 2100; F32 300
     assert info["parameters"] == {"BF16": 10000, "F8_E4M3": 2100, "F32": 300}
     # 10000 × 2 + 2100 × 1 + 300 × 4 = 20000 + 2100 + 1200 = 23300
-    assert info["weights_bytes"] == 23300 and info["source"] == "safetensors-headers"
+    assert info["weights_bytes"] == 23300 and info["source"] == "headers"
     assert not any(e["file"] and e["file"].endswith(".py") for e in fake_hub.requests("org/sharded"))
 
 
@@ -215,13 +215,11 @@ def test_weights_of_gated_repo_use_public_metadata(fake_hub, hub_client):
     assert hub_client.weights("org/gated-w")["total_parameters"] == 131076096
 
 
-def test_attach_weights(fake_hub, hub_client):
+def test_a_hub_report_carries_the_hubs_weights(fake_hub, hub_client):
     fake_hub.add_model("org/dense", {"config.json": _small_llama(2)}, safetensors=DENSE)
-    report = hfkv.inspect("org/dense", hub=hub_client)
-    attach_weights(report, hub_client.weights("org/dense"))
-    data = report.to_dict()
+    data = hfkv.inspect("org/dense", hub=hub_client).to_dict()
     assert data["weights_bytes"] == 262160384 and data["weights"]["parameters"]["F32"] == 4096
-    assert attach_weights(report, None) is report
+    assert data["weights"]["source"] == "metadata"
 
 
 def test_api_property_lists_models_newest_first(fake_hub, hub_client):

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from hfkv.model.weights import Unknown
+from hfkv.model.weights import attach as attach_weights
 from hfkv.planning import gpus
 from hfkv.errors import UsageError
 from hfkv.render.terminal import render_markdown
@@ -175,21 +177,21 @@ def test_utilization_is_a_parameter(llama):
 
 def test_without_weights_or_gpu(llama):
     plan = plan_serving(llama, gpu="h200")
-    # Weights unknown: estimated from the config's shapes (Llama-3.1-8B, bf16, untied embeddings):
+    # Weights from the config's shapes (Llama-3.1-8B, bf16, untied embeddings):
     #   embeddings 2 × 128,256 × 4,096 = 1,050,673,152
-    #   per layer: attention 2·4096·4096 + 2·4096·(8·128) = 41,943,040; MLP 3·4096·14,336 = 176,160,768
-    #   32 × (41,943,040 + 176,160,768) = 6,979,321,856; total 8,029,995,008 parameters (the Hub's
-    #   8,030,261,248 adds 266,240 norm weights) × 2 B = 16,059,990,016 B.
-    # H200 reports 143,771 MiB = 150,754,820,096 B; ceil(× 0.92) = 138,694,434,489; − 16,059,990,016 = 122,634,444,473.
-    assert plan["weights_bytes"] == 16_059_990_016 and plan["weights_source"] == "estimate"
-    assert plan["kv_budget_bytes"] == 122_634_444_473 and plan["budget_source"] == "gpu"
+    #   per layer: attention 2·4096·4096 + 2·4096·(8·128) = 41,943,040; MLP 3·4096·14,336 = 176,160,768;
+    #   2 norms 2 × 4,096 = 8,192; 32 × 218,112,000 = 6,979,584,000; final norm 4,096
+    #   total 8,030,261,248 parameters (the Hub's count) × 2 B = 16,060,522,496 B (the index's total_size).
+    # H200 reports 143,771 MiB = 150,754,820,096 B; ceil(× 0.92) = 138,694,434,489; − 16,060,522,496 = 122,633,911,993.
+    assert plan["weights_bytes"] == 16_060_522_496 and plan["weights_source"] == "estimate"
+    assert plan["kv_budget_bytes"] == 122_633_911_993 and plan["budget_source"] == "gpu"
     assert any("estimated from the config" in e for e in plan["estimates"])
-    assert plan["verdict"].endswith("weights estimated from the config's parameter count")
-    # B_max at 4K: floor(122,634,444,473 / (4096 × 131072 = 536,870,912)) = 228
+    assert plan["verdict"].endswith("weights estimated from the config's shapes")
+    # B_max at 4K: floor(122,633,911,993 / (4096 × 131072 = 536,870,912)) = 228
     assert plan["contexts"][0]["max_concurrency"] == 228
-    # The decode bound reads the estimated weights: 4K → (16,059,990,016 + 536,870,912) / 4.8e12.
+    # The decode bound reads the estimated weights: 4K → (16,060,522,496 + 536,870,912) / 4.8e12.
     assert plan["decode_includes_weights"] is True
-    assert plan["contexts"][0]["decode_step_seconds"]["1"] == pytest.approx(16_596_860_928 / 4.8e12)
+    assert plan["contexts"][0]["decode_step_seconds"]["1"] == pytest.approx(16_597_393_408 / 4.8e12)
     bare = plan_serving(llama)
     assert bare["gpu"] is None and bare["contexts"][0]["decode_step_seconds"] is None
     assert bare["verdict"] == "no verdict: give --gpu or --budget"
@@ -199,7 +201,8 @@ def test_without_weights_or_gpu(llama):
 
 def test_without_any_weights_the_budget_is_an_upper_bound():
     report = _report("meta-llama__Meta-Llama-3.1-8B")
-    report._config = {"model_type": "llama"}  # no shapes: no parameter count either
+    report._weights_estimate = Unknown("test: no shapes")  # no parameter count, no checkpoint
+    attach_weights(report)
     plan = plan_serving(report, gpu="h200")
     # Nothing subtracted: ceil(150,754,820,096 × 0.92) = 138,694,434,489 (138,694,434,488.32 rounded up).
     assert plan["kv_budget_bytes"] == 138_694_434_489 and plan["weights_fit"] is None

@@ -68,7 +68,7 @@ def test_first_run_writes_a_report_per_new_model_and_the_index(two_models, tmp_p
     # 4K row: 78,677,145,186 / (4096 × 131,072 = 536,870,912) = 146.5 → 146 on the H100.
     assert re.search(r"^\| 4K \| 512\.00 MiB \| 512\.00 MiB \| 146 \|", md_a, re.M)
     md_b = (out / f"{ORG}__new-b.md").read_text()
-    assert "not listed by the Hub" in md_b and "(weights unknown)" in md_b
+    assert "not listed by the Hub" in md_b and "estimated from the config's shapes" in md_b  # weights: the estimate
 
     index = (out / "index.md").read_text()
     assert index.index(f"{ORG}/new-b") < index.index(f"{ORG}/new-a")  # newest first

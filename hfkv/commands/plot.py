@@ -34,10 +34,9 @@ def deployment(cfg: Any, model: str, xs: list[int], params: dict[str, Any], hub:
     from hfkv.planning.serving import layout_label, plan_serving
     from hfkv.render.plot import Deployment
 
-    report = inspect_loaded(cfg, build_options(params).model_copy(update={"contexts": tuple(xs)}))
-    from_hub = hub if getattr(cfg, "source", None) == "hub" and not params.get("no_weights") else None
-    enrich(report, hub=from_hub, repo_id=getattr(cfg, "name", model), revision=getattr(cfg, "revision", None),
-           weights_bytes=params.get("weights_bytes"))
+    from_hub = None if params.get("no_weights") else hub
+    report = inspect_loaded(cfg, build_options(params).model_copy(update={"contexts": tuple(xs)}), hub=from_hub)
+    enrich(report, weights_bytes=params.get("weights_bytes"))
     plan = plan_serving(
         report, gpu=params["gpu"], gpu_memory_utilization=params.get("gpu_memory_utilization"),
         weights_bytes=report.extra.get("weights_bytes"), weights_read_bytes=params.get("weights_read_bytes"),

@@ -34,10 +34,9 @@ def report_command(models: tuple[str, ...], fmt: str, **params: Any) -> None:
     for model in models:
         try:
             loaded = load_config(model, hub=hub, revision=params.get("revision"))
-            report = inspect_loaded(loaded, options)
+            report = inspect_loaded(loaded, options, hub=None if params.get("no_weights") else hub)
             enrich(
-                report, hub=None if params.get("no_weights") or loaded.source != "hub" else hub,
-                repo_id=loaded.name, revision=loaded.revision, gpu=params.get("gpu"),
+                report, gpu=params.get("gpu"),
                 gpu_memory_utilization=params.get("gpu_memory_utilization"), weights_bytes=params.get("weights_bytes"),
                 weights_read_bytes=params.get("weights_read_bytes"), engine=params["engine"],
                 max_model_len=params.get("max_model_len"), engine_knobs=engine_knobs(params),

@@ -185,14 +185,12 @@ class Job:
             return Row(fetched.entry, error=_describe(err))
 
     def _report(self, fetched: Fetched) -> Any:
-        from hfkv.sources.weights import attach_weights
         from hfkv.inspection import inspect_loaded
+        from hfkv.model.weights import attach as attach_weights
 
         report = inspect_loaded(fetched.loaded, self.options, model=fetched.entry)
-        if self.weights:
-            if fetched.weights is None:
-                report.warnings.append("parameter counts unavailable (local file, offline, or not on the Hub)")
-            attach_weights(report, fetched.weights)
+        if self.weights and fetched.weights is not None:
+            attach_weights(report, fetched.weights)  # the Hub's figures over the estimate
         return report
 
 

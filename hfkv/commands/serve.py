@@ -203,7 +203,7 @@ def engine_figures(report: Any, gpu: str | None) -> dict[str, dict[str, Any] | s
     serving, figures = report.extra.get("serving"), {}
     for name in ENGINES:
         try:
-            enrich(report, gpu=gpu, engine=name, weights_bytes=report.extra.get("weights_bytes"))
+            enrich(report, gpu=gpu, engine=name)
             figures[name] = report.extra.pop("engine")
         except Exception as err:  # an engine that refuses the model says why, in one line
             figures[name] = _fail_line(err).removeprefix("hfkv: error: ")
@@ -224,9 +224,8 @@ def build_report(form: Form, hub: Any, upload: str | None = None) -> tuple[Any, 
     options = form.options()
     hub = hub or (None if upload else hub_client())  # one client for the config and the weights
     loaded = load_model(form, hub, upload)
-    report = inspect_loaded(loaded, options)
-    enrich(report, hub=hub if loaded.source == "hub" else None, repo_id=loaded.name, revision=loaded.revision,
-           gpu=form.gpu_spec())
+    report = inspect_loaded(loaded, options, hub=hub)
+    enrich(report, gpu=form.gpu_spec())
     return report, engine_figures(report, form.gpu_spec())
 
 

@@ -252,15 +252,15 @@ def _weights(info: Any) -> dict[str, Any] | None:
         total = getattr(st, "total", None)
         if any(n < 0 for n in counts.values()) or (total is not None and int(total) < 0):
             return None  # not a count: ignore rather than inflate a GPU budget
-        return weights_summary(counts, total, source="hub-listing")
+        return weights_summary(counts, total, source="metadata")
     except (TypeError, ValueError):
         return None
 
 
 def build_model_report(client: Any, info: Any, cfg: WatchConfig) -> tuple[Any, dict[str, int], dict | None]:
     """Fetch the config of a listed model and build its report with GPU budgets. Raises on failure."""
-    from hfkv.sources.weights import attach_weights
     from hfkv.inspection import inspect_loaded
+    from hfkv.model.weights import attach as attach_weights
     from hfkv.planning.serving import gpu_budgets
 
     repo_id = str(info.id)
@@ -269,8 +269,9 @@ def build_model_report(client: Any, info: Any, cfg: WatchConfig) -> tuple[Any, d
     loaded = client.load_config(repo_id, revision=revision)
     report = inspect_loaded(loaded, cfg.options, model=repo_id)
     weights = _weights(info)
-    attach_weights(report, weights)
-    weights_bytes = weights.get("weights_bytes") if weights else None
+    if weights is not None:
+        attach_weights(report, weights)  # the listing's safetensors counts over the estimate
+    weights_bytes = report.extra.get("weights_bytes")
     budgets = gpu_budgets(cfg.gpus, report, weights_bytes, cfg.gpu_memory_utilization)
     report.extra["watch"] = {
         "created_at": _iso(getattr(info, "created_at", None)),
@@ -301,7 +302,7 @@ def model_markdown(report: Any, budgets: dict[str, int], weights: dict | None, c
         lines.append("- parameters: not listed by the Hub (no safetensors metadata)")
     util = cfg.gpu_memory_utilization
     if budgets:
-        subtracted = "− weights / TP" if weights and weights.get("weights_bytes") is not None else "(weights unknown, not subtracted)"
+        subtracted = "− weights / TP" if report.extra.get("weights_bytes") is not None else "(weights unknown, not subtracted)"
         lines.append(f"- B_max columns: requests per GPU at each context in a KV budget of memory × {util:g} "
                      f"{subtracted}; activations and CUDA graphs are not subtracted, so engines fit somewhat fewer")
     return printable_text("\n".join(lines) + "\n\n" + render_markdown(report, budgets=budgets))

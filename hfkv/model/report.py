@@ -18,8 +18,10 @@ from hfkv.model.config import ConfigView
 from hfkv.errors import ConfigError, UsageError
 from hfkv.model.options import DEFAULT_CONTEXTS, Options
 from hfkv.model.specs import LayerSpec, Layout
+from hfkv.model.weights import estimate_weights
 
-SCHEMA_VERSION = 2  # 1: the JSON before it carried a version; 2: stable nulls, bounded layer lists
+SCHEMA_VERSION = 3  # 1: the JSON before it carried a version; 2: stable nulls, bounded layer lists; 3: weights
+# in every report (source metadata / headers / estimate / given, split by role)
 MAX_LISTED_LAYERS = 1024  # layers[] and groups[].indices list at most this many (real models: < 200)
 Number = int | float
 
@@ -110,6 +112,8 @@ class Report:
     _precision: dtypes.Precision | None = field(default=None, repr=False)
     _config: dict | None = field(default=None, repr=False)
     _options: Options | None = field(default=None, repr=False)
+    _root_config: dict | None = field(default=None, repr=False)
+    _weights_estimate: Any = field(default=None, repr=False)
 
     @property
     def layer_specs(self) -> list[LayerSpec]:
@@ -127,6 +131,19 @@ class Report:
         """The options the report was built with (``--kv-cache-dtype`` as typed: ``auto`` is not
         ``bf16`` for an engine that turns ``auto`` into fp8); None for a report built by hand."""
         return self._options
+
+    @property
+    def root_config(self) -> dict:
+        """The whole config.json the report was built from (towers, quantisation; read-only by convention)."""
+        return self._root_config if self._root_config is not None else self.config
+
+    @property
+    def weights_estimate(self) -> Any:
+        """The weights estimated from the config (``hfkv.model.weights.estimate_weights``: a
+        ``WeightsEstimate`` or ``Unknown``), computed on first use."""
+        if self._weights_estimate is None:
+            self._weights_estimate = estimate_weights(self.root_config)
+        return self._weights_estimate
 
     @property
     def config(self) -> dict:
@@ -468,6 +485,7 @@ def build_report(
         transformers_defaults=list(view.defaults_used), notes=notes, warnings=warnings,
     )
     report._layers, report._precision, report._config, report._options = list(layers), p, view.text, options
+    report._root_config = view.root
     return report
 
 

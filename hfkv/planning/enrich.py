@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from hfkv.errors import UnsupportedModelError
+from hfkv.model.weights import attach as attach_weights
 from hfkv.model.report import Report
 
 
@@ -36,14 +37,12 @@ def enrich(
     plan's ``verdict`` is the engine's own count. Returns ``report``.
     """
     if weights_bytes is not None:
-        report.extra["weights_bytes"] = weights_bytes
+        attach_weights(report, {"source": "given", "weights_bytes": int(weights_bytes)})
     elif hub is not None and repo_id is not None:
-        from hfkv.sources.weights import attach_weights
-
-        attach_weights(report, hub.weights(repo_id, revision))
-        weights_bytes = report.extra.get("weights_bytes")
-        if weights_bytes is None:
-            report.warnings.append("parameter counts unavailable from the Hub: weights are not subtracted from budgets")
+        checkpoint = hub.weights(repo_id, revision)
+        if checkpoint is not None:
+            attach_weights(report, checkpoint)
+    weights_bytes = report.extra.get("weights_bytes")
     if gpu is not None or engine != "theory":
         from hfkv.planning.serving import plan_serving
 

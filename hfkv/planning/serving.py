@@ -184,16 +184,18 @@ def _deployment_gpus(count: int, layout, notes: list[str]) -> int:
 
 
 def _weights(report, weights_bytes: int | None, layout, estimates: list[str]) -> tuple[int | None, int | None, str | None]:
-    """(whole-model weights, weights per GPU, source): given/Hub bytes, else the config's parameter count."""
-    source = "given" if weights_bytes is not None else None
+    """(whole-model weights, weights per GPU, source): the given bytes, else the report's ``weights``
+    section (the checkpoint's figures or the estimate from the config), else unknown."""
+    section = report.extra.get("weights") or {}
+    source = "given" if weights_bytes is not None else section.get("source")
     if weights_bytes is None:
-        guess = est.estimate_bytes(report.config or {})
-        if guess is None:
+        weights_bytes = section.get("weights_bytes")
+        if weights_bytes is None:
             return None, None, None
-        weights_bytes, how = guess
-        source = "estimate"
-        estimates.append(f"weights {how}")
-    per_gpu, how = est.per_gpu(weights_bytes, layout, report.config or {})
+        if source == "estimate":
+            estimates.append(f"weights estimated from the config's shapes ({section.get('quantization')}): "
+                             f"{section.get('error')}")
+    per_gpu, how = est.per_gpu(weights_bytes, layout, est.shares(report))
     if layout.tp > 1 or layout.pp > 1:
         simple = layout.expert_shards == layout.attention_tp == layout.tp and layout.pp == 1
         estimates.append(_ESTIMATE_WEIGHTS_SPLIT if simple else how)
@@ -206,7 +208,7 @@ def _weights_read(report, weights_bytes: int | None, weights_read_bytes: int | N
     else the active experts' share for MoE (an estimate), else every weight."""
     read = weights_read_bytes
     if read is None and weights_bytes is not None:
-        active = est.active_bytes(weights_bytes, report.config or {})
+        active = est.active_bytes(weights_bytes, report)
         if active is not None:
             read = active[0]
             if bandwidth:
@@ -217,7 +219,7 @@ def _weights_read(report, weights_bytes: int | None, weights_read_bytes: int | N
                 notes.append("decode bound reads every weight each step (dense)")
     if bandwidth and read is None:
         notes.append("weights unknown: the decode bound counts KV/state reads only")
-    per_gpu = est.per_gpu(read, layout, report.config or {})[0] * layout.pp if read is not None else 0
+    per_gpu = est.per_gpu(read, layout, est.shares(report))[0] * layout.pp if read is not None else 0
     return read, per_gpu
 
 
@@ -453,7 +455,7 @@ def _caveat(plan: dict[str, Any]) -> str:
     if plan.get("budget_source") == "gpu-without-weights":
         return "; an upper bound: weights unknown"
     if plan.get("weights_source") == "estimate" and plan.get("budget_source") == "gpu":
-        return "; weights estimated from the config's parameter count"
+        return "; weights estimated from the config's shapes"
     return ""
 
 

@@ -72,9 +72,7 @@ def extra_lines(report: Report) -> list[str]:
     lines: list[str] = []
     weights = report.extra.get("weights")
     if weights:
-        per = ", ".join(f"{dtype} {n:,}" for dtype, n in sorted(weights.get("parameters", {}).items()))
-        lines.append(f"weights: {weights.get('total_parameters', 0):,} parameters ({per}), "
-                     f"{format_bytes(weights.get('weights_bytes'))}")
+        lines.append(weights_line(weights))
     serving = report.extra.get("serving")
     if serving:
         where = f"{serving['gpu']} × {serving['gpu_count']}" if serving.get("gpu") else "explicit budget"
@@ -116,11 +114,33 @@ def extra_lines(report: Report) -> list[str]:
     return lines
 
 
+WEIGHTS_SOURCES = {
+    "metadata": "the Hub's safetensors metadata", "headers": "the safetensors files' headers",
+    "given": "given with --weights-bytes", "estimate": "estimated from the config's shapes",
+}
+
+
+def weights_line(weights: dict[str, Any]) -> str:
+    """'weights: 8,030,261,248 parameters (BF16 8,030,261,248), 14.96 GiB (the Hub's safetensors metadata)';
+    an estimate says so, with its quantisation reading."""
+    source = weights.get("source")
+    count = weights.get("total_parameters")
+    per = weights.get("parameters") or {}
+    text = "weights: "
+    if count:
+        text += f"{'≈ ' if source == 'estimate' else ''}{count:,} parameters"
+        text += f" ({', '.join(f'{dtype} {n:,}' for dtype, n in sorted(per.items()))})" if per else ""
+        text += ", "
+    text += f"{format_bytes(weights.get('weights_bytes'))} ({WEIGHTS_SOURCES.get(source, source)}"
+    if source == "estimate" and weights.get("quantization"):
+        text += f": {weights['quantization']}"
+    return text + ")"
+
+
 def terminal_text(text: Any, style: str | None = None) -> Any:
     """Model- or user-provided text as a rich ``Text``: never markup, control and bidi characters
     escaped (an ESC, an OSC hyperlink or a newline from a config cannot reach the terminal raw)."""
     from rich.text import Text
-
 
     return Text(one_line(str(text)), style=style or "")
 

@@ -265,7 +265,7 @@ class HubClient:
         ``load_config`` started when ``prefetch_weights`` is set); only when that field is missing,
         the safetensors headers (2 + one per shard resolver requests, through ``HfApi``). Offline, or
         on any failure, None: the caller warns. ``parameters_exact`` is False when packed integer
-        tensors (``hubweights.PACKED_DTYPES``) are present: bytes stay exact, the parameter count counts stored
+        tensors (``sources.weights.PACKED_DTYPES``) are present: bytes stay exact, the parameter count counts stored
         elements.
         """
         if self.offline:
@@ -296,10 +296,10 @@ class HubClient:
         st = info.get("safetensors") if isinstance(info, dict) else None
         try:
             if isinstance(st, dict) and isinstance(st.get("parameters"), dict):
-                return weights_summary(dict(st["parameters"]), st.get("total"), source="hub-api")
+                return weights_summary(dict(st["parameters"]), st.get("total"), source="metadata")
             with request_deadline(self._timeout()):
                 meta = retry_once(lambda: self.api.get_safetensors_metadata(repo_id, revision=revision))
-            return weights_summary(dict(meta.parameter_count), None, source="safetensors-headers")
+            return weights_summary(dict(meta.parameter_count), None, source="headers")
         except Exception as err:  # no safetensors file, gated headers, or counts of an unexpected shape
             log.debug("weights of %s: no parameter counts (%s)", repo_id, type(err).__name__)
             return None

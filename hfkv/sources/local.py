@@ -27,4 +27,4 @@ def load_local(path: str | os.PathLike) -> LoadedConfig:
             size = os.fstat(handle.fileno()).st_size
     except OSError as err:
         raise SourceError("unreadable", err.strerror or type(err).__name__, source=name) from None
-    return LoadedConfig(name=name, data=parse_config_bytes(raw, name, size=size), source="file")
+    return LoadedConfig(name=name, data=parse_config_bytes(raw, name, size=size), source="file", folder=str(p.parent))

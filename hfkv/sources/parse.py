@@ -25,6 +25,7 @@ class LoadedConfig:
     commit: str | None = None
     revision: str | None = None
     warnings: tuple[str, ...] = ()  # how it was read, when the report should say (a stale cached copy)
+    folder: str | None = None  # a local config's folder, where its safetensors files may be
 
 
 _JSON_TYPES = {type(None): "null", bool: "a boolean", int: "a number", float: "a number", str: "a string",

@@ -1,5 +1,6 @@
-"""Weight bytes from parameter counts per safetensors dtype (the Hub's ``safetensors`` field, or the
-files' headers), and where a report keeps them (``extra["weights"]``, ``extra["weights_bytes"]``)."""
+"""Weight bytes from parameter counts per safetensors dtype: the Hub's ``safetensors`` field (source
+``metadata``) or the files' headers (``headers``), as the section ``hfkv.model.weights.attach`` puts
+into a report."""
 
 from __future__ import annotations
 
@@ -22,18 +23,13 @@ DTYPE_BYTES: dict[str, Fraction] = {
 PACKED_DTYPES = ("U8", "I32", "U32")
 
 
-def attach_weights(report: Any, info: dict[str, Any] | None) -> Any:
-    """Put ``info`` (from ``HubClient.weights``) into ``report.extra``; None leaves the report as it is."""
-    if info is not None:
-        report.extra["weights"] = info
-        report.extra["weights_bytes"] = info.get("weights_bytes")
-    return report
-
-
-def weights_summary(parameters: dict[str, int], total: int | None, *, source: str) -> dict[str, Any] | None:
+def weights_summary(parameters: dict[str, int], total: int | None, *, source: str,
+                    payload_bytes: int | None = None) -> dict[str, Any] | None:
     """``{"parameters", "total_parameters", "weights_bytes", "parameters_exact", "source"[, "note"]}``.
 
-    Bytes are elements × ``DTYPE_BYTES`` rounded up to a whole byte; an unknown dtype makes them None.
+    ``source``: ``metadata`` (the Hub's count) or ``headers`` (the safetensors files' headers). Bytes
+    are ``payload_bytes`` when the headers gave the tensors' byte spans, else elements × ``DTYPE_BYTES``
+    rounded up to a whole byte; an unknown dtype then makes them None.
     """
     counts = {dtype: int(n) for dtype, n in parameters.items() if n}
     if not counts:
@@ -44,7 +40,7 @@ def weights_summary(parameters: dict[str, int], total: int | None, *, source: st
     result: dict[str, Any] = {
         "parameters": counts,
         "total_parameters": int(total) if total else sum(counts.values()),
-        "weights_bytes": None if unknown else math.ceil(size),
+        "weights_bytes": payload_bytes if payload_bytes is not None else None if unknown else math.ceil(size),
         "parameters_exact": not packed,
         "source": source,
     }
@@ -52,7 +48,7 @@ def weights_summary(parameters: dict[str, int], total: int | None, *, source: st
     if packed:
         notes.append(f"{'/'.join(packed)} tensors may pack several quantised weights per element: "
                      "weights_bytes is exact, the parameter count is approximate")
-    if unknown:
+    if unknown and payload_bytes is None:
         notes.append(f"unknown dtype {', '.join(unknown)}: weights_bytes not computed")
     if notes:
         result["note"] = "; ".join(notes)

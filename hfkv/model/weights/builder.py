@@ -1,0 +1,192 @@
+"""The tensor list a family builder fills from a config (``Builder``), the config reader it uses
+(``Cfg``: explicit defaults, ``req`` fails closed with ``Missing``), and the pieces families share
+(attention projections, MLA, DSA indexers, MoE layer flags, embeddings and head)."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from hfkv.model.weights.records import Tensor
+
+
+class Missing(Exception):
+    def __init__(self, reason: str, keys: Iterable[str] = ()):
+        super().__init__(reason)
+        self.reason = reason
+        self.keys = tuple(keys)
+
+
+class Cfg:
+    """Read-only view of a (text) config with explicit defaults; ``req`` raises ``Missing``."""
+
+    def __init__(self, data: dict, defaults: dict | None = None, where: str = ""):
+        self.data = data
+        self.defaults = defaults or {}
+        self.where = where
+
+    def has(self, key: str) -> bool:
+        return self.data.get(key) is not None
+
+    def get(self, *keys: str, default: Any = None) -> Any:
+        for key in keys:
+            if self.data.get(key) is not None:
+                return self.data[key]
+        for key in keys:
+            if self.defaults.get(key) is not None:
+                return self.defaults[key]
+        return default
+
+    def req(self, *keys: str, why: str = "") -> int:
+        value = self.get(*keys)
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            if isinstance(value, float) and value.is_integer() and value > 0:
+                return int(value)
+            where = f"{self.where}." if self.where else ""
+            raise Missing(f"config lacks {' / '.join(where + k for k in keys)}" + (f" ({why})" if why else ""),
+                           [where + k for k in keys])
+        return value
+
+    def opt(self, *keys: str, default: int = 0) -> int:
+        value = self.get(*keys)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+            return default
+        return int(value)
+
+    def flag(self, key: str, default: bool = False) -> bool:
+        value = self.get(key)
+        return default if value is None else bool(value)
+
+
+class Builder:
+    def __init__(self) -> None:
+        self.tensors: list[Tensor] = []
+        self.notes: list[str] = []
+
+    def add(self, name, role, kind, shape, count=1, exempt=False, dtype_bytes=None):
+        shape = tuple(int(s) for s in shape)
+        if count > 0 and all(s > 0 for s in shape):
+            self.tensors.append(Tensor(name, role, kind, shape, int(count), exempt, dtype_bytes))
+
+    def linear(self, name, out, inp, role, bias=False, count=1, exempt=False):
+        self.add(name, role, "linear", (out, inp), count, exempt)
+        if bias:
+            self.add(name + ".bias", role, "bias", (out,), count)
+
+    def norm(self, name, n, role="other", bias=False, count=1, dtype_bytes=None):
+        self.add(name, role, "norm", (n,), count, dtype_bytes=dtype_bytes)
+        if bias:
+            self.add(name + ".bias", role, "norm", (n,), count, dtype_bytes=dtype_bytes)
+
+    def param(self, name, shape, role="other", count=1, dtype_bytes=None):
+        self.add(name, role, "param", shape if isinstance(shape, tuple) else (shape,), count, dtype_bytes=dtype_bytes)
+
+    def mlp(self, prefix, hidden, inter, role, gated=True, bias=False, count=1, names=("gate_proj", "up_proj", "down_proj")):
+        if gated:
+            self.linear(f"{prefix}.{names[0]}", inter, hidden, role, bias, count)
+        self.linear(f"{prefix}.{names[1]}", inter, hidden, role, bias, count)
+        self.linear(f"{prefix}.{names[2]}", hidden, inter, role, bias, count)
+
+
+def head_counts(c: Cfg, hidden: int) -> tuple[int, int, int]:
+    heads = c.req("num_attention_heads", "n_head", "num_heads", "n_heads")
+    kv = c.opt("num_key_value_heads", "num_kv_heads", "n_head_kv", default=heads)
+    head_dim = c.opt("head_dim", "attention_head_dim", default=hidden // heads)
+    return heads, kv, head_dim
+
+
+def gqa(b: Builder, p: str, hidden: int, heads: int, kv: int, hd: int, role="attention", qkv_bias=False,
+         o_bias=False, qk_norm=False, q_gate=False, v=True, o_name="o_proj"):
+    b.linear(f"{p}.q_proj", heads * hd * (2 if q_gate else 1), hidden, role, qkv_bias)
+    b.linear(f"{p}.k_proj", kv * hd, hidden, role, qkv_bias)
+    if v:
+        b.linear(f"{p}.v_proj", kv * hd, hidden, role, qkv_bias)
+    b.linear(f"{p}.{o_name}", hidden, heads * hd, role, o_bias)
+    if qk_norm:
+        b.norm(f"{p}.q_norm", hd, role)
+        b.norm(f"{p}.k_norm", hd, role)
+
+
+def mla(b: Builder, p: str, c: Cfg, hidden: int, role="attention"):
+    heads = c.req("num_attention_heads")
+    rank = c.req("kv_lora_rank")
+    rope = c.req("qk_rope_head_dim")
+    nope = c.req("qk_nope_head_dim")
+    vdim = c.req("v_head_dim")
+    q_rank = c.opt("q_lora_rank")
+    bias = c.flag("attention_bias")
+    if q_rank:
+        b.linear(f"{p}.q_a_proj", q_rank, hidden, role, bias)
+        b.norm(f"{p}.q_a_layernorm", q_rank, role)
+        b.linear(f"{p}.q_b_proj", heads * (nope + rope), q_rank, role)
+    else:
+        b.linear(f"{p}.q_proj", heads * (nope + rope), hidden, role)
+    b.linear(f"{p}.kv_a_proj_with_mqa", rank + rope, hidden, role, bias)
+    b.norm(f"{p}.kv_a_layernorm", rank, role)
+    b.linear(f"{p}.kv_b_proj", heads * (nope + vdim), rank, role)
+    b.linear(f"{p}.o_proj", hidden, heads * vdim, role, bias)
+    return q_rank
+
+
+def dsa_indexer(b: Builder, p: str, c: Cfg, hidden: int, q_rank: int, role="attention"):
+    n, d = c.req("index_n_heads"), c.req("index_head_dim")
+    b.linear(f"{p}.indexer.wq_b", n * d, q_rank or hidden, role)
+    b.linear(f"{p}.indexer.wk", d, hidden, role)
+    b.norm(f"{p}.indexer.k_norm", d, role, bias=True)
+    b.linear(f"{p}.indexer.weights_proj", n, hidden, role)
+
+
+def moe_flags(c: Cfg, layers: int) -> list[bool]:
+    """Per layer: does it carry routed experts? ``mlp_layer_types`` > ``first_k_dense_replace`` /
+    ``moe_layer_freq`` > ``decoder_sparse_step`` / ``mlp_only_layers`` > every layer."""
+    types = c.get("mlp_layer_types")
+    if isinstance(types, list) and len(types) >= layers:
+        return [str(t).lower() not in ("dense", "mlp") for t in types[:layers]]
+    freq = c.get("moe_layer_freq")
+    if isinstance(freq, list) and len(freq) >= layers:
+        return [bool(f) for f in freq[:layers]]
+    only = set(c.get("mlp_only_layers") or [])
+    if c.has("first_k_dense_replace") or c.has("moe_layer_freq"):
+        k = c.opt("first_k_dense_replace")
+        f = c.opt("moe_layer_freq", default=1)
+        return [i >= k and i % f == 0 and i not in only for i in range(layers)]
+    step = c.opt("decoder_sparse_step", default=1)
+    return [i not in only and (i + 1) % step == 0 for i in range(layers)]
+
+
+EXPERT_KEYS = ("n_routed_experts", "num_experts", "num_local_experts", "moe_num_experts")
+
+
+def dense_only(c: Cfg, mt: str) -> None:
+    """Fail closed when a family priced as dense names routed experts (a silent dense count would be wrong)."""
+    for key in EXPERT_KEYS:
+        value = c.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 1:
+            raise Missing(f"config names {key}={value} but model_type {mt!r} is priced as a dense model here", [key])
+
+
+def require_present(c: Cfg, key: str, why: str) -> None:
+    if key not in c.data:
+        where = f"{c.where}." if c.where else ""
+        raise Missing(f"config lacks {where}{key} ({why})", [where + key])
+
+
+def expert_count(c: Cfg) -> int:
+    return c.req("n_routed_experts", "num_experts", "num_local_experts", why="routed expert count")
+
+
+def is_untied(c: Cfg, default: bool, top: dict | None = None) -> bool:
+    tie = c.get("tie_word_embeddings")
+    if tie is None and top is not None:
+        tie = top.get("tie_word_embeddings")
+    if tie is None:
+        tie = default
+    return not bool(tie)
+
+
+def embed_head(b: Builder, c: Cfg, vocab: int, hidden: int, untied: bool, prefix="model", embed="embed_tokens",
+                norm="norm", head="lm_head"):
+    b.add(f"{prefix}.{embed}", "embedding", "embedding", (vocab, hidden))
+    if norm:
+        b.norm(f"{prefix}.{norm}", hidden)
+    if untied:
+        b.add(head, "embedding", "lm_head", (vocab, hidden))

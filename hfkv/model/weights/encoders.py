@@ -1,0 +1,72 @@
+"""Encoder-decoder families: T5 and BART."""
+
+from __future__ import annotations
+
+from hfkv.model.weights.builder import Cfg, Builder, dense_only, is_untied
+
+
+def t5(b: Builder, c: Cfg, mt: str, top: dict | None) -> None:
+    dense_only(c, mt)
+    d = c.req("d_model")
+    layers = c.req("num_layers")
+    dec_layers = c.opt("num_decoder_layers", default=layers)
+    vocab = c.req("vocab_size")
+    heads, dkv, dff = c.req("num_heads"), c.req("d_kv"), c.req("d_ff")
+    buckets = c.opt("relative_attention_num_buckets", default=32)
+    gated = str(c.get("feed_forward_proj") or "relu").startswith("gated")
+    inner = heads * dkv
+    b.add("shared", "embedding", "embedding", (vocab, d))
+    if is_untied(c, True, top):
+        b.add("lm_head", "embedding", "lm_head", (vocab, d))
+
+    def attn(p):
+        for n in ("q", "k", "v"):
+            b.linear(f"{p}.{n}", inner, d, "attention")
+        b.linear(f"{p}.o", d, inner, "attention")
+
+    def ff(p):
+        if gated:
+            b.linear(f"{p}.wi_0", dff, d, "dense_mlp")
+            b.linear(f"{p}.wi_1", dff, d, "dense_mlp")
+        else:
+            b.linear(f"{p}.wi", dff, d, "dense_mlp")
+        b.linear(f"{p}.wo", d, dff, "dense_mlp")
+
+    for stack, n, parts in (("encoder", layers, 2), ("decoder", dec_layers, 3)):
+        for i in range(n):
+            p = f"{stack}.block.{i}.layer"
+            attn(f"{p}.0.SelfAttention")
+            if i == 0:
+                b.add(f"{p}.0.SelfAttention.relative_attention_bias", "attention", "embedding", (buckets, heads))
+            if stack == "decoder":
+                attn(f"{p}.1.EncDecAttention")
+            ff(f"{p}.{parts - 1}.DenseReluDense")
+            b.norm(f"{p}.0.layer_norm", d, count=parts)
+        b.norm(f"{stack}.final_layer_norm", d)
+
+
+def bart(b: Builder, c: Cfg, mt: str, top: dict | None) -> None:
+    dense_only(c, mt)
+    d = c.req("d_model")
+    vocab = c.req("vocab_size")
+    positions = c.req("max_position_embeddings")
+    b.add("model.shared", "embedding", "embedding", (vocab, d))
+    if is_untied(c, True, top):
+        b.add("lm_head", "embedding", "lm_head", (vocab, d))
+    b.param("final_logits_bias", (vocab,))
+    for stack in ("encoder", "decoder"):
+        n = c.req(f"{stack}_layers")
+        ffn = c.req(f"{stack}_ffn_dim")
+        b.add(f"model.{stack}.embed_positions", "embedding", "embedding", (positions + 2, d))
+        b.norm(f"model.{stack}.layernorm_embedding", d, bias=True)
+        for i in range(n):
+            p = f"model.{stack}.layers.{i}"
+            blocks = ("self_attn", "encoder_attn") if stack == "decoder" else ("self_attn",)
+            for a in blocks:
+                for nm in ("q_proj", "k_proj", "v_proj", "out_proj"):
+                    b.linear(f"{p}.{a}.{nm}", d, d, "attention", bias=True)
+            b.linear(f"{p}.fc1", ffn, d, "dense_mlp", bias=True)
+            b.linear(f"{p}.fc2", d, ffn, "dense_mlp", bias=True)
+            b.norm(f"{p}.self_attn_layer_norm", d, bias=True, count=len(blocks) + 1)
+        if c.flag("add_final_layer_norm"):
+            b.norm(f"model.{stack}.layer_norm", d, bias=True)

@@ -1,0 +1,68 @@
+"""What the weights estimate returns: the priced tensors, bytes by role, or why the config cannot be priced."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+# The roles a checkpoint's bytes are split by (a parallel layout divides each by its own group).
+ROLES = ("embedding", "attention", "mixers", "dense_mlp", "shared_experts", "routed_experts", "mtp", "towers",
+         "other")
+
+
+@dataclass(frozen=True)
+class Tensor:
+    """One checkpoint tensor (or ``count`` identical ones, e.g. the experts of a layer).
+
+    ``kind``: ``linear`` (a weight matrix ``shape=(out, in)`` that a quantisation method may quantise),
+    ``embedding``, ``lm_head``, ``router``, ``norm``, ``bias``, ``conv``, ``param`` (vectors/scalars such
+    as ``A_log``) or ``buffer`` (a persistent buffer saved with the weights). ``exempt`` linears stay in
+    high precision under every method (the family's checkpoint keeps them so). ``dtype_bytes`` overrides
+    the checkpoint dtype for tensors the family stores in another precision (fp32 router biases, int64
+    tables)."""
+
+    name: str
+    role: str
+    kind: str
+    shape: tuple[int, ...]
+    count: int = 1
+    exempt: bool = False
+    dtype_bytes: int | None = None
+
+    @property
+    def numel(self) -> int:
+        return math.prod(self.shape) * self.count
+
+
+@dataclass(frozen=True)
+class RoleWeights:
+    parameters: int
+    bytes: int
+
+
+@dataclass(frozen=True)
+class WeightsEstimate:
+    """Estimated checkpoint size. ``total_parameters`` counts logical weights (a 4-bit weight is one
+    parameter; scales and zero points are not parameters but are in ``weights_bytes``)."""
+
+    total_parameters: int
+    weights_bytes: int
+    breakdown: dict[str, RoleWeights]
+    source: str = "estimate"
+    error_note: str = ""
+    architecture: str = ""
+    quantization: str = ""
+    notes: tuple[str, ...] = ()
+    tensors: tuple[Tensor, ...] = field(default=(), repr=False, compare=False)
+
+    def role(self, name: str) -> RoleWeights:
+        return self.breakdown.get(name, RoleWeights(0, 0))
+
+
+@dataclass(frozen=True)
+class Unknown:
+    """The config cannot be priced: ``reason`` says why, ``missing_keys`` which keys would be needed."""
+
+    reason: str
+    missing_keys: tuple[str, ...] = ()
+    source: str = "unknown"

@@ -1,0 +1,160 @@
+"""Vision and audio encoders in front of a language model: SigLIP, Gemma 4's vision and audio towers,
+the Qwen-VL tower, MoonViT, and a generic ViT formula (an estimate, flagged) for the others."""
+
+from __future__ import annotations
+
+from hfkv.model.weights.builder import Cfg, Builder, gqa
+
+
+def siglip_tower(b: Builder, v: Cfg, prefix: str):
+    h, inter, layers = v.req("hidden_size"), v.req("intermediate_size"), v.req("num_hidden_layers")
+    patch = v.req("patch_size")
+    ch = v.opt("num_channels", default=3)
+    size = v.req("image_size")
+    b.add(f"{prefix}.embeddings.patch_embedding", "towers", "conv", (h, ch, patch, patch))
+    b.add(f"{prefix}.embeddings.patch_embedding.bias", "towers", "bias", (h,))
+    b.add(f"{prefix}.embeddings.position_embedding", "towers", "embedding", ((size // patch) ** 2, h))
+    for i in range(layers):
+        p = f"{prefix}.encoder.layers.{i}"
+        for n in ("q_proj", "k_proj", "v_proj", "out_proj"):
+            b.linear(f"{p}.self_attn.{n}", h, h, "towers", bias=True)
+        b.linear(f"{p}.mlp.fc1", inter, h, "towers", bias=True)
+        b.linear(f"{p}.mlp.fc2", h, inter, "towers", bias=True)
+        b.norm(f"{p}.layer_norm1", h, "towers", bias=True, count=2)
+    b.norm(f"{prefix}.post_layernorm", h, "towers", bias=True)
+    if v.flag("vision_use_head", True):
+        b.param(f"{prefix}.head.probe", (1, 1, h), "towers")
+        b.linear(f"{prefix}.head.attention.in_proj", 3 * h, h, "towers", bias=True)
+        b.linear(f"{prefix}.head.attention.out_proj", h, h, "towers", bias=True)
+        b.norm(f"{prefix}.head.layernorm", h, "towers", bias=True)
+        b.linear(f"{prefix}.head.mlp.fc1", inter, h, "towers", bias=True)
+        b.linear(f"{prefix}.head.mlp.fc2", h, inter, "towers", bias=True)
+    return h
+
+
+def gemma4_vision(b: Builder, v: Cfg, text_hidden: int):
+    h, inter, layers = v.req("hidden_size"), v.req("intermediate_size"), v.req("num_hidden_layers")
+    heads = v.req("num_attention_heads")
+    hd = v.opt("head_dim", default=h // heads)
+    kv = v.opt("num_key_value_heads", default=heads)
+    patch = v.req("patch_size")
+    pos = v.req("position_embedding_size")
+    pre = "model.vision_tower"
+    b.add(f"{pre}.patch_embedder.input_proj", "towers", "linear", (h, 3 * patch * patch))
+    b.add(f"{pre}.patch_embedder.position_embedding_table", "towers", "embedding", (2, pos, h))
+    for i in range(layers):
+        p = f"{pre}.encoder.layers.{i}"
+        gqa(b, f"{p}.self_attn", h, heads, kv, hd, role="towers", qk_norm=True)
+        b.mlp(f"{p}.mlp", h, inter, "towers")
+        b.norm(f"{p}.input_layernorm", h, "towers", count=4)
+    if v.flag("standardize"):
+        b.add(f"{pre}.std_bias", "towers", "buffer", (h,))
+        b.add(f"{pre}.std_scale", "towers", "buffer", (h,))
+    b.linear("model.embed_vision.embedding_projection", text_hidden, h, "towers")
+
+
+def gemma4_audio(b: Builder, a: Cfg, text_hidden: int):
+    h, layers, heads = a.req("hidden_size"), a.req("num_hidden_layers"), a.req("num_attention_heads")
+    chans = a.get("subsample_conv_channels") or [128, 32]
+    feat = a.opt("input_feat_size", default=128)
+    k = a.req("conv_kernel_size")
+    out = a.opt("output_proj_dims", default=h)
+    pre = "model.audio_tower"
+    prev, freq = 1, feat
+    for j, ch in enumerate(chans):
+        b.add(f"{pre}.subsample_conv_projection.layer{j}.conv", "towers", "conv", (ch, prev, 3, 3))
+        b.norm(f"{pre}.subsample_conv_projection.layer{j}.norm", ch, "towers")
+        prev, freq = ch, (freq + 1) // 2
+    b.linear(f"{pre}.subsample_conv_projection.input_proj_linear", h, prev * freq, "towers")
+    for i in range(layers):
+        p = f"{pre}.layers.{i}"
+        for ff in ("feed_forward1", "feed_forward2"):
+            b.linear(f"{p}.{ff}.ffw_layer_1", 4 * h, h, "towers")
+            b.linear(f"{p}.{ff}.ffw_layer_2", h, 4 * h, "towers")
+            b.norm(f"{p}.{ff}.pre_layer_norm", h, "towers", count=2)
+        b.param(f"{p}.self_attn.per_dim_scale", (h // heads,), "towers")
+        for n in ("q_proj", "k_proj", "v_proj", "post", "relative_k_proj"):
+            b.linear(f"{p}.self_attn.{n}", h, h, "towers")
+        b.linear(f"{p}.lconv1d.linear_start", 2 * h, h, "towers")
+        b.linear(f"{p}.lconv1d.linear_end", h, h, "towers")
+        b.add(f"{p}.lconv1d.depthwise_conv1d", "towers", "conv", (h, 1, k))
+        b.norm(f"{p}.lconv1d.pre_layer_norm", h, "towers", count=2)
+        b.norm(f"{p}.norm_pre_attn", h, "towers", count=3)
+    b.linear(f"{pre}.output_proj", out, h, "towers", bias=True)
+    b.linear("model.embed_audio.embedding_projection", text_hidden, out, "towers")
+
+
+def qwen_vl_tower(b: Builder, v: Cfg, text_hidden: int):
+    h, inter, depth = v.req("hidden_size"), v.req("intermediate_size"), v.req("depth", "num_hidden_layers")
+    patch = v.req("patch_size")
+    tp = v.opt("temporal_patch_size", default=2)
+    ch = v.opt("in_channels", default=3)
+    merge = v.opt("spatial_merge_size", default=2)
+    out = v.opt("out_hidden_size", default=text_hidden)
+    pre = "model.visual"
+    b.add(f"{pre}.patch_embed.proj", "towers", "conv", (h, ch, tp, patch, patch))
+    b.add(f"{pre}.patch_embed.proj.bias", "towers", "bias", (h,))
+    if v.opt("num_position_embeddings"):
+        b.add(f"{pre}.pos_embed", "towers", "embedding", (v.opt("num_position_embeddings"), h))
+    for i in range(depth):
+        p = f"{pre}.blocks.{i}"
+        b.linear(f"{p}.attn.qkv", 3 * h, h, "towers", bias=True)
+        b.linear(f"{p}.attn.proj", h, h, "towers", bias=True)
+        b.linear(f"{p}.mlp.linear_fc1", inter, h, "towers", bias=True)
+        b.linear(f"{p}.mlp.linear_fc2", h, inter, "towers", bias=True)
+        b.norm(f"{p}.norm1", h, "towers", bias=True, count=2)
+    wide = h * merge * merge
+    for name, norm_dim in [("merger", h)] + [(f"deepstack_merger_list.{j}", wide)
+                                             for j in range(len(v.get("deepstack_visual_indexes") or []))]:
+        b.norm(f"{pre}.{name}.norm", norm_dim, "towers", bias=True)
+        b.linear(f"{pre}.{name}.linear_fc1", wide, wide, "towers", bias=True)
+        b.linear(f"{pre}.{name}.linear_fc2", out, wide, "towers", bias=True)
+
+
+def moonvit_tower(b: Builder, v: Cfg, text_hidden: int):
+    h = v.req("vt_hidden_size", "hidden_size")
+    inter = v.req("vt_intermediate_size", "intermediate_size")
+    layers = v.req("vt_num_hidden_layers", "num_hidden_layers")
+    qkv = v.opt("qkv_hidden_size", default=h)
+    patch = v.req("patch_size")
+    attn_bias, lin_bias = v.flag("attn_bias", True), v.flag("linear_bias", True)
+    ln_bias = v.get("norm_type") != "rmsnorm"
+    pre = "vision_tower"
+    b.add(f"{pre}.patch_embed.proj", "towers", "conv", (h, 3, patch, patch))
+    if v.flag("patch_embed_proj_bias", True):
+        b.add(f"{pre}.patch_embed.proj.bias", "towers", "bias", (h,))
+    if "fixed" not in str(v.get("pos_emb_type") or ""):
+        b.add(f"{pre}.patch_embed.pos_emb", "towers", "embedding",
+              (v.opt("init_pos_emb_height", default=64) * v.opt("init_pos_emb_width", default=64), h))
+    for i in range(layers):
+        p = f"{pre}.encoder.blocks.{i}"
+        b.linear(f"{p}.wqkv", 3 * qkv, h, "towers", bias=attn_bias)
+        b.linear(f"{p}.wo", h, qkv, "towers", bias=attn_bias)
+        b.linear(f"{p}.mlp.fc0", inter, h, "towers", bias=lin_bias)
+        b.linear(f"{p}.mlp.fc1", h, inter, "towers", bias=lin_bias)
+        b.norm(f"{p}.norm0", h, "towers", bias=ln_bias, count=2)
+    b.norm(f"{pre}.encoder.final_layernorm", h, "towers", bias=ln_bias)
+    mk = v.get("merge_kernel_size") or [2, 2]
+    mm = v.opt("mm_hidden_size", default=h)
+    wide = mm * int(mk[0]) * int(mk[1])
+    b.norm("mm_projector.pre_norm", mm, "towers", bias=True)
+    b.linear("mm_projector.proj.0", wide, wide, "towers", bias=True)
+    b.linear("mm_projector.proj.2", v.opt("text_hidden_size", default=text_hidden), wide, "towers", bias=True)
+
+
+def generic_tower(b: Builder, v: Cfg, text_hidden: int, prefix: str):
+    """A ViT from the common keys (pre-LN, biased q/k/v/o and 2-matrix MLP, conv patch embed, projector to the
+    text width). Tower families not known in detail get this; it is off by the family's extras."""
+    h, inter = v.req("hidden_size", "embed_dim", "width"), v.req("intermediate_size", "mlp_dim")
+    layers = v.req("num_hidden_layers", "depth", "layers")
+    patch = v.opt("patch_size", default=14)
+    b.add(f"{prefix}.patch_embed", "towers", "conv", (h, v.opt("num_channels", "in_channels", default=3), patch, patch))
+    for i in range(layers):
+        p = f"{prefix}.layers.{i}"
+        b.linear(f"{p}.qkv", 3 * h, h, "towers", bias=True)
+        b.linear(f"{p}.proj", h, h, "towers", bias=True)
+        b.linear(f"{p}.fc1", inter, h, "towers", bias=True)
+        b.linear(f"{p}.fc2", h, inter, "towers", bias=True)
+        b.norm(f"{p}.norm1", h, "towers", bias=True, count=2)
+    b.linear(f"{prefix}.projector", text_hidden, h, "towers", bias=True)
+    b.notes.append(f"{prefix}: priced by the generic ViT formula (tower ±15%)")
