@@ -1,25 +1,59 @@
-"""What SGLang 0.5.23 knows per architecture, as data: ``0.5.23.tsv`` beside this module.
+"""What SGLang 0.5.23 knows per architecture and per model type, as data: two tables beside this module.
 
-One row per ``EntryClass`` of SGLang 0.5.23's ``sglang/srt/models/*.py``: architecture, SGLang module,
-``tp_asserts``, ``supports_pp``. The names were read from the released wheel; ``supports_pp`` was asked
-of SGLang in its oracle venv (``ModelRunner``'s test: ``pp_proxy_tensors`` among the parameters of the
-model's ``forward``). docs/sglang.md says how to regenerate the table when the pinned version moves.
+``0.5.23.tsv``: one row per ``EntryClass`` of SGLang 0.5.23's ``sglang/srt/models/*.py`` (the names its
+``ModelRegistry`` resolves), read into one ``ArchFacts`` per architecture (``facts(arch)``): the SGLang
+module, ``tp_asserts``, then one column per rule SGLang keys by architecture (each field's docstring
+below says where in SGLang's code), and ``supports_pp`` last. A name SGLang does not register gets no
+architecture rule (its transformers fallback, ``fallback.py``, decides whether it serves at all):
+every architecture SGLang 0.5.23's own lists name is registered.
 
-``tp_asserts`` (``tests/oracles/sglang-tp-asserts.py``, docs/sglang.md) is what the attention classes the model
-builds assert about TP in their ``__init__``: ``<kind>@<tp>:<Class>`` joined by ``,``, kind ``heads``
-(``total_num_heads % tp == 0``), ``kv`` (``kv % tp == 0`` at or above TP, else ``tp % kv == 0``) or
-``heads+kv``; tp ``tp`` (the whole TP group), ``attn_tp`` (the attention TP, tp / dp under DP attention)
-or ``?``; ``none`` when no class asserts, ``?`` when the classes could not be read.
+``0.5.23-model-types.tsv``: the rules SGLang keys by ``hf_config.model_type`` (its config classes, and
+the checks that compare ``model_type``), one ``ModelTypeFacts`` per model type they name
+(``model_type_facts(model_type)``; a model type no rule names gets ``DEFAULT_MODEL_TYPE``).
+
+Every cell holds a known value (``tests/engines/sglang/test_facts.py``); the parsers below refuse
+anything else. Rows are sorted by their first column so that a new version's tables diff cleanly.
+
+How the tables were made, and how to make them for another SGLang version (docs/sglang.md, "The
+engine's tables"):
+
+- ``architecture`` / ``sglang_module``: the ``EntryClass`` names of every ``sglang/srt/models/*.py`` of
+  the released wheel (``pip download sglang==X --no-deps`` and unzip); ``python -m
+  hfkv.engines.sglang.tablegen --sglang-src DIR --write`` rewrites the rows from them, carrying the
+  cells of known names over and filling a new name's cells that SGLang's lists decide.
+- ``tp_asserts``: ``tests/oracles/sglang-tp-asserts.py --write`` (it reads the installed SGLang's
+  model sources with ``ast`` and rewrites only that column).
+- ``supports_pp``: asked of SGLang in its oracle venv (``ModelRunner``'s test, docs/sglang.md).
+- The other columns began (0.5.23) as hand lists in code; a script wrote them once from those lists
+  and checked them equal to the old membership for every registered architecture (git history), so
+  no figure changed. ``tablegen`` (without ``--write``) lists the cells that differ from SGLang's own
+  lists: six ``hybrid_swa`` cells, kept as hfkv had them (``tests/engines/sglang/test_facts.py``,
+  ``HYBRID_SWA_GAPS``). A cell nobody has read cannot be written: no parser below accepts ``?``
+  (``tp_asserts``' own ``?`` means "not read" and makes no claim).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, fields
+from fractions import Fraction
 from functools import lru_cache
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, Callable, Iterable, NamedTuple
 
-TABLE = Path(__file__).resolve().parent / "0.5.23.tsv"
-PP_VALUES = {"yes": True, "no": False}
+VERSION = "0.5.23"
+HERE = Path(__file__).resolve().parent
+TABLE = HERE / f"{VERSION}.tsv"
+MODEL_TYPES_TABLE = HERE / f"{VERSION}-model-types.tsv"
+PP_VALUES = {"yes": True, "no": False}  # kept for callers that parse supports_pp themselves
+NONE = "none"  # the cell of a rule that does not apply to the row
+DEFAULT = "default"  # the cell of a setting the row leaves at SGLang's general default
+
+# hybrid_swa values
+HYBRID_SWA = "yes"
+NOT_HYBRID_SWA = "no"
+HYBRID_SWA_IF_SLIDING = "if_sliding"
+# pp_refusal value that hands the decision to the model type's own pp_refusal
+PP_REFUSAL_BY_MODEL_TYPE = "model_type"
 
 
 class TpAssert(NamedTuple):
@@ -31,40 +65,319 @@ class TpAssert(NamedTuple):
     cls: str
 
 
-def _rows() -> list[list[str]]:
-    lines = TABLE.read_text(encoding="utf-8").splitlines()
-    return [line.split("\t") for line in lines[1:] if line.strip()]
+class ConfigDefault(NamedTuple):
+    """A key SGLang's own config class defaults when the config lacks it: ``config_class.key = value``."""
+
+    config_class: str
+    key: str
+    value: int
+
+
+class Rename(NamedTuple):
+    """An architecture name SGLang's config class rewrites before the registry lookup."""
+
+    old: str
+    new: str
+
+
+# -- cell parsers: each takes one cell and returns the typed value, or raises ValueError ----------
+
+
+def parse_tp_asserts(value: str) -> tuple[TpAssert, ...] | None:
+    """One ``tp_asserts`` cell: ``<kinds>@<tp>:<Class>`` joined by ``,``, kinds ``heads``, ``kv`` or
+    ``heads+kv``, tp ``tp``, ``attn_tp`` or ``?``; ``none`` (empty: no class asserts) or ``?`` (None:
+    the classes could not be read). ValueError on a malformed cell."""
+    if value == "?":
+        return None
+    if value == NONE:
+        return ()
+    out = []
+    for item in value.split(","):
+        kinds, _, rest = item.partition("@")
+        tp, _, cls = rest.partition(":")
+        if not set(kinds.split("+")) <= {"heads", "kv"} or tp not in ("tp", "attn_tp", "?") or not cls:
+            raise ValueError(f"malformed tp_asserts entry {item!r}")
+        out.append(TpAssert(frozenset(kinds.split("+")), None if tp == "?" else tp, cls))
+    return tuple(out)
+
+
+def _choice(*allowed: str) -> Callable[[str], str]:
+    def parse(cell: str) -> str:
+        if cell not in allowed:
+            raise ValueError(f"{cell!r} is not one of {', '.join(allowed)}")
+        return cell
+    return parse
+
+
+def _yes_no(cell: str) -> bool:
+    if cell not in PP_VALUES:
+        raise ValueError(f"{cell!r} is not yes or no")
+    return PP_VALUES[cell]
+
+
+def _or_default(parse: Callable[[str], Any]) -> Callable[[str], Any]:
+    """``default`` (None: SGLang's general default applies), else the cell through ``parse``."""
+    def parse_cell(cell: str) -> Any:
+        return None if cell == DEFAULT else parse(cell)
+    return parse_cell
+
+
+def _ratio(cell: str) -> Fraction:
+    """A ratio in (0, 1] written as a decimal (``0.1``)."""
+    try:
+        value = Fraction(cell)
+    except ValueError:
+        raise ValueError(f"{cell!r} is not a decimal ratio") from None
+    if not 0 < value <= 1:
+        raise ValueError(f"{cell!r} is not in (0, 1]")
+    return value
+
+
+def _positive_int(cell: str) -> int:
+    if not cell.isdigit() or int(cell) <= 0:
+        raise ValueError(f"{cell!r} is not a positive integer")
+    return int(cell)
+
+
+def _message(cell: str) -> str | None:
+    """``none`` (None), or a message as SGLang words it (a sentence ending in a full stop), or
+    ``model_type`` (``PP_REFUSAL_BY_MODEL_TYPE``)."""
+    if cell == NONE:
+        return None
+    if cell != PP_REFUSAL_BY_MODEL_TYPE and not cell.endswith("."):
+        raise ValueError(f"{cell!r} is neither none, model_type nor a sentence")
+    return cell
+
+
+def _config_default(cell: str) -> ConfigDefault | None:
+    """``none`` or ``ConfigClass.key=value``."""
+    if cell == NONE:
+        return None
+    owner, _, rest = cell.partition(".")
+    key, _, value = rest.partition("=")
+    if not owner or not key or not value.isdigit():
+        raise ValueError(f"{cell!r} is neither none nor ConfigClass.key=N")
+    return ConfigDefault(owner, key, int(value))
+
+
+def _rename(cell: str) -> Rename | None:
+    """``none`` or ``Old>New``."""
+    if cell == NONE:
+        return None
+    old, _, new = cell.partition(">")
+    if not old or not new:
+        raise ValueError(f"{cell!r} is neither none nor Old>New")
+    return Rename(old, new)
+
+
+def _key(cell: str) -> str | None:
+    """``none`` or a config key."""
+    if cell == NONE:
+        return None
+    if not cell.isidentifier():
+        raise ValueError(f"{cell!r} is neither none nor a config key")
+    return cell
+
+
+# -- the records ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ArchFacts:
+    """What SGLang 0.5.23 does for one registered architecture, one field per column of ``0.5.23.tsv``."""
+
+    architecture: str
+    """The name a config's ``architectures`` carries: an ``EntryClass`` of ``sglang/srt/models``."""
+    sglang_module: str
+    """The module defining it (``sglang.srt.models.<module>``)."""
+    tp_asserts: tuple[TpAssert, ...] | None
+    """What the attention classes the model builds assert about TP in their ``__init__``
+    (``parse_tp_asserts``; ``tests/oracles/sglang-tp-asserts.py`` reads them from the models' source):
+    SGLang raises them while building the model. Empty: none asserts; None: unknown."""
+    hybrid_swa: str
+    """``configs/model_config.py:is_hybrid_swa_model``: ``yes`` when the name is in its set (sliding
+    layers then get their own pool, ``HybridSWAPoolConfigurator``); ``if_sliding`` for the two names it
+    admits only when the config has sliding layers (``LagunaForCausalLM``: a truthy ``sliding_window``;
+    ``BeamForCausalLM``: a ``sliding_attention`` layer type); ``no``: full KV on every layer."""
+    swa_full_tokens_ratio: Fraction | None
+    """The hybrid-SWA pool's size relative to the full pool when ``--swa-full-tokens-ratio`` is not
+    given, as a model override sets it: 0.1 for Inkling (``arg_groups/model_overrides/inkling.py``);
+    None (``default``): ``arg_groups/fields/schedule.py``'s 0.8. (DeepSeek V4's 0.1 is its pool's own,
+    ``DSV4PoolConfigurator``'s ``DSV4_DEFAULT_SWA_FULL_TOKENS_RATIO``: ``dsv4.py``.)"""
+    mamba_full_memory_ratio: float | None
+    """The Mamba state pool's share r (``rest·r/(1+r)``) when ``--mamba-full-memory-ratio`` is at its
+    default: 0.1 for Inkling (``model_overrides/inkling.py``); None (``default``): 0.9."""
+    mamba_extra_buffer: bool
+    """In ``arg_groups/overrides.py:_MAMBA_EXTRA_BUFFER_ARCHS``: with the radix cache on, its Mamba
+    radix cache takes the extra-buffer strategy, 2 more state slots per running request
+    (``_calculate_mamba_ratio``)."""
+    sm100_attention_backend: str | None
+    """The attention backend a model override picks on SM100 (B200): ``trtllm_mla`` for the MLA
+    models of ``model_overrides/deepseek_v2.py:_deepseek_family_overrides`` and ``kimi_k3.py`` (page
+    64), ``triton`` for ``model_overrides/qwen3_5.py:_qwen3_5_hybrid_overrides`` (page 1),
+    ``fa4/trtllm_mha`` for MiniMax-M3 (``model_overrides/minimax_m3.py``); None (``default``):
+    ``model_override_base.get_default_attn_backend``'s choice."""
+    page_size: int | None
+    """The page size a model override pins on every GPU generation: 128 for MiniMax-M3
+    (``model_overrides/minimax_m3.py``); None (``default``): the backend's."""
+    pp_refusal: str | None
+    """The message a model override raises for ``--pp-size`` > 1 while the server arguments resolve,
+    keyed by the config's first architecture: IQuest Q1 (``model_overrides/iquest_q1.py``);
+    ``model_type`` (``PP_REFUSAL_BY_MODEL_TYPE``) for ``DeepseekV4ForCausalLM``, whose
+    ``arg_groups/model_hook.py`` branch runs ``deepseek_v4_hook.validate_deepseek_v41_features``, a
+    check keyed by the model type (``ModelTypeFacts.pp_refusal``); None (``none``)."""
+    supports_pp: bool
+    """The model's ``forward`` takes ``pp_proxy_tensors`` (``model_runner.py``: ``assert
+    self.support_pp``, "Pipeline Parallel is not compatible with this model." when ``pp_size`` > 1)."""
+
+
+PARSERS: dict[str, Callable[[str], Any]] = {
+    "architecture": str,
+    "sglang_module": str,
+    "tp_asserts": parse_tp_asserts,
+    "hybrid_swa": _choice(HYBRID_SWA, NOT_HYBRID_SWA, HYBRID_SWA_IF_SLIDING),
+    "swa_full_tokens_ratio": _or_default(_ratio),
+    "mamba_full_memory_ratio": _or_default(lambda cell: float(_ratio(cell))),
+    "mamba_extra_buffer": _yes_no,
+    "sm100_attention_backend": _or_default(_choice("trtllm_mla", "triton", "fa4/trtllm_mha")),
+    "page_size": _or_default(_positive_int),
+    "pp_refusal": _message,
+    "supports_pp": _yes_no,
+}
+
+
+@dataclass(frozen=True)
+class ModelTypeFacts:
+    """What SGLang 0.5.23 decides from ``hf_config.model_type``, one field per column of
+    ``0.5.23-model-types.tsv``; ``DEFAULT_MODEL_TYPE`` for a model type no rule names."""
+
+    model_type: str
+    """``hf_config.model_type``: the config class SGLang registers for it (``sglang/srt/configs``)."""
+    architecture_rename: Rename | None
+    """The architecture its config class renames to a registered one before the registry lookup:
+    ``configs/olmo3.py`` (``Olmo3ForCausalLM`` → ``Olmo2ForCausalLM``), ``configs/deepseek_v41.py``
+    (``normalize_deepseek_v41_config``: ``DeepseekV41ForCausalLM`` → ``DeepseekV4ForCausalLM``)."""
+    kv_heads_default: ConfigDefault | None
+    """The KV-head key its config class defaults when the config lacks it, which
+    ``ModelConfig.get_total_num_kv_heads`` then reads: ``configs/chatglm.py``
+    (``ChatGLMConfig(multi_query_group_num=1)``)."""
+    sizes_no_op_layers: bool
+    """``DefaultPoolConfigurator`` sizes ``layer_info.num_effective_layers`` layers, the no-op attention
+    blocks included, each like an attention block (Nemotron-NAS / DeciLM)."""
+    refuses_variable_gqa: bool
+    """``ModelConfig.get_total_num_kv_heads`` takes one KV-head count from the blocks and raises
+    "Variable GQA (VGQA) is not yet supported for <model_type> in sglang" when they differ."""
+    even_layers_unless: str | None
+    """The only config key its config class places attention (and its state) by; without it, every
+    even layer (``configs/zaya.py``: ``zaya_layers``)."""
+    whole_hidden_conv: bool
+    """Its ``mamba2_cache_params`` keeps a (hidden_size, 1) conv tensor whole on every TP rank
+    (``configs/zaya.py``: the CCA state's ``prev_hs`` feeds replicated projections)."""
+    ssm_dtype_from_config: bool
+    """Its config class hands itself to ``configs/mamba_utils.py:mamba2_state_dtype``, so a config
+    ``mamba_ssm_dtype`` sets the SSM state dtype; no for the classes that build their state shapes
+    without the config (``KimiLinearCacheParams`` in ``kimi_linear.py``, ``glm5_next.py``,
+    ``bailing_hybrid.py``; ``granitemoehybrid.py``'s ``Mamba2CacheParams`` default): fp32 unless the
+    environment says."""
+    swa_cap_mode: bool
+    """``DSV4PoolConfigurator`` sizes its SWA pool in cap mode (``_resolve_swa_cap_tokens``: fixed bytes
+    for the request cap plus radix headroom), as the DeepSeek-V4.1 oracle row shows; not replayed by
+    hfkv, which warns."""
+    pp_refusal: str | None
+    """The message a model-type check raises for ``--pp-size`` > 1, where the architecture's
+    ``pp_refusal`` hands over to it: ``deepseek_v4_hook.validate_deepseek_v41_features``."""
+
+
+MODEL_TYPE_PARSERS: dict[str, Callable[[str], Any]] = {
+    "model_type": str,
+    "architecture_rename": _rename,
+    "kv_heads_default": _config_default,
+    "sizes_no_op_layers": _yes_no,
+    "refuses_variable_gqa": _yes_no,
+    "even_layers_unless": _key,
+    "whole_hidden_conv": _yes_no,
+    "ssm_dtype_from_config": _yes_no,
+    "swa_cap_mode": _yes_no,
+    "pp_refusal": _message,
+}
+DEFAULT_MODEL_TYPE = ModelTypeFacts(
+    model_type="", architecture_rename=None, kv_heads_default=None, sizes_no_op_layers=False,
+    refuses_variable_gqa=False, even_layers_unless=None, whole_hidden_conv=False, ssm_dtype_from_config=True,
+    swa_cap_mode=False, pp_refusal=None,
+)
+
+
+# -- loading ----------------------------------------------------------------------------------------
+
+
+def read_table(path: Path) -> tuple[list[str], list[list[str]]]:
+    """The header and the rows of a TSV table (cells as text)."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return lines[0].split("\t"), [line.split("\t") for line in lines[1:] if line.strip()]
+
+
+def parse_rows(path: Path, parsers: dict[str, Callable[[str], Any]], record: type) -> Iterable[Any]:
+    """One ``record`` per row, each cell through its column's parser; a ValueError names the table,
+    the line and the column of a bad cell, or the header that does not hold the record's fields."""
+    header, rows = read_table(path)
+    wanted = [f.name for f in fields(record)]
+    if sorted(header) != sorted(wanted):
+        raise ValueError(f"{path.name}: columns {header} are not {wanted}")
+    for number, row in enumerate(rows, start=2):
+        if len(row) != len(header):
+            raise ValueError(f"{path.name} line {number}: {len(row)} cells for {len(header)} columns")
+        values = {}
+        for column, cell in zip(header, row):
+            try:
+                values[column] = parsers[column](cell)
+            except ValueError as error:
+                raise ValueError(f"{path.name} line {number}, column {column}: {error}") from None
+        yield record(**values)
+
+
+@lru_cache(maxsize=None)
+def table() -> dict[str, ArchFacts]:
+    """architecture -> its facts, for every row of ``0.5.23.tsv``."""
+    return {f.architecture: f for f in parse_rows(TABLE, PARSERS, ArchFacts)}
+
+
+def facts(arch: str) -> ArchFacts:
+    """The facts of a registered architecture; KeyError for a name the table does not hold."""
+    return table()[arch]
+
+
+def registered(arch: str) -> bool:
+    """Whether SGLang 0.5.23 has a native class for ``arch``."""
+    return arch in table()
+
+
+@lru_cache(maxsize=None)
+def model_types() -> dict[str, ModelTypeFacts]:
+    """model_type -> its facts, for every row of ``0.5.23-model-types.tsv``."""
+    return {f.model_type: f for f in parse_rows(MODEL_TYPES_TABLE, MODEL_TYPE_PARSERS, ModelTypeFacts)}
+
+
+def model_type_facts(model_type: str | None) -> ModelTypeFacts:
+    """The facts of a model type (``DEFAULT_MODEL_TYPE`` for one no rule names)."""
+    return model_types().get(model_type or "", DEFAULT_MODEL_TYPE)
+
+
+# -- views the older callers read --------------------------------------------------------------------
 
 
 @lru_cache(maxsize=None)
 def architectures() -> dict[str, str]:
     """architecture -> module of its native model class."""
-    return {row[0]: row[1] for row in _rows()}
+    return {arch: f.sglang_module for arch, f in table().items()}
 
 
 @lru_cache(maxsize=None)
 def pp_support() -> dict[str, bool]:
     """architecture -> whether its model's ``forward`` takes ``pp_proxy_tensors``."""
-    return {row[0]: PP_VALUES[row[-1]] for row in _rows()}
+    return {arch: f.supports_pp for arch, f in table().items()}
 
 
 @lru_cache(maxsize=None)
 def tp_asserts() -> dict[str, tuple[TpAssert, ...] | None]:
     """architecture -> its attention classes' TP assertions (empty: none assert; None: unknown)."""
-    return {row[0]: parse_tp_asserts(row[2]) for row in _rows()}
-
-
-def parse_tp_asserts(value: str) -> tuple[TpAssert, ...] | None:
-    """One ``tp_asserts`` cell (the module docstring); ValueError on a malformed one."""
-    if value == "?":
-        return None
-    if value == "none":
-        return ()
-    out = []
-    for item in value.split(","):
-        kinds, rest = item.split("@", 1)
-        tp, cls = rest.split(":", 1)
-        if not set(kinds.split("+")) <= {"heads", "kv"} or tp not in ("tp", "attn_tp", "?") or not cls:
-            raise ValueError(f"malformed tp_asserts entry {item!r}")
-        out.append(TpAssert(frozenset(kinds.split("+")), None if tp == "?" else tp, cls))
-    return tuple(out)
+    return {arch: f.tp_asserts for arch, f in table().items()}

@@ -1,0 +1,170 @@
+"""Write and check SGLang's architecture table (``facts.TABLE``) from an SGLang source tree.
+
+    python -m hfkv.engines.sglang.tablegen --sglang-src DIR [--write]
+
+DIR holds the unpacked ``sglang/`` package of the version (``pip download sglang==X --no-deps`` and
+unzip the wheel; the oracle venv's ``site-packages`` will do). Nothing of SGLang is imported: its files
+are read with ``ast``. Without ``--write`` it prints, per column, the rows whose cell differs from what
+SGLang's lists say (``check``); with ``--write`` it rewrites the table: one row per ``EntryClass`` of
+``sglang/srt/models/*.py`` with its module, the cells of a known name carried over as they are, and a
+new name's cells taken from SGLang's lists where a list decides them (``source_cells``), else ``?``,
+which no parser of ``facts.py`` accepts: ``tp_asserts`` comes from ``tests/oracles/sglang-tp-asserts.py
+--write``, ``supports_pp`` from SGLang's own test in its venv (docs/sglang.md).
+
+The lists read (``LISTS``) are those each column's docstring in ``facts.py`` names. The values their
+members get (0.1, 128, ``trtllm_mla``, a message) were read from the same functions by hand; a new
+version that changes one of them changes ``LISTS`` too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import sys
+from pathlib import Path
+
+from hfkv.engines.sglang import facts
+
+UNREAD = "?"
+
+
+def _tree(source: Path, *parts: str) -> ast.Module:
+    return ast.parse(source.joinpath("srt", *parts).read_text(encoding="utf-8"))
+
+
+def _strings(node: ast.AST) -> set[str]:
+    return {n.value for n in ast.walk(node) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+
+
+def entry_classes(source: Path) -> dict[str, str]:
+    """EntryClass name -> module, from every ``srt/models/*.py`` (``EntryClass = X`` or a list of them)."""
+    names = {}
+    for path in sorted(source.joinpath("srt", "models").glob("*.py")):
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "EntryClass" for t in node.targets):
+                items = node.value.elts if isinstance(node.value, (ast.List, ast.Tuple)) else [node.value]
+                names.update({item.id: path.stem for item in items if isinstance(item, ast.Name)})
+    return names
+
+
+def module_set(source: Path, name: str, *parts: str) -> set[str]:
+    """The names of a module-level ``NAME = frozenset({...})`` (or tuple, set) in ``srt/<parts>``."""
+    for node in _tree(source, *parts).body:
+        if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == [name]:
+            return _strings(node.value)
+    raise KeyError(f"{name} not found in {'/'.join(parts)}")
+
+
+def hybrid_swa_lists(source: Path) -> tuple[set[str], set[str]]:
+    """``configs/model_config.py:is_hybrid_swa_model``: (the names of its ``hybrid_swa_archs``, the
+    ``*SPREAD`` sets included; the names it then admits only on a config condition,
+    ``"X" in model_architectures``)."""
+    function = next(n for n in _tree(source, "configs", "model_config.py").body
+                    if isinstance(n, ast.FunctionDef) and n.name == "is_hybrid_swa_model")
+    literal = next(n.value for n in ast.walk(function)
+                   if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", None) == "hybrid_swa_archs")
+    spread = {n.value.id for n in ast.walk(literal) if isinstance(n, ast.Starred)}
+    names = _strings(literal).union(*(module_set(source, s, "configs", "model_config.py") for s in spread))
+    conditional = {n.left.value for n in ast.walk(function) if isinstance(n, ast.Compare)
+                   and isinstance(n.left, ast.Constant) and isinstance(n.ops[0], ast.In)
+                   and getattr(n.comparators[0], "id", None) == "model_architectures"}
+    return names, conditional
+
+
+def registered_for(source: Path, module: str, function: str | None = None) -> set[str]:
+    """The names ``arg_groups/model_overrides/<module>.py`` passes to ``_register_for`` (on ``function``
+    only, when given)."""
+    names: set[str] = set()
+    for node in _tree(source, "arg_groups", "model_overrides", f"{module}.py").body:
+        if isinstance(node, ast.FunctionDef) and function in (None, node.name):
+            for decorator in node.decorator_list:
+                if isinstance(decorator, ast.Call) and getattr(decorator.func, "id", None) == "_register_for":
+                    names |= _strings(decorator)
+    return names
+
+
+# column -> [(cell, the names SGLang's list gives that cell)], first match wins; other names: the default
+LISTS = {
+    "mamba_extra_buffer": [("yes", lambda s: module_set(s, "_MAMBA_EXTRA_BUFFER_ARCHS", "arg_groups", "overrides.py"))],
+    "swa_full_tokens_ratio": [("0.1", lambda s: registered_for(s, "inkling"))],
+    "mamba_full_memory_ratio": [("0.1", lambda s: registered_for(s, "inkling"))],
+    "sm100_attention_backend": [
+        ("trtllm_mla", lambda s: registered_for(s, "deepseek_v2", "_deepseek_family_overrides")
+         | registered_for(s, "kimi_k3", "_kimi_k3_overrides")),
+        ("triton", lambda s: registered_for(s, "qwen3_5")),
+        ("fa4/trtllm_mha", lambda s: registered_for(s, "minimax_m3")),
+    ],
+    "page_size": [("128", lambda s: registered_for(s, "minimax_m3"))],
+    "pp_refusal": [("IQuest Q1 does not support pipeline parallelism.", lambda s: registered_for(s, "iquest_q1")),
+                   # arg_groups/model_hook.py: the branch that runs validate_deepseek_v41_features
+                   (facts.PP_REFUSAL_BY_MODEL_TYPE, lambda s: {"DeepseekV4ForCausalLM"})],
+}
+DEFAULTS = {"mamba_extra_buffer": "no", "swa_full_tokens_ratio": facts.DEFAULT,
+            "mamba_full_memory_ratio": facts.DEFAULT, "sm100_attention_backend": facts.DEFAULT,
+            "page_size": facts.DEFAULT, "pp_refusal": facts.NONE}
+
+
+def source_cells(source: Path, names: list[str]) -> dict[str, dict[str, str]]:
+    """architecture -> {column: cell} for the columns SGLang's lists decide (``hybrid_swa`` and ``LISTS``)."""
+    hybrid, conditional = hybrid_swa_lists(source)
+    lists = {column: [(cell, read(source)) for cell, read in entries] for column, entries in LISTS.items()}
+    out = {}
+    for name in names:
+        cells = {"hybrid_swa": facts.HYBRID_SWA_IF_SLIDING if name in conditional
+                 else facts.HYBRID_SWA if name in hybrid else facts.NOT_HYBRID_SWA}
+        for column, entries in lists.items():
+            cells[column] = next((cell for cell, members in entries if name in members), DEFAULTS[column])
+        out[name] = cells
+    return out
+
+
+def check(source: Path) -> dict[str, list[str]]:
+    """column -> the rows whose cell differs from what SGLang's lists say (``architecture`` for names
+    the table and the ``EntryClass`` names do not share, ``sglang_module`` for a moved class)."""
+    header, rows = facts.read_table(facts.TABLE)
+    table = {row[0]: dict(zip(header, row)) for row in rows}
+    entries = entry_classes(source)
+    out = {"architecture": sorted(set(entries) ^ set(table)),
+           "sglang_module": sorted(a for a in table if a in entries and table[a]["sglang_module"] != entries[a])}
+    for name, cells in source_cells(source, sorted(set(entries) & set(table))).items():
+        for column, cell in cells.items():
+            if table[name][column] != cell:
+                out.setdefault(column, []).append(name)
+    return {column: names for column, names in out.items() if names}
+
+
+def rewritten(source: Path) -> list[list[str]]:
+    """The table's rows for the ``EntryClass`` names of ``source`` (module docstring), header first."""
+    header, rows = facts.read_table(facts.TABLE)
+    known = {row[0]: row for row in rows}
+    entries = entry_classes(source)
+    derived = source_cells(source, sorted(set(entries) - set(known)))
+    out = [header]
+    for name in sorted(entries):
+        if name in known:
+            out.append([name, entries[name], *known[name][2:]])
+        else:
+            cells = {"architecture": name, "sglang_module": entries[name], **derived[name]}
+            out.append([cells.get(column, UNREAD) for column in header])
+    return out
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m hfkv.engines.sglang.tablegen", description=__doc__.split("\n")[0])
+    parser.add_argument("--sglang-src", type=Path, required=True, help="folder holding the unpacked sglang/ package")
+    parser.add_argument("--write", action="store_true", help=f"rewrite {facts.TABLE.name}")
+    args = parser.parse_args(argv)
+    source = args.sglang_src / "sglang" if (args.sglang_src / "sglang" / "srt").is_dir() else args.sglang_src
+    if args.write:
+        rows = rewritten(source)
+        facts.TABLE.write_text("\n".join("\t".join(row) for row in rows) + "\n", encoding="utf-8")
+        new = [row for row in rows[1:] if UNREAD in row[3:]]  # tp_asserts' own "?" means no claim
+        print(f"{facts.TABLE.name}: {len(rows) - 1} rows, {len(new)} new to read ({UNREAD}): "
+              f"{', '.join(row[0] for row in new)}")
+    for column, names in check(source).items():
+        print(f"{column}: {len(names)} differ from SGLang's lists: {', '.join(names)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,75 @@
+"""hfkv.engines.sglang.tablegen on a miniature SGLang source tree: the rows of a new SGLang version."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from hfkv.engines.sglang import facts, tablegen
+
+FILES = {
+    "models/llama.py": "class LlamaForCausalLM:\n    pass\n\n\nEntryClass = LlamaForCausalLM\n",
+    "models/newcomer.py": "EntryClass = [NewSwaForCausalLM, NewMambaForCausalLM]\n",
+    "configs/model_config.py": (
+        'SWA_SINK_ARCHS = frozenset({"NewSwaForCausalLM"})\n'
+        "def is_hybrid_swa_model(model_architectures, hf_text_config=None):\n"
+        '    hybrid_swa_archs = {"GptOssForCausalLM", *SWA_SINK_ARCHS, "LagunaForCausalLM"}\n'
+        "    if any(arch in hybrid_swa_archs for arch in model_architectures):\n"
+        '        if "LagunaForCausalLM" in model_architectures and not hf_text_config.sliding_window:\n'
+        "            return False\n"
+        "        return True\n"
+        "    return False\n"),
+    "arg_groups/overrides.py": '_MAMBA_EXTRA_BUFFER_ARCHS = frozenset({"NewMambaForCausalLM"})\n',
+    "arg_groups/model_overrides/inkling.py": '@_register_for("NewMambaForCausalLM")\ndef _inkling_overrides(a, b):\n    return {}\n',
+    "arg_groups/model_overrides/deepseek_v2.py": (
+        '@_register_for("DeepseekV3ForCausalLM")\ndef _deepseek_family_overrides(a, b):\n    return {}\n\n\n'
+        '@_register_for("NewSwaForCausalLM")\ndef _other(a, b):\n    return {}\n'),
+    "arg_groups/model_overrides/kimi_k3.py": '@_register_for("KimiK3ForConditionalGeneration")\ndef _kimi_k3_overrides(a, b):\n    return {}\n',
+    "arg_groups/model_overrides/qwen3_5.py": '@_register_for("NewMambaForCausalLM")\ndef _qwen(a, b):\n    return {}\n',
+    "arg_groups/model_overrides/minimax_m3.py": '@_register_for("MiniMaxM3SparseForCausalLM")\ndef _m3(a, b):\n    return {}\n',
+    "arg_groups/model_overrides/iquest_q1.py": '@_register_for("NewSwaForCausalLM")\ndef _iquest(a, b):\n    return {}\n',
+}
+
+
+@pytest.fixture()
+def source(tmp_path: Path) -> Path:
+    root = tmp_path / "sglang"
+    for name, text in FILES.items():
+        path = root / "srt" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return root
+
+
+def test_readers_find_the_names_in_sglangs_lists(source):
+    assert tablegen.entry_classes(source) == {"LlamaForCausalLM": "llama", "NewSwaForCausalLM": "newcomer",
+                                              "NewMambaForCausalLM": "newcomer"}
+    listed, conditional = tablegen.hybrid_swa_lists(source)
+    assert listed == {"GptOssForCausalLM", "NewSwaForCausalLM", "LagunaForCausalLM"}
+    assert conditional == {"LagunaForCausalLM"}
+    assert tablegen.registered_for(source, "deepseek_v2", "_deepseek_family_overrides") == {"DeepseekV3ForCausalLM"}
+    assert tablegen.registered_for(source, "deepseek_v2") == {"DeepseekV3ForCausalLM", "NewSwaForCausalLM"}
+
+
+def test_a_new_entry_class_gets_the_cells_sglangs_lists_decide_and_the_rest_unread(source):
+    header, *rows = tablegen.rewritten(source)
+    assert header == facts.read_table(facts.TABLE)[0]
+    by_name = {row[0]: dict(zip(header, row)) for row in rows}
+    assert list(by_name) == ["LlamaForCausalLM", "NewMambaForCausalLM", "NewSwaForCausalLM"]
+    # A known name keeps its row as it is.
+    assert rows[0] == next(row for row in facts.read_table(facts.TABLE)[1] if row[0] == "LlamaForCausalLM")
+    swa, mamba = by_name["NewSwaForCausalLM"], by_name["NewMambaForCausalLM"]
+    assert swa["sglang_module"] == "newcomer" and swa["hybrid_swa"] == "yes" and mamba["hybrid_swa"] == "no"
+    assert swa["pp_refusal"] == "IQuest Q1 does not support pipeline parallelism." and mamba["pp_refusal"] == "none"
+    assert mamba["mamba_extra_buffer"] == "yes" and mamba["mamba_full_memory_ratio"] == "0.1"
+    assert mamba["sm100_attention_backend"] == "triton" and swa["sm100_attention_backend"] == "default"
+    # What no list decides is left for a person (tp_asserts: the tp-asserts script; supports_pp: SGLang's venv).
+    assert swa["tp_asserts"] == swa["supports_pp"] == tablegen.UNREAD
+
+
+def test_a_table_with_an_unread_cell_does_not_load(source, tmp_path):
+    path = tmp_path / "table.tsv"
+    path.write_text("\n".join("\t".join(row) for row in tablegen.rewritten(source)) + "\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="column supports_pp"):
+        list(facts.parse_rows(path, facts.PARSERS, facts.ArchFacts))
