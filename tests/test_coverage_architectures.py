@@ -43,11 +43,11 @@ def test_package_lists_match_the_shared_engine_archs():
 
 
 def test_every_transformers_backend_architecture_is_known_by_name():
-    """vLLM's _TRANSFORMERS_SUPPORTED_MODELS (vllm_transformers.REGISTERED) sit outside the generation
+    """vLLM's _TRANSFORMERS_SUPPORTED_MODELS (vllm.facts.transformers_registered()) sit outside the generation
     tables above; each still needs a mapper or a named refusal."""
-    from hfkv.engines.vllm.transformers import REGISTERED
+    from hfkv.engines.vllm.facts import transformers_registered
 
-    missing = sorted(set(REGISTERED) - set(known_architectures()))
+    missing = sorted(set(transformers_registered()) - set(known_architectures()))
     assert not missing, missing
 
 

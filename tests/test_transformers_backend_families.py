@@ -1,5 +1,5 @@
 """The 11 architectures vLLM 0.33.0 serves only through its Transformers modeling backend
-(``vllm_transformers.REGISTERED``) that hfkv's mappers had not known by name.
+(``vllm.facts.transformers_registered()``) that hfkv's mappers had not known by name.
 
 Each fixture (``fixtures/*-transformers-defaults``, README in each) writes its config class's defaults
 (transformers 5.20.2). Expected figures are derived by hand from those classes, arithmetic beside them;
@@ -18,6 +18,7 @@ from test_vllm_transformers_backend import run_hfkv
 
 from hfkv.engines import simulate
 from hfkv.engines.vllm import transformers as tfb
+from hfkv.engines.vllm.facts import transformers_registered
 from hfkv.errors import UnsupportedModelError
 from hfkv.mappings.registry import known_architectures
 from hfkv.inspection import inspect_config
@@ -92,7 +93,7 @@ def test_the_eleven_are_the_backend_names_hfkv_lacked():
         "CwmForCausalLM", "Emu3ForConditionalGeneration", "FlexOlmoForCausalLM", "GlmForCausalLM",
         "HunYuanVLForConditionalGeneration", "Jais2ForCausalLM", "Kolibri1ForCausalLM", "SeedOssForCausalLM",
         "SmolLM3ForCausalLM", "VaultGemmaForCausalLM", "VibeVoiceAsrForConditionalGeneration"}
-    assert {arch for arch, *_ in FAMILIES.values()} <= set(tfb.REGISTERED)
+    assert {arch for arch, *_ in FAMILIES.values()} <= set(transformers_registered())
 
 
 @pytest.mark.parametrize("name", sorted(FAMILIES))

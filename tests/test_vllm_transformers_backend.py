@@ -138,11 +138,12 @@ NATIVE = vllm_architectures()
 def test_tables_do_not_overlap_vllms_own_classes():
     """FALLBACK holds names vLLM registers nowhere, REGISTERED and POOLING names outside the generation
     tables (vllm/0.33.0.tsv), as the table script selects them."""
-    from hfkv.engines.vllm.models import POOLING_ARCHS
+    from hfkv.engines.vllm.facts import pooling_only, transformers_fallback, transformers_registered
 
-    assert not (tfb.FALLBACK | set(tfb.REGISTERED) | POOLING_ARCHS) & set(NATIVE)
-    assert not tfb.FALLBACK & (set(tfb.REGISTERED) | POOLING_ARCHS)
-    assert len(tfb.FALLBACK) == 133 and len(tfb.REGISTERED) == 23
+    FALLBACK, REGISTERED, POOLING_ARCHS = transformers_fallback(), transformers_registered(), pooling_only()
+    assert not (FALLBACK | set(REGISTERED) | POOLING_ARCHS) & set(NATIVE)
+    assert not FALLBACK & (set(REGISTERED) | POOLING_ARCHS)
+    assert len(FALLBACK) == 133 and len(REGISTERED) == 23
 
 
 def test_registered_to_the_backend_or_resolved_through_it():

@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING
 
 from hfkv.model.specs import IndexerKeys, MLALatent
 
+from hfkv.engines.vllm import facts as vllm_facts
+from hfkv.engines.vllm.facts import ArchFacts
 from hfkv.engines.vllm.models import VllmRefusal
 from hfkv.engines.contract import EngineInput, EngineKnobs
 
@@ -36,12 +38,7 @@ FEW_HEADS = 16  # SM100 bf16 sparse MLA: FA4 sparse at <= 16 query heads per ran
 SPARSE_MLA_MAJORS = (9, 10, 12)  # FlashMLA-sparse / FA-MLA-sparse (9, 10), FlashInfer-MLA-sparse-SM120 (12)
 MM_PREFIX_SM100_BLOCK = 64  # triton_flashinfer.py kernel_block_sizes
 GDN_FLASHINFER_HEAD = 128  # Blackwell FlashInfer GDN prefill needs head_k_dim 128 (and CUDA 13, as the wheels ship)
-# minimax_m3.py: MSA kernels page by 128 tokens and the index cache stays in the model dtype.
-SPARSE_128_ARCH_PREFIXES = ("MiniMaxM3",)
-SPARSE_128_BLOCK = 128
-# model_arch_config_convertor.py is_mm_prefix_lm: top-level model types (Gemma 4: the text config's flag).
-MM_PREFIX_MODEL_TYPES = frozenset({"bagel", "gemma3", "molmo2", "moondream3", "paligemma"})
-SINK_MODEL_TYPES = frozenset({"gpt_oss"})  # gpt_oss.py: attention sinks per head
+SPARSE_128_BLOCK = 128  # MINIMAX_M3_SPARSE's kernel pages (ArchFacts.sparse_128_blocks)
 
 
 @dataclass(frozen=True)
@@ -151,9 +148,16 @@ def is_dsa(report: EngineInput) -> bool:
     return any(isinstance(p, IndexerKeys) for p in parts) and any(isinstance(p, MLALatent) for p in parts)
 
 
+def class_facts(report: EngineInput) -> ArchFacts | None:
+    """The facts of the class vLLM builds for this model (None: not one of its registered classes)."""
+    return vllm_facts.model_facts(report.architectures)
+
+
 def sparse_128(report: EngineInput) -> bool:
-    """MiniMax-M3's MSA: 128-token kernel pages, index keys kept in the model dtype."""
-    return any(a.startswith(SPARSE_128_ARCH_PREFIXES) for a in report.architectures or [])
+    """MiniMax-M3's MSA (``ArchFacts.sparse_128_blocks``): 128-token kernel pages, index keys kept in
+    the model dtype."""
+    found = class_facts(report)
+    return found is not None and found.sparse_128_blocks
 
 
 def query_heads(report: EngineInput) -> int | None:
@@ -163,17 +167,32 @@ def query_heads(report: EngineInput) -> int | None:
 
 
 def mm_prefix(report: EngineInput) -> bool:
-    """is_mm_prefix_lm: bidirectional attention over image positions (model_arch_config_convertor.py)."""
-    if report.model_type in MM_PREFIX_MODEL_TYPES:
-        return True
-    return str(report.model_type or "").startswith("gemma4") and \
-        (report.config or {}).get("use_bidirectional_attention") == "vision"
+    """is_mm_prefix_lm: bidirectional attention over image positions, a rule of the model type
+    (``ModelTypeFacts.mm_prefix``: always, or when the text config says so)."""
+    rule = vllm_facts.model_type_facts(report.model_type).mm_prefix
+    return rule is not None and rule.applies(report.config or {})
 
 
 def alibi(report: EngineInput) -> bool:
-    """ALiBi position bias (BLOOM; Falcon/MPT with ``alibi``): FlashAttention falls back to FA2 for it."""
-    config = report.config or {}
-    return report.model_type == "bloom" or config.get("alibi") is True
+    """ALiBi position bias (``ArchFacts.alibi``: always, or when the config's ``alibi`` is true):
+    FlashAttention falls back to FA2 for it."""
+    found = class_facts(report)
+    if found is None:
+        return False
+    return found.alibi == "always" or (found.alibi == "config" and (report.config or {}).get("alibi") is True)
+
+
+def sinks(report: EngineInput) -> bool:
+    """Every attention layer has per-head sinks (``ArchFacts.attention_sinks`` ``all``)."""
+    found = class_facts(report)
+    return found is not None and found.attention_sinks == "all"
+
+
+def mixed_heads(report: EngineInput, attention: list[Spec]) -> bool:
+    """The class's config hook wants FA4 for heterogeneous head sizes (``ArchFacts.mixed_heads_fa4``)
+    and this model's attention layers do differ in head size."""
+    found = class_facts(report)
+    return found is not None and found.mixed_heads_fa4 and len({s.head_dim for s in attention}) > 1
 
 
 def capability_tuple(knobs: EngineKnobs) -> tuple[int, int]:
@@ -192,11 +211,10 @@ def choose_backend(report: EngineInput, specs: list[Spec], kv: str, knobs: Engin
         raise VllmRefusal(f"No valid attention backend found for cuda (sparse MLA backends run on SM "
                           f"{'/'.join(f'{m}x' for m in SPARSE_MLA_MAJORS)}, not "
                           f"{knobs.compute_capability})")
-    mixed = str(report.model_type or "").startswith("gemma4") and len({s.head_dim for s in attention}) > 1
     max_head = max(s.head_dim for s in attention)
     backend = choose(major=major, mla=any(s.mla for s in attention), dsa=dsa, kv=kv,
-                     max_head=max_head, query_heads=query_heads(report),
-                     mm_prefix=mm_prefix(report), mixed_heads=mixed, sinks=report.model_type in SINK_MODEL_TYPES)
+                     max_head=max_head, query_heads=query_heads(report), mm_prefix=mm_prefix(report),
+                     mixed_heads=mixed_heads(report, attention), sinks=sinks(report))
     check_backend_dtype(report, backend, kv, knobs, max_head)
     if sparse_128(report):
         return Backend("MINIMAX_M3_SPARSE", SPARSE_128_BLOCK, SPARSE_128_BLOCK,
@@ -204,19 +222,18 @@ def choose_backend(report: EngineInput, specs: list[Spec], kv: str, knobs: Engin
     return backend
 
 
-# Architectures whose config hook (models/config.py ``verify_and_update_config``) forces FLASH_ATTN with
-# FlashAttention 4 where FA4 runs: Unlimited-OCR's R-SWA masks need FA4's mask_mod.
-FA4_FORCED_ARCHITECTURES = frozenset({"UnlimitedOCRForCausalLM"})
 FA4_SM90_FP8_HEAD = 512  # flash_attn.py: FA4 on SM90 takes an fp8 KV cache at this head size only
 
 
 def check_backend_dtype(report: EngineInput, backend: Backend, kv: str, knobs: EngineKnobs, max_head: int = 0) -> None:
-    """The KV dtypes the chosen backend refuses at layer build time (flash_attn.py, triton_*.py)."""
-    forced_fa4 = FA4_FORCED_ARCHITECTURES & set(report.architectures or [])
+    """The KV dtypes the chosen backend refuses at layer build time (flash_attn.py, triton_*.py); a
+    class whose config hook forces FlashAttention 4 (``ArchFacts.forced_fa4``) is checked as FA4."""
+    found = class_facts(report)
+    forced_fa4 = found is not None and found.forced_fa4
     if forced_fa4 and kv in ("fp8", "fp4") and knobs.capability_major == 9 and max_head != FA4_SM90_FP8_HEAD:
         raise VllmRefusal("Selected backend AttentionBackendEnum.FLASH_ATTN is not valid for this configuration. "
                           "Reason: ['FP8 KV cache requires FA3 on SM90, FA4 with head_size=512 on SM90, or FA4 on "
-                          f"SM100'] ({next(iter(forced_fa4))}'s config forces FlashAttention 4 on SM90)")
+                          f"SM100'] ({found.architecture}'s config forces FlashAttention 4 on SM90)")
     if backend.name == "FLASH_ATTN" and alibi(report) and kv in ("fp8", "fp4"):
         raise VllmRefusal("FlashAttention does not support fp8 kv-cache on this device. (ALiBi runs FA2, which "
                           "takes no fp8 KV cache)")

@@ -10,16 +10,13 @@ defaults filled in (vLLM reads attributes of the transformers config object, def
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 from hfkv.model import dtypes
 from hfkv.model import defaults as tfdefaults
 from hfkv.errors import UnsupportedModelError
 from hfkv.model.specs import CompressedKV
 
 from hfkv.engines.vllm import transformers as vllm_transformers
-from hfkv.engines.vllm.facts import architectures as vllm_architectures
-from hfkv.engines.vllm.facts import pp_support as vllm_pp_support
+from hfkv.engines.vllm import facts as vllm_facts
 from hfkv.engines.layout import Layout, size
 from hfkv.engines.contract import VERSIONS, EngineInput, EngineKnobs
 
@@ -32,47 +29,6 @@ class VllmRefusal(UnsupportedModelError):
         self.details = details
 
 
-# vllm/model_executor/models/registry.py: _PREVIOUSLY_SUPPORTED_MODELS (architecture -> last version).
-PREVIOUSLY_SUPPORTED = {
-    "MotifForCausalLM": "0.10.2", "Phi3SmallForCausalLM": "0.9.2", "Phi4FlashForCausalLM": "0.10.2",
-    "Phi4MultimodalForCausalLM": "0.12.0", "JAISLMHeadModel": "0.22.0", "ErnieModel": "0.23.0",
-    "ErnieForSequenceClassification": "0.23.0", "ErnieForTokenClassification": "0.23.0",
-    "InternLM2VEForCausalLM": "0.23.0", "QWenLMHeadModel": "0.23.0", "QwenVLForConditionalGeneration": "0.23.0",
-    "InternLMForCausalLM": "0.23.0", "DonutForConditionalGeneration": "0.10.2",
-    "MllamaForConditionalGeneration": "0.10.2", "XverseForCausalLM": "0.23.0", "Dots1ForCausalLM": "0.23.0",
-    "BambaForCausalLM": "0.23.0", "MiniMaxForCausalLM": "0.23.0", "MiniMaxText01ForCausalLM": "0.23.0",
-    "MiniMaxM1ForCausalLM": "0.23.0", "MiniMaxVL01ForConditionalGeneration": "0.23.0",
-    "BaiChuanForCausalLM": "0.23.0", "BaichuanForCausalLM": "0.23.0", "AquilaModel": "0.24.0",
-    "AquilaForCausalLM": "0.24.0", "Grok1ModelForCausalLM": "0.24.0", "Grok1ForCausalLM": "0.24.0",
-    "TarsierForConditionalGeneration": "0.24.0", "Tarsier2ForConditionalGeneration": "0.23.0",
-    "MantisForConditionalGeneration": "0.24.0", "MusicFlamingoForConditionalGeneration": "0.24.0",
-    "AyaVisionForConditionalGeneration": "0.24.0", "TeleChatForCausalLM": "0.25.0",
-    "PersimmonForCausalLM": "0.25.0", "FuyuForCausalLM": "0.25.0", "Plamo2ForCausalLM": "0.26.0",
-    "OuroForCausalLM": "0.26.0", "ArcticForCausalLM": "0.28.0", "ChameleonForConditionalGeneration": "0.28.0",
-    "Cheers": "0.28.0", "CheersForConditionalGeneration": "0.28.0", "Fairseq2LlamaForCausalLM": "0.28.0",
-    "FireRedLIDForConditionalGeneration": "0.28.0", "GritLM": "0.28.0", "HCXVisionForCausalLM": "0.28.0",
-    "MPTForCausalLM": "0.28.0", "MptForCausalLM": "0.28.0", "RWForCausalLM": "0.28.0",
-    "StableLMEpochForCausalLM": "0.28.0", "PrithviGeoSpatialMAE": "0.28.0",
-}
-# registry.py: the names vLLM registers outside its generation tables (embedding, late-interaction, reward,
-# token/sequence classification): such a model starts and allocates no KV cache. Read by
-# tests/oracles/vllm-transformers-backend-tables.py.
-POOLING_ARCHS = frozenset("""
-    BertForMaskedLM BertForSequenceClassification BertForTokenClassification BertModel BertSpladeSparseEmbeddingModel
-    BgeM3EmbeddingModel CLIPModel ClefFlashForJointSchema ClefOmniForJointSchema ColBERTJinaRobertaModel
-    ColBERTLfm2Model ColBERTModernBertModel ColModernVBertForRetrieval ColPaliForRetrieval ColQwen3 ColQwen3_5
-    ColUltraVBertForRetrieval D3ForSequenceClassification DeepseekV3BidirectionalModel EmbeddingGemma2Model
-    GPT2ForSequenceClassification Gemma2Model Gemma3TextModel GteModel GteNewForSequenceClassification GteNewModel
-    HF_ColBERT InternLM2ForRewardModel JambaForSequenceClassification JinaEmbeddingsV5Model JinaForRanking
-    JinaVLForRanking Lfm2BidirectionalModel LlamaBidirectionalForSequenceClassification LlamaBidirectionalModel
-    LlamaModel LlamaNemotronVLForSequenceClassification LlamaNemotronVLModel MistralModel
-    ModernBertForSequenceClassification ModernBertForTokenClassification ModernBertModel ModernVBertModel
-    NomicBertModel OpenAIPrivacyFilterForTokenClassification OpsColQwen3Model Qwen2ForProcessRewardModel
-    Qwen2ForRewardModel Qwen2Model Qwen3ASRForcedAlignerForTokenClassification Qwen3VLNemotronEmbedModel
-    RobertaForMaskedLM RobertaForSequenceClassification RobertaForTokenClassification RobertaModel SiglipModel
-    Terratorch VoyageQwen3BidirectionalEmbedModel XLMRobertaForSequenceClassification
-    XLMRobertaForTokenClassification XLMRobertaModel
-""".split())
 # derive_max_model_len_and_key: the smallest of these text-config attributes is the model's length.
 MAX_LEN_KEYS = ("max_position_embeddings", "n_positions", "max_seq_len", "seq_length", "model_max_length",
                 "max_target_positions", "max_sequence_length", "max_seq_length", "seq_len")
@@ -80,7 +36,10 @@ NO_LENGTH_DEFAULT = 2048  # _get_and_verify_max_len when no key is found
 # RoPE types whose max_position_embeddings is already the scaled length (factor not applied again).
 SCALED_ROPE_TYPES = frozenset({"su", "longrope", "llama3", "yarn", "deepseek_yarn", "deepseek_llama_scaling"})
 HEAD_COUNT_KEYS = ("num_attention_heads", "n_head", "n_heads", "num_heads")  # transformers' attribute_map names
-CHATGLM_ARCHS = frozenset({"ChatGLMModel", "ChatGLMForConditionalGeneration"})
+# _get_and_verify_max_len skips the RoPE factor for every model type containing this (Gemma 3's
+# max_position_embeddings is already scaled): vLLM's rule is a substring test, which no table of
+# model types can list in full, so it stays a constant here.
+PRESCALED_ROPE_MODEL_TYPE_PART = "gemma3"
 
 
 # ModelConfig.verify_with_parallel_config (vllm/config/model.py) raises this NotImplementedError.
@@ -97,7 +56,7 @@ def refusal(report: EngineInput, knobs: EngineKnobs | None = None) -> str | None
     """
     pp = size((knobs or EngineKnobs()).pipeline_parallel_size, "pipeline_parallel_size")
     checks = (_architecture_refusal, _float_kv_refusal, _head_split_refusal, lambda r: pipeline_refusal(r, pp),
-              _chatglm_refusal, _deepseek_v4_refusal, _nope_only_mla_refusal, _transformers_backend_refusal)
+              _config_attribute_refusal, _deepseek_v4_refusal, _nope_only_mla_refusal, _transformers_backend_refusal)
     for check in checks:
         reason = check(report)
         if reason:
@@ -110,14 +69,14 @@ def _architecture_refusal(report: EngineInput) -> str | None:
     Transformers backend (``vllm_transformers``), else a dropped architecture, a pooling-only one, or
     none vLLM knows."""
     archs = list(report.architectures or [])
-    registered = vllm_architectures()
-    if not archs or any(a in registered for a in archs) or transformers_backend(report):
+    if not archs or vllm_facts.resolved_architecture(archs) or transformers_backend(report):
         return None
-    for arch in archs:
-        if arch in PREVIOUSLY_SUPPORTED:
-            return (f"Model architecture {arch} was supported in vLLM until v{PREVIOUSLY_SUPPORTED[arch]}, and is "
-                    "not supported anymore")
-    if any(a in POOLING_ARCHS for a in archs):
+    others = [found for found in map(vllm_facts.other_facts, archs) if found is not None]
+    dropped = next((found for found in others if found.supported_until), None)
+    if dropped:
+        return (f"Model architecture {dropped.architecture} was supported in vLLM until v{dropped.supported_until}, "
+                "and is not supported anymore")
+    if any(found.pooling_only for found in others):
         return (f"vLLM 0.33.0 registers no {'/'.join(archs)} as a generation model (only as a pooling model): no KV "
                 "cache groups")
     if (report.config or {}).get("auto_map"):  # the class is the repo's code: loaded only with trust_remote_code
@@ -132,14 +91,11 @@ def transformers_backend(report: EngineInput) -> str | None:
     return vllm_transformers.served(report, registry_names())
 
 
-@lru_cache(maxsize=1)
 def registry_names() -> frozenset[str]:
     """Every architecture vLLM 0.33.0 registers a class of its own for (generation and pooling)."""
-    return frozenset(vllm_architectures()) | POOLING_ARCHS
+    return vllm_facts.registered_names()
 
 
-# config/model.py _FLOAT16_NOT_SUPPORTED_MODELS: 'auto' never resolves to float16 for these.
-FLOAT16_NOT_SUPPORTED = frozenset({"gemma2", "gemma3", "gemma3_text", "glm4"})
 VLLM_FLOAT_NAMES = {"bf16": "bfloat16", "fp16": "float16"}
 
 
@@ -147,14 +103,14 @@ def _float_kv_refusal(report: EngineInput) -> str | None:
     """``VllmConfig._reject_mismatched_float_kv_cache`` (run before ``verify_with_parallel_config``): an
     explicit float16/bfloat16 ``--kv-cache-dtype`` must be the model's dtype. The model's dtype is
     vLLM's ``auto`` (``_resolve_auto_dtype``): the checkpoint's 16-bit dtype, bfloat16 for a float32 or
-    unnamed one, and never float16 for ``FLOAT16_NOT_SUPPORTED`` — hfkv's 16-bit storage dtype
+    unnamed one, and never float16 for a model type that forbids it (``ModelTypeFacts.float16``) — hfkv's 16-bit storage dtype
     (``Precision.conv`` while ``--conv-dtype`` is ``auto``) with that last rule applied."""
     typed = report.requested_kv_cache_dtype or "auto"  # None: a report built by hand, nothing typed
     cache = VLLM_FLOAT_NAMES.get(dtypes.canonical(typed))
     if cache is None or (report.requested_conv_dtype or "auto") != "auto":
         return None
     model = VLLM_FLOAT_NAMES.get(report.precision.conv, "bfloat16")
-    if model == "float16" and report.model_type in FLOAT16_NOT_SUPPORTED:
+    if model == "float16" and not vllm_facts.model_type_facts(report.model_type).float16:
         model = "bfloat16"
     if model == cache:
         return None
@@ -162,14 +118,11 @@ def _float_kv_refusal(report: EngineInput) -> str | None:
             f"to `auto` or `{model}`.")
 
 
-# vllm/models/kimi_k3/nvidia/model.py builds Kimi-Linear's latent layers NoPE-only and asserts the config's
-# mla_use_nope, which vLLM's KimiLinearConfig defaults to False: a config that leaves it out does not start.
-NOPE_ONLY_MLA_ARCHS = frozenset({"KimiLinearForCausalLM"})
-
-
 def _nope_only_mla_refusal(report: EngineInput) -> str | None:
-    """The model build's ``assert mla_use_nope`` (an AssertionError at start-up)."""
-    if not NOPE_ONLY_MLA_ARCHS.intersection(report.architectures or []) or (report.config or {}).get("mla_use_nope"):
+    """The model build's ``assert mla_use_nope`` (an AssertionError at start-up) for a class whose MLA
+    layers are NoPE-only (``ArchFacts.nope_only_mla``) and a config that leaves the flag out or false."""
+    found = vllm_facts.model_facts(report.architectures)
+    if found is None or not found.nope_only_mla or (report.config or {}).get("mla_use_nope"):
         return None
     return ("Kimi-K3 MLA (MultiHeadLatentAttention) is NoPE-only (the model's AssertionError: the config does "
             "not set mla_use_nope)")
@@ -195,19 +148,22 @@ def pipeline_refusal(report: EngineInput, pp: int) -> str | None:
     architecture, as ``inspect_model_cls`` walks the list) must implement ``SupportsPP`` for PP > 1."""
     if pp <= 1:
         return None
-    support = vllm_pp_support()
-    arch = next((a for a in report.architectures or [] if a in support), None)
-    if arch is None or support[arch]:
+    found = vllm_facts.model_facts(report.architectures)
+    if found is None or found.supports_pp:
         return None
-    return f"{PP_REFUSAL} ({arch} does not; --pipeline-parallel-size {pp})"
+    return f"{PP_REFUSAL} ({found.architecture} does not; --pipeline-parallel-size {pp})"
 
 
-def _chatglm_refusal(report: EngineInput) -> str | None:
-    """vLLM's ChatGLM model (ChatGLM2/3 layout) reads ``config.original_rope`` with no default."""
-    if set(report.architectures or []) & CHATGLM_ARCHS and "original_rope" not in (report.config or {}):
-        return ("vLLM's ChatGLM model reads config.original_rope, which this (ChatGLM-6B v1) config lacks: "
-                "AttributeError: 'ChatGLMConfig' object has no attribute 'original_rope'")
-    return None
+def _config_attribute_refusal(report: EngineInput) -> str | None:
+    """The model reads an attribute off its config with no default (``ArchFacts.required_config_attr``:
+    vLLM's ChatGLM model, ChatGLM2/3 layout, reads ``config.original_rope``); a config without it
+    stops vLLM with an AttributeError."""
+    found = vllm_facts.model_facts(report.architectures)
+    needed = found.required_config_attr if found else None
+    if needed is None or needed.attribute in (report.config or {}):
+        return None
+    return (f"vLLM's {found.vllm_module}.py reads config.{needed.attribute}, which this config lacks: "
+            f"AttributeError: '{needed.config_class}' object has no attribute '{needed.attribute}'")
 
 
 def _deepseek_v4_refusal(report: EngineInput) -> str | None:
@@ -260,7 +216,7 @@ def default_max_model_len(report: EngineInput, assumptions: list[str]) -> int:
         assumptions.append(f"max model length {length} = original_max_position_embeddings (vLLM's LongRoPE default)")
         return length
     factor = 1.0
-    if ropes and "gemma3" not in str(report.model_type or ""):
+    if ropes and PRESCALED_ROPE_MODEL_TYPE_PART not in str(report.model_type or ""):
         for params, kind in zip(ropes, kinds):
             if kind not in SCALED_ROPE_TYPES:
                 factor = params.get("factor", factor) or 1.0

@@ -32,8 +32,10 @@ from hfkv.model.specs import (
 
 from hfkv.engines.vllm import backends
 from hfkv.engines.vllm import dsv4 as vllm_dsv4
+from hfkv.engines.vllm import facts as vllm_facts
 from hfkv.engines.vllm import transformers as vllm_transformers
 from hfkv.engines.vllm.backends import choose_backend, is_dsa, sparse_128
+from hfkv.engines.vllm.facts import ArchFacts
 from hfkv.engines.vllm.groups import Group, Spec, block_size, make_groups
 from hfkv.engines.vllm.models import VllmRefusal, default_max_model_len, full_text_config, refusal, transformers_backend
 from hfkv.engines.contract import context_length, EngineInput, EngineKnobs, number, printed
@@ -44,15 +46,10 @@ DEFAULT_MAX_NUM_BATCHED_TOKENS = 8192  # get_batch_defaults: API server, >=70 Gi
 # Packed fp8 / fp4 latents of the FlashMLA-sparse backend (DSA), engines.md §2.2d.
 FP8_DS_MLA = 656
 NVFP4_DS_MLA = 352
-# State dtype rules of MambaStateDtypeCalculator (engines.md §2.8d).
-SSM_FP32_ARCH_PREFIXES = ("NemotronH",)  # NemotronHForCausalLMConfig: fp32 or mamba_ssm_cache_dtype
-SSM_FROM_CONFIG_MODEL_TYPE_PREFIXES = ("qwen3_5",)  # Qwen3_5ForConditionalGenerationConfig
-FP32_STATE_VARIANTS = frozenset({"kda"})  # KDA recurrent state
-# GDN layers built on olmo_gdn_linear_attn.py, which declares no prefill checkpoint alignment (only
-# qwen_gdn_linear_attn.py's FlashInfer prefill exports one): no checkpoint block, no 64-token blocks.
-PLAIN_GDN_ARCH_PREFIXES = ("OlmoHybrid",)
-# falcon.py builds its rotary Attention without the cache config: KV stays in the model dtype.
-MODEL_DTYPE_KV_MODEL_TYPES = frozenset({"falcon"})
+# MambaStateDtypeCalculator (layers/mamba/mamba_utils.py): the SSM state dtype a layer kind takes while
+# mamba_ssm_cache_dtype stays "auto" (kda_state_dtype: fp32; every other calculator: the model dtype).
+# A rule of the layer, not of the architecture: the architecture's hook (ArchFacts.ssm_dtype) runs first.
+AUTO_SSM_DTYPE = {"kda": "fp32"}
 
 
 # -- specs --------------------------------------------------------------------------------------
@@ -78,30 +75,40 @@ def mla_bytes(part: MLALatent, kv: str, packed: bool) -> Fraction:
     return (part.kv_lora_rank + part.rope_dim) * dtypes.BYTES[kv]
 
 
+def class_facts(report: EngineInput) -> ArchFacts | None:
+    """The facts of the class vLLM builds for this model (None: not one of its registered classes)."""
+    return vllm_facts.model_facts(report.architectures)
+
+
+def ssm_dtype(report: EngineInput, part: Any, knobs: EngineKnobs) -> str:
+    """The SSM state dtype: ``--mamba-ssm-dtype``, else what the class's config hook sets
+    (``ArchFacts.ssm_dtype``), else the layer's own default (``AUTO_SSM_DTYPE``, the model dtype)."""
+    if knobs.mamba_ssm_dtype is not None:
+        return knobs.mamba_ssm_dtype
+    found = class_facts(report)
+    ssm = found.ssm_dtype.resolve(report.config or {}) if found else "auto"
+    if ssm != "auto":
+        return ssm
+    variant = part.variant if isinstance(part, LinearAttentionState) else None
+    return AUTO_SSM_DTYPE.get(variant, report.precision.conv)
+
+
 def state_precision(report: EngineInput, part: Any, knobs: EngineKnobs) -> dtypes.Precision:
-    """vLLM state dtypes: the model dtype for conv and SSM, except the families that pin the SSM."""
-    model = report.precision.conv  # the model's 16-bit dtype unless the report overrides it
-    config = report.config or {}
-    ssm = knobs.mamba_ssm_dtype
-    if ssm is None:
-        if any(a.startswith(SSM_FP32_ARCH_PREFIXES) for a in report.architectures or []):
-            ssm = dtypes.canonical(config.get("mamba_ssm_cache_dtype")) or "fp32"
-        elif (report.model_type or "").startswith(SSM_FROM_CONFIG_MODEL_TYPE_PREFIXES):
-            ssm = dtypes.canonical(config.get("mamba_ssm_dtype")) or model
-        elif isinstance(part, LinearAttentionState) and part.variant in FP32_STATE_VARIANTS:
-            ssm = "fp32"
-        else:
-            ssm = model
-    return dtypes.Precision(kv=report.precision.kv, state=dtypes.require(ssm, "--mamba-ssm-dtype"), conv=model)
+    """vLLM state dtypes: the model dtype for conv (the model's 16-bit dtype unless the report
+    overrides it), ``ssm_dtype`` for the SSM state."""
+    ssm = dtypes.require(ssm_dtype(report, part, knobs), "--mamba-ssm-dtype")
+    return dtypes.Precision(kv=report.precision.kv, state=ssm, conv=report.precision.conv)
 
 
 def state_variant(part: Any, report: EngineInput) -> str:
     """The Mamba-like layer kind, which decides its prefill checkpoint (``vllm_backends``);
-    "gdn-plain" for a GDN layer of a model whose vLLM class exports none (``PLAIN_GDN_ARCH_PREFIXES``)."""
+    "gdn-plain" for a GDN layer of a class whose GDN layers export none
+    (``ArchFacts.gdn_prefill_checkpoint``)."""
     if isinstance(part, MambaState):
         return f"mamba{part.version}"
     if isinstance(part, LinearAttentionState):
-        if part.variant == "gdn" and any(a.startswith(PLAIN_GDN_ARCH_PREFIXES) for a in report.architectures or []):
+        found = class_facts(report)
+        if part.variant == "gdn" and found is not None and found.gdn_prefill_checkpoint is False:
             return "gdn-plain"
         return part.variant
     return "conv"
@@ -139,9 +146,10 @@ def part_spec(part: Any, report: EngineInput, kv: str, knobs: EngineKnobs, packe
 
 
 def kv_dtype(report: EngineInput, assumptions: list[str]) -> str:
-    """The KV dtype vLLM's attention layers get: the report's, except models built without the cache config."""
-    kv = report.precision.kv
-    if report.model_type in MODEL_DTYPE_KV_MODEL_TYPES and kv != report.precision.conv:
+    """The KV dtype vLLM's attention layers get: the report's, except for a class that builds them
+    without the cache config (``ArchFacts.kv_dtype``)."""
+    kv, found = report.precision.kv, class_facts(report)
+    if found is not None and found.kv_dtype == "model" and kv != report.precision.conv:
         assumptions.append(f"{report.model_type}: vLLM builds this attention without the cache config, so its KV "
                            f"stays {report.precision.conv} whatever --kv-cache-dtype says")
         return report.precision.conv
@@ -209,16 +217,12 @@ def promote_local(specs: list[Spec], knobs: EngineKnobs, assumptions: list[str])
 # -- the logged numbers -------------------------------------------------------------------------
 
 
-# vLLM's IsAttentionFree classes (model_executor/models/mamba.py, mamba2.py; FalconMamba is MambaForCausalLM):
-# prefix caching off by default and one Mamba block of max_model_len. A hybrid (IsHybrid) whose config
-# happens to hold no attention layer (Granite-4.0-H without layer_types) is not one of them.
-ATTENTION_FREE_ARCHITECTURES = frozenset({"MambaForCausalLM", "Mamba2ForCausalLM", "FalconMambaForCausalLM"})
-
-
 def attention_free(report: EngineInput, specs: list[Spec]) -> bool:
-    """No attention spec and a class vLLM marks attention-free (``ATTENTION_FREE_ARCHITECTURES``)."""
-    return (not any(s.kind != "mamba" for s in specs)
-            and bool(ATTENTION_FREE_ARCHITECTURES & set(report.architectures or [])))
+    """No attention spec and a class vLLM marks attention-free (``ArchFacts.attention_free``): prefix
+    caching off by default and one Mamba block of max_model_len. A hybrid (``IsHybrid``) whose config
+    happens to hold no attention layer (Granite-4.0-H without layer_types) is not one of them."""
+    found = class_facts(report)
+    return not any(s.kind != "mamba" for s in specs) and found is not None and found.attention_free
 
 
 def block_settings(specs: list[Spec], knobs: EngineKnobs, assumptions: list[str],

@@ -31,67 +31,7 @@ from hfkv.model.specs import ChunkedLocal, FullAttention, SlidingWindow
 
 from hfkv.engines.layout import expert_count
 from hfkv.engines.contract import EngineInput
-
-# registry.py _TRANSFORMERS_SUPPORTED_MODELS: architecture -> the backend class it is registered to.
-REGISTERED = {
-    **dict.fromkeys(
-        "ArceeForCausalLM CwmForCausalLM GlmForCausalLM GPTBigCodeForCausalLM GPTNeoXForCausalLM "
-        "HunYuanDenseV1ForCausalLM Jais2ForCausalLM NanbeigeForCausalLM OlmoForCausalLM Olmo2ForCausalLM "
-        "Olmo3ForCausalLM PhiForCausalLM SeedOssForCausalLM SmolLM3ForCausalLM Starcoder2ForCausalLM "
-        "VaultGemmaForCausalLM".split(), "TransformersForCausalLM"),
-    **dict.fromkeys("FlexOlmoForCausalLM HunYuanMoEV1ForCausalLM Kolibri1ForCausalLM MellumForCausalLM".split(),
-                    "TransformersMoEForCausalLM"),
-    **dict.fromkeys("Emu3ForConditionalGeneration HunYuanVLForConditionalGeneration "
-                    "VibeVoiceAsrForConditionalGeneration".split(), "TransformersMultiModalForCausalLM"),
-}
-
-# The classes transformers 5.20.2 (what vLLM 0.33.0's environment resolves) exports under a generation
-# name (…ForCausalLM, …LMHeadModel, …ForConditionalGeneration) that vLLM registers under no name, and that
-# pass _try_resolve_transformers' check; read in the oracle venv by tests/oracles/vllm-transformers-backend-
-# tables.py. GPTNeoForCausalLM, MptForCausalLM, CodeGenForCausalLM, XGLMForCausalLM, RwkvForCausalLM … fail it.
-FALLBACK = frozenset("""
-    AXK2ForCausalLM AriaTextForCausalLM AyaVisionForConditionalGeneration BailingHybridForCausalLM
-    BambaForCausalLM BartForCausalLM BartForConditionalGeneration BertLMHeadModel BigBirdPegasusForCausalLM
-    BigBirdPegasusForConditionalGeneration BioGptForCausalLM BitNetForCausalLM BlenderbotForCausalLM
-    BlenderbotForConditionalGeneration BlenderbotSmallForCausalLM BlenderbotSmallForConditionalGeneration
-    BltForCausalLM CTRLLMHeadModel CamembertForCausalLM CanaryForConditionalGeneration
-    ChameleonForConditionalGeneration CohereCompassForCausalLM Cosmos3OmniForConditionalGeneration
-    CsmDepthDecoderForCausalLM CsmForConditionalGeneration Data2VecTextForCausalLM
-    DeepseekOcr2ForConditionalGeneration DeepseekVLForConditionalGeneration
-    DeepseekVLHybridForConditionalGeneration DiaForConditionalGeneration DiffLlamaForCausalLM DogeForCausalLM
-    Dots1ForCausalLM ElectraForCausalLM Emu3ForCausalLM Ernie4_5_VL_MoeForConditionalGeneration ErnieForCausalLM
-    FastVlmForConditionalGeneration Florence2ForConditionalGeneration FunAsrNanoForConditionalGeneration
-    FuyuForCausalLM Gemma4AssistantForCausalLM Gemma4UnifiedAssistantForCausalLM Gemma4UnifiedForCausalLM
-    GitForCausalLM Glm46VForConditionalGeneration GlmImageForConditionalGeneration
-    GotOcr2ForConditionalGeneration HeliumForCausalLM HiggsAudioV2ForConditionalGeneration
-    HyperCLOVAXVisionV2ForConditionalGeneration Idefics2ForConditionalGeneration
-    InstructBlipForConditionalGeneration InstructBlipVideoForConditionalGeneration JanusForConditionalGeneration
-    JetMoeForCausalLM Kimi_K25ForConditionalGeneration Kosmos2ForConditionalGeneration
-    Kosmos2_5ForConditionalGeneration KyutaiSpeechToTextForConditionalGeneration
-    LightOnOcrForConditionalGeneration LongT5ForConditionalGeneration M2M100ForConditionalGeneration
-    MBartForCausalLM MBartForConditionalGeneration MT5ForConditionalGeneration MarianForCausalLM
-    MiniMaxForCausalLM MiniMaxM3VLForCausalLM MinistralForCausalLM Mistral4ForCausalLM MllamaForCausalLM
-    MllamaForConditionalGeneration ModernBertDecoderForCausalLM MoonshineForConditionalGeneration
-    MoonshineStreamingForConditionalGeneration MoshiForCausalLM MoshiForConditionalGeneration
-    MusicFlamingoForConditionalGeneration MusicgenForCausalLM MusicgenForConditionalGeneration
-    MusicgenMelodyForCausalLM MusicgenMelodyForConditionalGeneration NanoChatForCausalLM
-    NllbMoeForConditionalGeneration Ovis2ForConditionalGeneration PI0ForConditionalGeneration PLBartForCausalLM
-    PLBartForConditionalGeneration PPFormulaNetForConditionalGeneration PegasusForCausalLM
-    PegasusForConditionalGeneration PegasusXForConditionalGeneration PerceptionLMForConditionalGeneration
-    PersimmonForCausalLM Phi4MultimodalForCausalLM PhimoeForCausalLM Pix2StructForConditionalGeneration
-    Pop2PianoForConditionalGeneration Qwen2_5OmniPreTrainedModelForConditionalGeneration
-    Qwen2_5OmniTalkerForConditionalGeneration Qwen2_5OmniThinkerForConditionalGeneration
-    Qwen3OmniMoePreTrainedModelForConditionalGeneration
-    Qwen3OmniMoeTalkerCodePredictorModelForConditionalGeneration Qwen3OmniMoeTalkerForConditionalGeneration
-    Qwen3OmniMoeThinkerForConditionalGeneration RecurrentGemmaForCausalLM RoCBertForCausalLM RobertaForCausalLM
-    RobertaPreLayerNormForCausalLM SeamlessM4TTextToUnitForConditionalGeneration SolarOpenForCausalLM
-    Speech2TextForConditionalGeneration SwitchTransformersForConditionalGeneration T5ForConditionalGeneration
-    T5Gemma2ForConditionalGeneration T5GemmaForConditionalGeneration UMT5ForConditionalGeneration
-    UdopForConditionalGeneration UnlimitedOcrForConditionalGeneration VibeVoiceForConditionalGeneration
-    VideoLlama3ForConditionalGeneration VideoLlavaForConditionalGeneration VipLlavaForConditionalGeneration
-    VoxtralRealtimeForConditionalGeneration WhisperForCausalLM XLMRobertaForCausalLM XLMRobertaXLForCausalLM
-    XmodForCausalLM YoutuForCausalLM ZambaForCausalLM ZayaForCausalLM xLSTMForCausalLM
-""".split())
+from hfkv.engines.vllm import facts as vllm_facts
 
 ATTENTION_PARTS = (FullAttention, SlidingWindow, ChunkedLocal)  # what the backend's vLLM Attention replaces
 # Base.__init__: the quantization methods the backend refuses.
@@ -102,15 +42,20 @@ UNMODELLED_ATTENTION = frozenset({"mla", "indexer", "cross"})  # attention the b
 
 def served(report: EngineInput, native: Collection[str], config: dict | None = None) -> str | None:
     """The backend class ``inspect_model_cls`` resolves (model_impl auto), or None when a vLLM class of
-    its own serves the model (``native``: vLLM's registered architectures) or nothing does. ``config``
-    (default: the raw text config) only decides the class's MoE name."""
+    its own serves the model (``native``: vLLM's registered architectures) or nothing does: the class
+    registry.py names for an architecture, else, for a first architecture transformers' fallback takes
+    (``OtherArchFacts.transformers_backend``), the backend class of its kind. ``config`` (default: the
+    raw text config) only decides the class's MoE name."""
     archs = list(report.architectures or [])
     if not archs or any(a in native for a in archs):
         return None
-    registered = next((REGISTERED[a] for a in archs if a in REGISTERED), None)
+    routes = {a: vllm_facts.other_facts(a) for a in archs}
+    registered = next((f.backend_class for f in routes.values() if f is not None and f.backend_class), None)
     if registered:
         return registered
-    if archs[0] in FALLBACK:  # _try_resolve_transformers(architectures[0]), then _get_transformers_backend_cls
+    first = routes[archs[0]]
+    if first is not None and first.transformers_backend == "fallback":
+        # _try_resolve_transformers(architectures[0]), then _get_transformers_backend_cls
         moe = "MoE" if expert_count(config if config is not None else report.config or {}) else ""
         return f"Transformers{'MultiModal' if multimodal(report) else ''}{moe}ForCausalLM"
     return None
