@@ -25,26 +25,18 @@ from typing import Any
 
 from hfkv.model.specs import ChunkedLocal, FullAttention, IndexerKeys, LayerSpec, MLALatent, SlidingWindow
 from hfkv.engines.contract import EngineInput, EngineKnobs
+from hfkv.engines.sglang import registry
+from hfkv.engines.sglang.facts import ArchFacts
 
 
 DSA_PAGE_TOKENS = 64  # arg_groups/model_overrides/deepseek_v2.py: page = 64·index_kpool
-MINIMAX_M3_PAGE = 128  # arg_groups/model_overrides/minimax_m3.py (fa3 on SM90, fa4/trtllm_mha on SM100)
 TRTLLM_PAGE = 64  # _mla_backend_page_constraints: trtllm_mha / trtllm_mla raise page 1 to 64
 FA4_PAGE = 128  # FA4 backend: page 128 for non-MLA models
+# ArchFacts.sm100_attention_backend values this module acts on (the rest only names the backend)
+TRTLLM_MLA = "trtllm_mla"
+TRITON = "triton"
+SM90_BACKEND = "fa3"
 
-MINIMAX_M3_PREFIX = "MiniMaxM3Sparse"
-# model_overrides/deepseek_v2.py (its non-DSA branch) and kimi_k3.py: trtllm_mla on SM100.
-TRTLLM_MLA_SM100 = frozenset({
-    "DeepseekV3ForCausalLM", "DeepseekV32ForCausalLM", "KimiK25ForConditionalGeneration",
-    "MistralLarge3ForCausalLM", "PixtralForConditionalGeneration", "GlmMoeDsaForCausalLM",
-    "Glm5NextForConditionalGeneration", "HYV4ForCausalLM", "HYV4ForCausalLMNextN", "LongcatFlashForCausalLM",
-    "LongcatFlashForCausalLMNextN", "Dots3NoteForCausalLM", "KimiK3ForConditionalGeneration",
-})
-# model_overrides/qwen3_5.py: triton on SM100 while the radix cache is on and nothing speculates.
-TRITON_SM100 = frozenset({
-    "Qwen3NextForCausalLM", "Qwen3_5MoeForConditionalGeneration", "InternS2PreviewForConditionalGeneration",
-    "InternS2MobiusForConditionalGeneration", "Qwen3_5ForConditionalGeneration",
-})
 SIXTEEN_BIT = ("bf16", "fp16")
 
 
@@ -69,32 +61,36 @@ def plan(report: EngineInput, layers: list[LayerSpec], knobs: EngineKnobs, warni
     dsa = any(isinstance(p, IndexerKeys) for layer in layers for p in layer.parts)
     mla = any(isinstance(p, MLALatent) for layer in layers for p in layer.parts)
     kv = dsa_kv_dtype(report, sm, warnings) if dsa else report.precision.kv
-    archs = list(report.architectures or [])
+    known = registry.arch_facts(report)
     if sm not in (9, 10):
         warnings.append(f"SGLang's attention backend on SM{sm}x is not modelled: page size and KV layout "
                         "are those of SM90 (H200)")
-    if any(a.startswith(MINIMAX_M3_PREFIX) for a in archs):
-        return Plan(kv, MINIMAX_M3_PAGE, "fa4/trtllm_mha" if sm == 10 else "fa3", False)
+    pinned = next((f for f in known if f.page_size), None)
+    if pinned is not None:  # a model override pins the page on every generation (MiniMax-M3)
+        return Plan(kv, pinned.page_size, (pinned.sm100_attention_backend or "trtllm_mha") if sm == 10
+                    else SM90_BACKEND, False)
     if dsa:
         kpool = max(p.ratio for layer in layers for p in layer.parts if isinstance(p, IndexerKeys))
         return Plan(kv, DSA_PAGE_TOKENS * kpool, "dsa (trtllm)" if sm == 10 else "dsa (FlashMLA sparse)",
                     sm != 10)
     if sm != 10:
-        return Plan(kv, 1, "fa3", False)
-    return sm100_plan(archs, layers, kv, mla, warnings)
+        return Plan(kv, 1, SM90_BACKEND, False)
+    return sm100_plan(known, layers, kv, mla, warnings)
 
 
-def sm100_plan(archs: list[str], layers: list[LayerSpec], kv: str, mla: bool, warnings: list[str]) -> Plan:
-    """Non-DSA models on SM100 (B200)."""
+def sm100_plan(known: list[ArchFacts], layers: list[LayerSpec], kv: str, mla: bool, warnings: list[str]) -> Plan:
+    """Non-DSA models on SM100 (B200): a model override's backend (``sm100_attention_backend``, any of
+    the config's architectures), else SGLang's default for the attention kind."""
+    overrides = {f.sm100_attention_backend for f in known}
     if mla:
-        if any(a in TRTLLM_MLA_SM100 for a in archs):
+        if TRTLLM_MLA in overrides:
             if kv in SIXTEEN_BIT:
                 warnings.append("SGLang's trtllm_mla backend (SM100) accepts --kv-cache-dtype bf16 or auto but "
                                 "refuses the spelling 'bfloat16' at start-up")
-            return Plan(kv, TRTLLM_PAGE, "trtllm_mla", False)
+            return Plan(kv, TRTLLM_PAGE, TRTLLM_MLA, False)
         return Plan(kv, 1, "flashinfer", False)
-    if any(a in TRITON_SM100 for a in archs):
-        return Plan(kv, 1, "triton", False)
+    if TRITON in overrides:
+        return Plan(kv, 1, TRITON, False)
     if any(asymmetric(p) for layer in layers for p in layer.parts):
         return Plan(kv, FA4_PAGE, "fa4", False)
     return Plan(kv, TRTLLM_PAGE, "trtllm_mha", False)

@@ -28,11 +28,8 @@ from typing import Any, Callable
 from hfkv.errors import UsageError
 from hfkv.model.specs import FullAttention, LayerSpec, ShortConvState
 from hfkv.engines.contract import EngineInput
+from hfkv.engines.sglang import registry
 
-CHATGLM_DEFAULT_GROUPS = 1  # configs/chatglm.py: ChatGLMConfig(multi_query_group_num=1)
-SIZES_EVERY_LAYER = frozenset({"nemotron-nas"})  # uniform cell over num_effective_layers
-EVEN_LAYERS_UNLESS_LISTED = {"zaya": "zaya_layers"}  # model_type -> the only key that places the layers
-WHOLE_HIDDEN_CONV = frozenset({"zaya"})  # a (hidden_size, 1) conv tensor kept whole on every TP rank
 CONTEXT_LENGTH_KEYS = ("max_sequence_length", "seq_length", "max_seq_len", "model_max_length",
                        "max_position_embeddings")
 DEFAULT_CONTEXT_LENGTH = 2048
@@ -72,11 +69,8 @@ def derived_context_length(config: dict, max_positions: int | None) -> int | Non
 def sglang_layers(report: EngineInput) -> tuple[list[LayerSpec], list[str]]:
     """(the layers SGLang sizes, notes on how they differ from the report's)."""
     layers, notes = list(report.layer_specs), []
-    if report.model_type == "chatglm" and "multi_query_group_num" not in (report.config or {}):
-        layers = [with_kv_heads(layer, CHATGLM_DEFAULT_GROUPS) for layer in layers]
-        notes.append("SGLang's own ChatGLMConfig defaults multi_query_group_num to 1 and sizes one KV head "
-                     "per layer (the config has no multi_query_group_num)")
-    if report.model_type in SIZES_EVERY_LAYER:
+    layers = default_kv_heads(report, layers, notes)
+    if registry.model_type(report).sizes_no_op_layers:
         layers, filled = fill_empty_layers(layers)
         if filled:
             notes.append(f"SGLang sizes all {len(layers)} layers (num_effective_layers), {filled} no-op "
@@ -85,9 +79,22 @@ def sglang_layers(report: EngineInput) -> tuple[list[LayerSpec], list[str]]:
     return layers, notes
 
 
+def default_kv_heads(report: EngineInput, layers: list[LayerSpec], notes: list[str]) -> list[LayerSpec]:
+    """A KV-head key the config lacks takes its SGLang config class's default (``kv_heads_default``:
+    ChatGLM v1's one KV head, module docstring)."""
+    default = registry.model_type(report).kv_heads_default
+    if default is None or default.key in (report.config or {}):
+        return layers
+    heads = "one KV head" if default.value == 1 else f"{default.value} KV heads"
+    notes.append(f"SGLang's own {default.config_class} defaults {default.key} to {default.value} and sizes "
+                 f"{heads} per layer (the config has no {default.key})")
+    return [with_kv_heads(layer, default.value) for layer in layers]
+
+
 def even_layers_only(report: EngineInput, layers: list[LayerSpec], notes: list[str]) -> list[LayerSpec]:
-    """ZAYA1 without ``zaya_layers``: SGLang keeps the caches of the even layers only (module docstring)."""
-    key = EVEN_LAYERS_UNLESS_LISTED.get(report.model_type)
+    """ZAYA1 without ``zaya_layers``: SGLang keeps the caches of the even layers only (module docstring;
+    the model type's ``even_layers_unless``)."""
+    key = registry.model_type(report).even_layers_unless
     if key is None or (report.config or {}).get(key) or not any(layer.parts for layer in layers[1::2]):
         return layers
     notes.append(f"SGLang's config class places attention on the even layers when the config has no {key} "
@@ -98,9 +105,10 @@ def even_layers_only(report: EngineInput, layers: list[LayerSpec], notes: list[s
 
 
 def replicated_state(report: EngineInput) -> Callable[[Any], bool]:
-    """Which state parts SGLang keeps whole on every TP rank (module docstring: ZAYA1's ``prev_hs``)."""
+    """Which state parts SGLang keeps whole on every TP rank (module docstring: ZAYA1's ``prev_hs``, the
+    model type's ``whole_hidden_conv``)."""
     hidden = (report.config or {}).get("hidden_size")
-    if report.model_type not in WHOLE_HIDDEN_CONV or not isinstance(hidden, int):
+    if not registry.model_type(report).whole_hidden_conv or not isinstance(hidden, int):
         return lambda part: False
     return lambda part: isinstance(part, ShortConvState) and part.dim == hidden and part.conv_kernel == 2
 

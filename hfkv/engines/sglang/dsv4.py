@@ -17,6 +17,7 @@ from hfkv.model.dtypes import block_scaled_bytes, ceil_div
 from hfkv.errors import UnsupportedModelError
 from hfkv.model.specs import CompressedKV, IndexerKeys, LayerSpec, MLALatent
 
+from hfkv.engines.sglang import registry
 from hfkv.engines.sglang.backend import SIXTEEN_BIT, requested_kv_dtype
 from hfkv.engines.sglang.config import context_length
 from hfkv.engines.sglang.pools import floor_to_page, running_requests
@@ -96,14 +97,11 @@ def check_kv_dtype(report: EngineInput, warnings: list[str]) -> None:
         raise UnsupportedModelError(f"SGLang 0.5.23 cannot serve DeepSeek V4 with a {requested} KV cache: {reason}")
 
 
-# model types whose DSV4PoolConfigurator takes cap mode (_resolve_swa_cap_tokens: a fixed SWA pool for the
-# request cap plus radix headroom, out of the per-token coefficient), which hfkv does not model yet.
-CAP_MODE_MODEL_TYPES = frozenset({"deepseek_v41"})
-
-
 def warn_cap_mode(report: EngineInput, warnings: list[str]) -> None:
-    """Say that SGLang sizes this model's SWA pool in cap mode, which these figures do not follow."""
-    if report.model_type in CAP_MODE_MODEL_TYPES:
+    """Say that SGLang sizes this model's SWA pool in cap mode (the model type's ``swa_cap_mode``:
+    ``_resolve_swa_cap_tokens``, a fixed SWA pool for the request cap plus radix headroom, out of the
+    per-token coefficient), which these figures do not follow."""
+    if registry.model_type(report).swa_cap_mode:
         warnings.append("DeepSeek-V4.1: SGLang reserves the SWA pool as fixed bytes for the request cap (cap "
                         "mode, _resolve_swa_cap_tokens), not per full token; hfkv's ratio sizing differs from it")
 

@@ -25,7 +25,8 @@ from __future__ import annotations
 from typing import Any
 
 from hfkv.errors import UnsupportedModelError
-from hfkv.engines.contract import EngineKnobs, printed
+from hfkv.engines.contract import EngineInput, EngineKnobs, printed
+from hfkv.engines.sglang import registry
 
 
 GIB = 1 << 30
@@ -33,26 +34,14 @@ MAMBA_BASE_RATIO = 3  # MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO
 EXTRA_BUFFER_SLOTS = 2  # get_mamba_tracking_slots(extra_buffer=True, overlap=True)
 SWA_EVICTION_INTERVAL = 128  # SGLANG_SWA_EVICTION_INTERVAL
 CHUNKS_IN_FLIGHT = 2  # prefill chunks in flight with the overlap scheduler
-# arg_groups/overrides.py: _MAMBA_EXTRA_BUFFER_ARCHS (the "auto" strategy becomes extra_buffer for the
-# ones also in _MAMBA_RADIX_CACHE_ARCHS; Granite hybrids with Mamba layers and Inkling get it too).
-EXTRA_BUFFER_ARCHS = frozenset({
-    "KimiLinearForCausalLM", "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration",
-    "Qwen3_5MoeForCausalLM", "Qwen3_5ForCausalLM", "Qwen3NextForCausalLM", "Qwen4ExpForConditionalGeneration",
-    "InternS2PreviewForConditionalGeneration", "MiniCPMV4_6ForConditionalGeneration",
-    "MiniCPMV4_7ForConditionalGeneration", "BailingMoeV2_5ForCausalLM", "BailingMoeV3ForCausalLM",
-    "BailingMoeV3VLForConditionalGeneration", "FalconH1ForCausalLM", "GraniteMoeHybridForCausalLM",
-    "Glm5NextForConditionalGeneration", "NemotronHForCausalLM", "NemotronHPuzzleForCausalLM",
-    "NemotronH_Omni_Reasoning_V3", "KimiK3ForConditionalGeneration", "InklingForConditionalGeneration",
-    "InklingForConditionalGenerationMTP",
-})
 
-
-def mamba_running_ratio(architectures: list[str], radix: bool) -> int:
-    """``_calculate_mamba_ratio``: state slots per running request (the first architecture decides)."""
+def mamba_running_ratio(report: EngineInput, radix: bool) -> int:
+    """``_calculate_mamba_ratio``: state slots per running request (the first architecture decides:
+    ``mamba_extra_buffer``)."""
     if not radix:
         return 1
-    first = (architectures or [""])[0]
-    return MAMBA_BASE_RATIO + (EXTRA_BUFFER_SLOTS if first in EXTRA_BUFFER_ARCHS else 0)
+    first = registry.first_arch_facts(report)
+    return MAMBA_BASE_RATIO + (EXTRA_BUFFER_SLOTS if first and first.mamba_extra_buffer else 0)
 
 
 def reserve_mamba(budget: int, per_slot: int, knobs: EngineKnobs, radix: bool, memory_ratio: float,

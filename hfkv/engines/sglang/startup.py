@@ -24,45 +24,20 @@ from hfkv.errors import UnsupportedModelError
 from hfkv.model.specs import ChunkedLocal, CompressedKV, FullAttention, IndexerKeys, LayerSpec, MLALatent, SlidingWindow
 
 from hfkv.engines.sglang import backend as sglang_backend
-
-# configs/model_config.py:is_hybrid_swa_model (engines.md §2.4c): the architectures that get a
 from hfkv.engines.sglang import config as sglang_config
+from hfkv.engines.sglang import registry
+from hfkv.engines.sglang.facts import HYBRID_SWA, HYBRID_SWA_IF_SLIDING
 from hfkv.engines.sglang import dsv4 as sglang_dsv4
 from hfkv.engines.sglang import pools as sglang_pools
 from hfkv.engines.sglang import support as sglang_support
 from hfkv.engines.contract import EngineInput, EngineKnobs, number
-# separate sliding-window pool. Any other architecture allocates full KV on every layer.
-HYBRID_SWA_ARCHITECTURES = frozenset({
-    # SWA_SINK_ARCHS
-    "Llama4ForConditionalGeneration", "DeepseekV4ForCausalLM", "GptOssForCausalLM",
-    "GraniteSWAForCausalLM", "GraniteMoeSWAForCausalLM", "IQuestQ1ForCausalLM",
-    # the rest of the list
-    "MiMoV2FlashForCausalLM", "MiMoV2ForCausalLM", "MiMoV2MTP", "Step3p5ForCausalLM", "Step3p5MTP",
-    "Step3p7ForConditionalGeneration", "MellumForCausalLM", "MuseGlimmerForCausalLM",
-    "MuseGlimmerForConditionalGeneration", "InklingForConditionalGeneration", "InklingForCausalLM",
-    "UnlimitedOCRForCausalLM",
-})
-# Gemma 4 and its Unified / Embedding / Diffusion variants.
-HYBRID_SWA_PREFIXES = ("Gemma4", "EmbeddingGemma2", "DiffusionGemma")
-# Hybrid only when the config actually has sliding layers (Laguna: a truthy window; Beam: a sliding layer).
-HYBRID_SWA_IF_SLIDING = frozenset({"LagunaForCausalLM", "BeamForCausalLM"})
 
-# arg_groups/fields/schedule.py and DSV4_DEFAULT_SWA_FULL_TOKENS_RATIO (engines.md §2.4c, §2.6c).
+# arg_groups/fields/schedule.py: swa_full_tokens_ratio; DSV4_DEFAULT_SWA_FULL_TOKENS_RATIO (engines.md §2.4c, §2.6c).
 DEFAULT_SWA_RATIO = Fraction(4, 5)
-SMALL_SWA_RATIO = Fraction(1, 10)
-SMALL_SWA_RATIO_MODEL_TYPES = frozenset({"deepseek_v4", "deepseek_v41"})  # DSV4PoolConfigurator's default
-SMALL_SWA_RATIO_PREFIXES = ("Inkling",)
-
-# configs/mamba_utils.py:mamba2_state_dtype (engines.md §2.8d): these families build their state
-# shapes without the config, so a config ``mamba_ssm_dtype`` is not seen (fp32 unless the env says).
-SSM_DTYPE_IGNORES_CONFIG = frozenset({
-    "kimi_linear", "kimi_k3", "bailing_hybrid", "glm5_next", "glm5_next_text", "granitemoehybrid",
-})
-DEFAULT_SSM_DTYPE = "fp32"
+DSV4_SWA_RATIO = Fraction(1, 10)  # DSV4PoolConfigurator's own default, whatever the architecture
+DEFAULT_SSM_DTYPE = "fp32"  # configs/mamba_utils.py:mamba2_state_dtype
 DEFAULT_CONV_DTYPE = "bf16"  # SGLANG_MAMBA_CONV_DTYPE
-
-# arg_groups/model_overrides/inkling.py: Inkling's own Mamba share (the knob's 0.9 is SGLang's default).
-SMALL_MAMBA_MEMORY_RATIO_PREFIXES = ("Inkling",)
+DEFAULT_MEMORY_RATIO = 0.9  # mamba_full_memory_ratio
 INDEX_MAP_BYTES = 8  # mem_cache/allocator/swa.py: int64 full→SWA index map per full token
 
 # -- per-token bytes ---------------------------------------------------------------------------
@@ -134,23 +109,23 @@ def local_window(part: Any) -> int | None:
 
 
 def is_hybrid_swa(report: EngineInput) -> bool:
-    """SGLang's architecture test for a separate sliding-window pool."""
-    archs = list(report.architectures or [])
+    """SGLang's test for a separate sliding-window pool (``is_hybrid_swa_model``): a config opting in,
+    any architecture it lists (``hybrid_swa``), or one it lists only when the config has sliding layers."""
     if (report.config or {}).get("is_hybrid_swa") is True:
         return True
-    if any(a in HYBRID_SWA_ARCHITECTURES or a.startswith(HYBRID_SWA_PREFIXES) for a in archs):
-        return True
+    kinds = {f.hybrid_swa for f in registry.arch_facts(report)}
     has_local = any(is_local(part) for layer in report.layer_specs for part in layer.parts)
-    return has_local and any(a in HYBRID_SWA_IF_SLIDING for a in archs)
+    return HYBRID_SWA in kinds or (HYBRID_SWA_IF_SLIDING in kinds and has_local)
 
 
-def swa_ratio(report: EngineInput, knobs: EngineKnobs, assumptions: list[str]) -> Fraction:
+def swa_ratio(report: EngineInput, knobs: EngineKnobs, assumptions: list[str],
+              pool_default: Fraction | None = None) -> Fraction:
+    """``--swa-full-tokens-ratio``, else the pool's own default, else the architecture's model override
+    (``swa_full_tokens_ratio``), else 0.8."""
     if knobs.swa_full_tokens_ratio is not None:
         return Fraction(str(knobs.swa_full_tokens_ratio))
-    small = report.model_type in SMALL_SWA_RATIO_MODEL_TYPES or any(
-        a.startswith(SMALL_SWA_RATIO_PREFIXES) for a in report.architectures or []
-    )
-    ratio = SMALL_SWA_RATIO if small else DEFAULT_SWA_RATIO
+    own = [f.swa_full_tokens_ratio for f in registry.arch_facts(report) if f.swa_full_tokens_ratio is not None]
+    ratio = pool_default or (own[0] if own else DEFAULT_SWA_RATIO)
     assumptions.append(f"swa_full_tokens_ratio = {float(ratio)} (SGLang default)")
     return ratio
 
@@ -160,7 +135,7 @@ def state_precision(report: EngineInput, knobs: EngineKnobs, assumptions: list[s
     ssm = knobs.mamba_ssm_dtype
     if ssm is None:
         configured = (report.config or {}).get("mamba_ssm_dtype")
-        if configured and report.model_type not in SSM_DTYPE_IGNORES_CONFIG and dtypes.canonical(configured):
+        if configured and registry.model_type(report).ssm_dtype_from_config and dtypes.canonical(configured):
             ssm = dtypes.canonical(configured)
             assumptions.append(f"Mamba SSM state {ssm} (config mamba_ssm_dtype), conv state {DEFAULT_CONV_DTYPE}")
         else:
@@ -181,11 +156,14 @@ def state_bytes_per_request(layers: list[LayerSpec], p: dtypes.Precision, tp: in
 
 
 def memory_ratio(report: EngineInput, knobs: EngineKnobs, assumptions: list[str]) -> float:
-    """``mamba_full_memory_ratio``: the knob, except Inkling's own 0.1 where the knob is at its default."""
+    """``mamba_full_memory_ratio``: the knob, except an architecture's own default (its model override's)
+    while the knob is at SGLang's."""
     ratio = float(knobs.mamba_full_memory_ratio)
-    if ratio == 0.9 and any(a.startswith(SMALL_MAMBA_MEMORY_RATIO_PREFIXES) for a in report.architectures or []):
-        assumptions.append("mamba_full_memory_ratio = 0.1 (SGLang's Inkling default)")
-        return 0.1
+    own = [f for f in registry.arch_facts(report) if f.mamba_full_memory_ratio is not None]
+    if ratio == DEFAULT_MEMORY_RATIO and own:
+        assumptions.append(f"mamba_full_memory_ratio = {own[0].mamba_full_memory_ratio} (SGLang's default for "
+                           f"{own[0].architecture}, set by its model override)")
+        return own[0].mamba_full_memory_ratio
     return ratio
 
 
@@ -242,7 +220,7 @@ def simulate(report: EngineInput, *, budget_bytes: int | None, max_model_len: in
     warnings = sglang_support.check(report, knobs)
     if any(isinstance(part, CompressedKV) for layer in report.layer_specs for part in layer.parts):
         ratio_notes: list[str] = []
-        ratio = swa_ratio(report, knobs, ratio_notes)
+        ratio = swa_ratio(report, knobs, ratio_notes, DSV4_SWA_RATIO)
         return sglang_dsv4.simulate(report, budget_bytes=budget_bytes, max_model_len=max_model_len, knobs=knobs,
                                     swa_ratio=ratio, warnings=warnings, notes=ratio_notes)
     layers, notes = sglang_config.sglang_layers(report)
@@ -270,7 +248,7 @@ def simulate(report: EngineInput, *, budget_bytes: int | None, max_model_len: in
     if ratio is not None:
         result.update(full_bytes_per_token=number(full), swa_bytes_per_token=number(swa),
                       swa_full_tokens_ratio=float(ratio))
-    mamba_ratio = sglang_pools.mamba_running_ratio(list(report.architectures or []), radix)
+    mamba_ratio = sglang_pools.mamba_running_ratio(report, radix)
     if per_slot:
         result.update(mamba_bytes_per_request=number(per_slot), mamba_running_ratio=mamba_ratio)
     if budget_bytes is not None:

@@ -32,28 +32,16 @@ from __future__ import annotations
 from hfkv.errors import UnsupportedModelError
 from hfkv.model.specs import FullAttention
 
-from hfkv.engines.sglang.facts import TpAssert
-from hfkv.engines.sglang.facts import architectures as sglang_architectures
-from hfkv.engines.sglang.facts import pp_support as sglang_pp_support
-from hfkv.engines.sglang.facts import tp_asserts as sglang_tp_asserts
+from hfkv.engines.sglang import registry
+from hfkv.engines.sglang.facts import PP_REFUSAL_BY_MODEL_TYPE, TpAssert, model_type_facts, registered
 from hfkv.engines.layout import Layout, size
 from hfkv.engines.sglang.config import sglang_layers
 from hfkv.engines.sglang.fallback import BACKEND_COMPATIBLE, BACKEND_INCOMPATIBLE, COVERED_SUFFIXES, TRANSFORMERS_VERSION
 from hfkv.engines.contract import EngineInput, EngineKnobs
 
 PREFIX = "SGLang 0.5.23 cannot serve this model"
-# SGLang's own config classes rename these architectures to a native one before the registry lookup.
-ARCHITECTURE_ALIASES = {
-    "DeepseekV41ForCausalLM": "DeepseekV4ForCausalLM",  # configs/deepseek_v41.py
-    "Olmo3ForCausalLM": "Olmo2ForCausalLM",  # configs/olmo3.py
-}
 # model_runner.py: assert self.support_pp (the model's forward takes pp_proxy_tensors) when pp_size > 1.
 PP_REFUSAL = "Pipeline Parallel is not compatible with this model."
-# Model overrides that refuse --pp-size > 1 before the model is built, by the first architecture.
-IQUEST_PP = "IQuest Q1 does not support pipeline parallelism."  # model_overrides/iquest_q1.py
-PP_OVERRIDES = {"IQuestQ1ForCausalLM": IQUEST_PP, "IQuestQ1MTP": IQUEST_PP}
-# deepseek_v4_hook.validate_deepseek_v41_features, for model_type deepseek_v41 only.
-DSV41_PP = "DeepSeek-V4.1 does not support pipeline parallelism yet; disable it to serve this model."
 
 
 def check(report: EngineInput, knobs: EngineKnobs | None = None) -> list[str]:
@@ -66,40 +54,34 @@ def check(report: EngineInput, knobs: EngineKnobs | None = None) -> list[str]:
     return warnings
 
 
-def native_architectures(report: EngineInput) -> list[str]:
-    """The config's architectures as SGLang's config classes rename them (``ARCHITECTURE_ALIASES``)."""
-    return [ARCHITECTURE_ALIASES.get(a, a) for a in (report.architectures or [])]
-
-
-def native_class(report: EngineInput) -> str | None:
-    """``ModelRegistry.resolve_model_cls``: the first of the config's architectures SGLang registers."""
-    native = sglang_architectures()
-    return next((a for a in native_architectures(report) if a in native), None)
-
-
 def check_pipeline(report: EngineInput, pp: int) -> None:
     """SGLang's refusals of ``--pp-size`` > 1 for this model (the module docstring)."""
     if pp <= 1:
         return
-    archs = native_architectures(report)
-    first = archs[0] if archs else None
-    model_type = (report.config or {}).get("model_type") or report.model_type
-    if first in PP_OVERRIDES:
-        raise UnsupportedModelError(f"{PREFIX} at --pp-size {pp}: {PP_OVERRIDES[first]}")
-    if first == "DeepseekV4ForCausalLM" and model_type == "deepseek_v41":
-        raise UnsupportedModelError(f"{PREFIX} at --pp-size {pp}: {DSV41_PP}")
+    refusal = override_pp_refusal(report)
+    if refusal:
+        raise UnsupportedModelError(f"{PREFIX} at --pp-size {pp}: {refusal}")
     # No registered architecture means the transformers fallback, whose classes all take pp_proxy_tensors.
-    arch = native_class(report)
-    if arch is not None and not sglang_pp_support()[arch]:
-        raise UnsupportedModelError(f"{PREFIX} at --pp-size {pp}: {PP_REFUSAL} ({arch}'s forward takes no "
-                                    "pp_proxy_tensors)")
+    found = registry.arch_facts(report)
+    if found and not found[0].supports_pp:
+        raise UnsupportedModelError(f"{PREFIX} at --pp-size {pp}: {PP_REFUSAL} ({found[0].architecture}'s forward "
+                                    "takes no pp_proxy_tensors)")
+
+
+def override_pp_refusal(report: EngineInput) -> str | None:
+    """The message a model override or hook raises for PP, keyed by the first architecture (``pp_refusal``),
+    which may hand over to the model type's check (the top-level config's ``model_type``)."""
+    first = registry.first_arch_facts(report)
+    refusal = first.pp_refusal if first else None
+    if refusal == PP_REFUSAL_BY_MODEL_TYPE:
+        return model_type_facts((report.config or {}).get("model_type") or report.model_type).pp_refusal
+    return refusal
 
 
 def fallback_warnings(report: EngineInput) -> list[str]:
     """The transformers-fallback verdict for a config whose architectures SGLang has no class for."""
-    archs = [a for a in native_architectures(report) if not a.startswith("Transformers")]
-    native = sglang_architectures()
-    if not archs or any(a in native for a in archs):
+    archs = [a for a in registry.native_architectures(report) if not a.startswith("Transformers")]
+    if not archs or any(registered(a) for a in archs):
         return []
     auto_map = (report.config or {}).get("auto_map") or {}
     # The fallback's generic sizing (ModelConfig) gives every layer full KV and reserves no state pool.
@@ -137,15 +119,16 @@ def fallback_verdict(arch: str, auto_map: dict, keeps_state: bool = False) -> st
 
 
 def check_variable_gqa(report: EngineInput) -> None:
-    """Nemotron-NAS takes one KV-head count from its blocks; different counts are refused."""
-    if report.model_type != "nemotron-nas":
+    """Nemotron-NAS takes one KV-head count from its blocks (``refuses_variable_gqa``); different counts
+    are refused."""
+    if not registry.model_type(report).refuses_variable_gqa:
         return
     heads = {part.kv_heads for layer in report.layer_specs for part in layer.parts
              if isinstance(part, FullAttention)}
     if len(heads) > 1:
         raise UnsupportedModelError(
             f"{PREFIX}: blocks with {sorted(heads)} KV heads; SGLang: 'Variable GQA (VGQA) is not yet "
-            "supported for nemotron-nas in sglang'")
+            f"supported for {report.model_type} in sglang'")
 
 
 HEAD_KEYS = ("num_attention_heads", "n_head", "n_heads", "num_heads")
@@ -162,8 +145,8 @@ def check_tp_asserts(report: EngineInput, knobs: EngineKnobs) -> None:
 
 def tp_refusal(report: EngineInput, tp: int, attn_tp: int) -> str | None:
     """SGLang's model-build refusal of TP ``tp`` (attention TP ``attn_tp``) for this model, or None."""
-    arch = native_class(report)
-    asserts = sglang_tp_asserts().get(arch) if arch else None
+    found = registry.arch_facts(report)
+    asserts = found[0].tp_asserts if found else None
     if not asserts or tp <= 1:
         return None
     sizes = {"tp": tp, "attn_tp": attn_tp}
