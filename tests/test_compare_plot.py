@@ -362,16 +362,16 @@ def test_small_bands_keep_their_exact_figures():
 def test_deployment_figures_come_from_the_serving_plan():
     from hfkv.commands.plot import deployment
 
-    # Llama-3.1-8B, 16 GB of weights, H200 reporting 143,771 MiB = 150,754,820,096 B:
-    # ceil(150,754,820,096 × 0.92) = 138,694,434,489; − 16,000,000,000 = 122,694,434,489 B of KV.
-    # 4,096 tokens: 131,072 × 4,096 = 536,870,912 B → 228.5 → 228 requests; 32,768: 4 GiB → 28.5 → 28.
+    # Llama-3.1-8B, 16 GB of weights, vLLM's budget on an H200 (tests/test_serving.py): 138,110,256,860
+    # requested − 16,000,000,000 − the 3,621,583,590 B vLLM keeps besides = 118,488,673,270 B of KV.
+    # 4,096 tokens: 131,072 × 4,096 = 536,870,912 B → 220.7 → 220 requests; 32,768: 4 GiB → 27.6 → 27.
     # DP 2 on 2 GPUs (one engine per rank): twice each.
     out = _reports(LLAMA)
     params = {**DEFAULT_PARAMS, "gpu": "H200", "weights_bytes": 16 * 10**9}
     d = deployment(out.configs[0], LLAMA, [4096, 32768], params, hub=None)
-    assert (d.xs, d.requests) == ([4096, 32768], [228, 28])
+    assert (d.xs, d.requests) == ([4096, 32768], [220, 27])
     d2 = deployment(out.configs[0], LLAMA, [4096, 32768], {**params, "gpu": "H200:2", "data_parallel_size": 2}, None)
-    assert d2.requests == [456, 56] and d2.where.startswith("2 × H200")
+    assert d2.requests == [440, 54] and d2.where.startswith("2 × H200")
     assert d2.verdict.startswith("fits on 2 × H200")
 
 

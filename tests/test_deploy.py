@@ -26,11 +26,24 @@ ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 DSV32 = SHARED / "hub-configs" / "deepseek-ai__DeepSeek-V3.2.json"
 
-# H200 reports 143,771 MiB = 143,771 × 2^20 = 150,754,820,096 B (140.4 GiB; the datasheet's 141 GiB is
-# 151,397,597,184); × 0.92 = 138,694,434,488.32 → ceil 138,694,434,489 usable per GPU.
-H200_USABLE = 138_694_434_489
-# H100 reports 81,559 MiB = 85,520,809,984 B; × 0.92 = 78,679,145,185.28 → 78,679,145,186.
-H100_USABLE = 78_679_145_186
+# vLLM's budget starts from the total CUDA reports: an H200's 139.81 GiB (as vLLM logs print it) =
+# int(139.81 × 2^30) = 150,119,844,413 B; ceil(× 0.92) = 138,110,256,860 requested per GPU. An H100's
+# 85,029,158,912 B → 78,226,826,200.
+H200_REQUESTED = 138_110_256_860
+H100_REQUESTED = 78_226_826_200
+# What vLLM keeps besides the weights for DeepSeek-V3.2 (vocab 129,280, hidden 7,168, 61 layers, 256
+# experts, 8 per token, expert size 2,048, one shared expert) with an H200's serve defaults (8,192
+# batched tokens, 1,024 sequences), at TP 8 on an NVSwitch board (engines/vllm/memory.py):
+#   sampler buffers 1,024 × 129,280 × 4 + 2 × 1,024 × ceil(129,280 / 32) × 4         =   562,626,560
+#   MoE workspace 8,192 × 8 × (max(2,048 / 8, 7,168) + max(2 × 2,048 / 8, 7,168)) × 2 = 1,879,048,192
+#   peak activation: the sampler, 14 × 1,024 × 129,280 + 8,192 × 7,168 × 2            = 1,970,798,592
+#   non-torch 2^30 / 4 + int(1.90 × 2^30)                                                = 2,308,544,921
+#   CUDA graphs int(0.30 × 2^30) + int(0.15 × 2^20) × 61 × (51 + 51)                   = 1,300,756,039
+#   allocator slack int(0.05 × 2^30)                                                     =    53,687,091
+DS_RESERVE_TP8 = 562_626_560 + 1_879_048_192 + 1_970_798_592 + 2_308_544_921 + 1_300_756_039 + 53_687_091
+# At TP 1 (vLLM's DP ranks): the workspace is the same (7,168 outweighs 2,048 and 4,096), non-torch 2^30 / 4.
+DS_RESERVE_TP1 = DS_RESERVE_TP8 - 2_308_544_921 + 268_435_456
+assert (DS_RESERVE_TP8, DS_RESERVE_TP1) == (8_075_461_395, 6_035_351_930)
 
 # DeepSeek-V3.2's weights, estimated from its config (tests/model/test_weights.py checks the count against
 # the published 685,355,329,792 parameters). Its routed experts, by hand: 58 MoE layers (61 −
@@ -75,9 +88,9 @@ def test_deepseek_tp8_one_copy_of_the_latents():
     report = _ds(8)
     W, _, _ = _roles(report)
     plan = plan_serving(report, gpu="H200:8")
-    # One divisor for every role: ceil(W / 8) per GPU; the KV budget is what the usable memory leaves.
+    # One divisor for every role: ceil(W / 8) per GPU; the KV budget is what vLLM's budget leaves.
     assert plan["weights_bytes_per_gpu"] == -(-W // 8) and plan["weights_source"] == "estimate"
-    budget = H200_USABLE - -(-W // 8)
+    budget = H200_REQUESTED - -(-W // 8) - DS_RESERVE_TP8
     assert plan["kv_budget_bytes"] == budget
     # Every GPU of the TP group holds every request's latent: budget / 7,875,461,120 per 160K request, 1 rank.
     ctx = _at(plan, 163840)
@@ -92,13 +105,20 @@ def test_deepseek_tp8_dp8_dp_attention():
     W, _, A = _roles(_ds(8))
     expected = math.ceil(Fraction(W, 8) + Fraction(7, 8) * A)
     assert plan["weights_bytes_per_gpu"] == expected
-    # What the usable memory leaves, ÷ 7,875,461,120 per 160K request, per rank; × 8 ranks.
-    budget = H200_USABLE - expected
+    # SGLang's budget: mem_fraction_static by its ServerArgs rule on an H200 (nvidia-smi 143,771 MiB) at
+    # TP 8 with DP attention 8, an MLA model: chunk 8,192, decode graphs up to 512, reserve 512 + 1.5 ×
+    # 8,192 + 8 / 8 × 1,024 + (2 × 512 + 3 × 512 × 8 + 1.5 × 512 × 8 + 1,536) = 34,816 MiB; (143,771 −
+    # 34,816) / 143,771 = 0.758. Free memory before loading: the CUDA total less the context and the
+    # communicators, 150,119,844,413 − int(0.38 × 2^30) − int(0.6 × 2^30) = 149,067,577,426 B; × 0.758,
+    # less the weights and int(0.13 × 2^30) = 139,586,437 B that loading leaves.
+    assert plan["gpu_memory_utilization"] == 0.758
+    budget = int(149_067_577_426 * 0.758) - expected - 139_586_437
     assert plan["kv_budget_bytes"] == budget
     ctx = _at(plan, 163840)
-    assert (ctx["max_concurrency"], ctx["max_concurrency_total"]) == (budget // DS_160K, 8 * (budget // DS_160K)) == (5, 40)
+    assert (ctx["max_concurrency"], ctx["max_concurrency_total"]) == (budget // DS_160K, 8 * (budget // DS_160K))
     assert plan["layout"]["attention_tensor_parallel_size"] == 1 and plan["gpu_count"] == 8
-    assert plan["verdict"].startswith("fits on 8 × H200-141GB: 40 requests at 160K (SGLang, DP attention)")
+    assert plan["verdict"].startswith(f"fits on 8 × H200-141GB: {8 * (budget // DS_160K)} requests at 160K "
+                                      "(SGLang, TP 8, DP attention 8)")
 
 
 def test_deepseek_sglang_dp_attention_pools_per_rank():
@@ -118,8 +138,12 @@ def test_deepseek_sglang_dp_attention_pools_per_rank():
 def test_deepseek_engine_verdict_counts_whole_requests_per_rank():
     report = _ds(8)
     enrich(report, gpu="H200:8", engine="sglang", engine_knobs={"data_parallel_size": 8, "enable_dp_attention": True})
-    # 5.66 per rank → 5 whole 160K requests on each of 8 ranks = 40.
-    assert report.extra["serving"]["verdict"].startswith("fits on 8 × H200-141GB: 40 requests at 160K (SGLang, DP attention)")
+    # SGLang's own count: its token pool per rank (page 64) over 163,840 tokens, floored, × 8 ranks.
+    tokens = report.extra["engine"]["max_total_num_tokens"]
+    assert tokens == report.extra["serving"]["kv_budget_bytes"] // DS_TOKEN // 64 * 64
+    assert report.extra["serving"]["verdict"].startswith(
+        f"fits on 8 × H200-141GB: {8 * (tokens // 163840)} requests at 160K (SGLang, TP 8, DP attention 8)")
+    assert report.extra["serving"]["verdict_detail"]["counted_by"] == "SGLang"
 
 
 def test_deepseek_vllm_dp8_expert_parallel():
@@ -129,12 +153,12 @@ def test_deepseek_vllm_dp8_expert_parallel():
     W, E, _ = _roles(_ds(1))
     expected = math.ceil(Fraction(E, 8) + W - E)
     assert plan["weights_bytes_per_gpu"] == expected
-    budget = H200_USABLE - expected
+    budget = H200_REQUESTED - expected - DS_RESERVE_TP1
     ctx = _at(plan, 163840)
     assert plan["kv_budget_bytes"] == budget
     assert (ctx["max_concurrency"], ctx["max_concurrency_total"]) == (budget // DS_160K, 8 * (budget // DS_160K))
     assert plan["layout"]["expert_shards"] == 8 and plan["replicas"] == 8
-    assert "(vLLM, DP 8, EP)" in plan["verdict"]
+    assert "(vLLM, TP 1, DP 8, EP 8)" in plan["verdict"]
 
 
 def test_deepseek_vllm_dp_ranks_are_engines_of_their_own():
@@ -164,16 +188,19 @@ def test_pp2_dense_llama():
     report = _fixture("meta-llama__Meta-Llama-3.1-8B")
     weights = 8_030_261_248 * 2  # 16,060,522,496 B of bf16 weights
     plan = plan_serving(report, gpu="H100:2", weights_bytes=weights, layout_knobs={"pipeline_parallel_size": 2})
-    # Each stage: 16 layers and half the weights: 16,060,522,496 / 2 = 8,030,261,248; budget
-    # 78,679,145,186 − 8,030,261,248 = 70,648,883,938.
-    assert plan["weights_bytes_per_gpu"] == 8_030_261_248 and plan["kv_budget_bytes"] == 70_648_883_938
-    # Per GPU 16 × 8 × 128 × 2 × 2 = 65,536 B/token; 32K → 2,147,483,648 B; 70,648,883,938 / that = 32.9 → 32.
+    # Each stage: 16 layers and half the weights: 16,060,522,496 / 2 = 8,030,261,248. vLLM's reserve for a
+    # 16-layer stage (the H100 serve defaults of tests/test_serving.py): sampler buffers 558,170,112 +
+    # peak activation 1,905,786,880 + non-torch 268,435,456 + CUDA graphs int(0.30 × 2^30) + int(0.15 ×
+    # 2^20) × 16 × 102 = 578,813,299 + slack 53,687,091 = 3,364,892,838; budget 78,226,826,200 −
+    # 8,030,261,248 − 3,364,892,838 = 66,831,672,114.
+    assert plan["weights_bytes_per_gpu"] == 8_030_261_248 and plan["kv_budget_bytes"] == 66_831_672_114
+    # Per GPU 16 × 8 × 128 × 2 × 2 = 65,536 B/token; 32K → 2,147,483,648 B; 66,831,672,114 / that = 31.1 → 31.
     ctx = _at(plan, 32768)
-    assert ctx["bytes_per_request"] == 2_147_483_648 and ctx["max_concurrency"] == 32
-    # vLLM per stage: block 16 × 65,536 = 1,048,576 B; 70,648,883,938 // 1,048,576 = 67,376 blocks;
-    # 131,072 / 16 = 8,192 blocks per request → 67,376 / 8,192 = 8.22.
+    assert ctx["bytes_per_request"] == 2_147_483_648 and ctx["max_concurrency"] == 31
+    # vLLM per stage: block 16 × 65,536 = 1,048,576 B; 66,831,672,114 // 1,048,576 = 63,735 blocks;
+    # 131,072 / 16 = 8,192 blocks per request → 63,735 / 8,192 = 7.78.
     result = simulate(report, engine="vllm", budget_bytes=plan["kv_budget_bytes"], pipeline_parallel_size=2)
-    assert (result["bytes_per_block"], result["num_blocks"], result["max_concurrency"]) == (1_048_576, 67_376, 8.22)
+    assert (result["bytes_per_block"], result["num_blocks"], result["max_concurrency"]) == (1_048_576, 63_735, 7.78)
     assert [s["layers"] for s in result["stages"]] == [16, 16]
 
 
@@ -234,20 +261,25 @@ def _planned(weights: int):
     return enrich(report, gpu="H100", weights_bytes=weights)
 
 
-@pytest.mark.parametrize("weights, expected", [
-    # 62,618,622,690 B budget (78,679,145,186 − 16,060,522,496); one 128K request is 17,179,869,184 B: 3 fit.
-    (16_060_522_496, "fits on 1 × H100-SXM-80GB: 3 requests at 128K (hfkv, TP 1)"),
-    # 200 × 10^9 B = 186.26 GiB of weights; usable 78,679,145,186 B = 73.28 GiB.
-    (200 * 10**9, "does not fit on 1 × H100-SXM-80GB: weights need 186.26 GiB per GPU of 73.28 GiB usable (hfkv, TP 1)"),
+@pytest.mark.parametrize("weights, expected, mark", [
+    # 58,544,720,114 B budget (tests/test_serving.py); one 128K request is 17,179,869,184 B: 3 fit, in vLLM's
+    # and SGLang's budgets alike (neither differs by 10%, so neither is named). The reserve's band: activation
+    # 1,905,786,880 // 10 + non-torch int(0.15 × 2^30) + graphs 835,504,051 // 2 + slack 53,687,091 =
+    # 190,578,688 + 161,061,273 + 417,752,025 + 53,687,091 = 823,079,077 B = 784.95 MiB.
+    (16_060_522_496, "fits on 1 × H100-SXM-80GB: 3 requests at 128K (hfkv, TP 1); the engine's reserve is an "
+                     "estimate (±784.95 MiB)", "✓"),
+    # 200 × 10^9 B = 186.26 GiB of weights; vLLM may use 78,226,826,200 B = 72.85 GiB.
+    (200 * 10**9, "does NOT fit on 1 × H100-SXM-80GB: weights need 186.26 GiB per GPU of 72.85 GiB the engine "
+                  "may use (hfkv, TP 1)", "✗"),
 ])
-def test_verdict_first_in_every_format(weights, expected):
+def test_verdict_first_in_every_format(weights, expected, mark):
     from rich.console import Console
 
     report = _planned(weights)
     assert report.to_dict()["serving"]["verdict"] == expected
-    assert render_markdown(report).splitlines()[2] == f"**{expected}**"
+    assert render_markdown(report).splitlines()[2] == f"**{mark} {expected}**"
     out = io.StringIO()
-    render_table(report, console=Console(file=out, width=200, highlight=False))
+    render_table(report, console=Console(file=out, width=300, highlight=False))
     assert out.getvalue().splitlines()[0] == expected
 
 
@@ -256,49 +288,5 @@ def test_verdict_never_counts_past_the_models_maximum():
     report = _fixture("meta-llama__Meta-Llama-3.1-8B")
     report.max_position_embeddings = 32768
     plan = plan_serving(report, gpu="H100", weights_bytes=16_060_522_496)
-    # 62,618,622,690 / 4,294,967,296 = 14.58 → 14 at 32K.
-    assert plan["verdict"].startswith("fits on 1 × H100-SXM-80GB: 14 requests at 32K")
-
-
-# -- what the engine keeps besides weights and KV: calibration on startup logs --------------------
-
-LOGS = SHARED / "docs" / "engine-logs.tsv"
-# (row, GPU the log's "N GB-class" is read as, gpu_memory_utilization the run used)
-CALIBRATION_ROWS = [("R04", "L40S", 0.9), ("R27", "H100", 0.96)]
-
-
-def _gib(text: str, label: str) -> float:
-    import re
-
-    match = re.search(label + r"\D*([0-9.]+) GiB", text)
-    assert match, f"{label} not in {text!r}"
-    return float(match.group(1))
-
-
-@pytest.mark.parametrize("row, gpu, util", CALIBRATION_ROWS)
-def test_engine_overhead_within_5_percent_of_the_printed_kv_memory(row, gpu, util):
-    from hfkv.planning import gpus
-    from hfkv.planning.serving import ENGINE_OVERHEAD_BYTES, usable_bytes
-
-    if not LOGS.exists():
-        pytest.skip(f"{LOGS} not present (the shared engine logs)")
-    line = next(l for l in LOGS.read_text().splitlines() if l.startswith(row + "\t"))
-    printed = line.split("\t")[12] + " " + line.split("\t")[1]
-    weights, available = _gib(printed, "Model loading took"), _gib(printed, "Available KV cache memory")
-    # R04: L40S reports 46,068 MiB = 44.99 GiB; × 0.9 = 40.49; − 27.52 − 1.5 = 11.47 GiB vs 11.57 printed (−0.9%).
-    # R27: H100 reports 81,559 MiB = 79.65 GiB; × 0.96 = 76.46; − 65.9651 − 1.5 = 9.00 GiB vs 8.99 printed (+0.1%).
-    usable = usable_bytes(gpus.get_gpu(gpu).device_bytes, Fraction(str(util)))
-    predicted = (usable - weights * 2**30 - ENGINE_OVERHEAD_BYTES) / 2**30
-    assert predicted == pytest.approx(available, rel=0.05)
-    # Without the overhead, hfkv's budget is 12–17% above what the engine printed: the estimate matters.
-    assert (usable / 2**30 - weights) / available > 1.1
-
-
-def test_engine_overhead_is_reported_not_subtracted():
-    report = _fixture("meta-llama__Meta-Llama-3.1-8B")
-    plan = plan_serving(report, gpu="H100", weights_bytes=16_060_522_496)
-    # 62,618,622,690 − 1.5 × 2^30 (1,610,612,736) = 61,008,009,954; the budget itself is unchanged.
-    assert plan["kv_budget_bytes"] == 62_618_622_690
-    assert plan["engine_overhead"]["kv_budget_bytes"] == 61_008_009_954
-    assert "startup logs" in plan["engine_overhead"]["source"]
-    assert plan_serving(report, kv_cache_memory_bytes=2**30)["engine_overhead"] is None
+    # 58,544,720,114 / 4,294,967,296 = 13.6 → 13 at 32K.
+    assert plan["verdict"].startswith("fits on 1 × H100-SXM-80GB: 13 requests at 32K")

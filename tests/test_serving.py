@@ -22,11 +22,6 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 LLAMA_PER_TOKEN = 32 * 8 * 128 * 2 * 2
 # Its 8,030,261,248 parameters in bf16: 8,030,261,248 × 2 = 16,060,522,496 B of weights.
 LLAMA_WEIGHTS = 8_030_261_248 * 2
-# Budgets use what the device reports: H100 81,559 MiB = 81,559 × 2^20 = 85,520,809,984 B (the datasheet's
-# 80 GiB is 85,899,345,920). × 0.92 = 78,679,145,185.28, rounded up (vLLM's ceil) to 78,679,145,186;
-# minus the weights: 78,679,145,186 − 16,060,522,496 = 62,618,622,690.
-H100_USABLE = 78_679_145_186
-H100_BUDGET_LLAMA = 62_618_622_690
 
 
 def _report(folder: str, **options) -> object:
@@ -99,48 +94,71 @@ def test_every_preset_names_its_source():
 
 
 # -- planner ------------------------------------------------------------------------------------
+#
+# hfkv's own count uses vLLM 0.33.0's budget (engines/vllm/memory.py). For Llama-3.1-8B (vocab 128,256,
+# hidden 4,096, intermediate 14,336, 32 layers) on an H100 or H200 with vLLM's serve defaults for a
+# >= 70 GiB GPU (8,192 batched tokens, 1,024 sequences), what vLLM keeps besides the weights:
+#   sampler buffers 1,024 × 128,256 × 4 + 2 × 1,024 × ceil(128,256 / 32) × 4      =   558,170,112 (its code)
+#   peak activation max(14 × 1,024 × 128,256 + 8,192 × 4,096 × 2,                 = 1,905,786,880
+#                       8,192 × (4,096 + 4 × 14,336) × 2 = 1,006,632,960)
+#   non-torch memory (TP 1) 2^30 / 4                                               =   268,435,456
+#   CUDA graphs int(0.30 × 2^30) + int(0.15 × 2^20) × 32 × (51 + 51)              =   835,504,051
+#   allocator slack int(0.05 × 2^30)                                               =    53,687,091
+#                                                                                     3,621,583,590
+LLAMA_RESERVE = 558_170_112 + 1_905_786_880 + 268_435_456 + 835_504_051 + 53_687_091
+# The H100 reports a CUDA total of 85,029,158,912 B: vLLM asks for ceil(× 0.92) = 78,226,826,200.
+H100_REQUESTED = 78_226_826_200
+# 78,226,826,200 − 16,060,522,496 − 3,621,583,590 = 58,544,720,114.
+H100_BUDGET_LLAMA = H100_REQUESTED - LLAMA_WEIGHTS - LLAMA_RESERVE
+assert LLAMA_RESERVE == 3_621_583_590 and H100_BUDGET_LLAMA == 58_544_720_114
 
 
 def test_llama_8b_on_h100(llama):
     plan = plan_serving(llama, gpu="H100", weights_bytes=LLAMA_WEIGHTS, batch=8)
     assert plan["gpu"] == "H100-SXM-80GB"
-    assert plan["kv_budget_bytes"] == H100_BUDGET_LLAMA
+    assert plan["usable_bytes"] == H100_REQUESTED and plan["kv_budget_bytes"] == H100_BUDGET_LLAMA
     assert plan["budget_source"] == "gpu" and plan["weights_fit"] is True
+    terms = {term["name"]: term for term in plan["memory"]["terms"]}
+    assert terms["sampler buffers"]["bytes"] == 558_170_112 and terms["sampler buffers"]["source"] == "code"
+    assert terms["weights"]["source"] == "checkpoint"  # given: not an estimate
     by_tokens = {c["tokens"]: c for c in plan["contexts"]}
-    # 4K: 4096 × 131,072 = 536,870,912 B; 62,618,622,690 / 536,870,912 = 116.64 → 116.
+    # 4K: 4096 × 131,072 = 536,870,912 B; 58,544,720,114 / 536,870,912 = 109.05 → 109.
     assert by_tokens[4096]["bytes_per_request"] == 4096 * LLAMA_PER_TOKEN == 536_870_912
-    assert by_tokens[4096]["max_concurrency"] == 116
-    # 32K: 32,768 × 131,072 = 4,294,967,296 B; 14 × that = 60,129,542,144 ≤ budget < 15 × = 64,424,509,440.
+    assert by_tokens[4096]["max_concurrency"] == 109
+    # 32K: 4,294,967,296 B; 13 × that = 55,834,574,848 ≤ budget < 14 × = 60,129,542,144.
     assert by_tokens[32768]["bytes_per_request"] == 4_294_967_296
-    assert by_tokens[32768]["max_concurrency"] == 14
+    assert by_tokens[32768]["max_concurrency"] == 13
     # 128K: 17,179,869,184 B; 3 × = 51,539,607,552 ≤ budget < 4 × = 68,719,476,736.
     assert by_tokens[131072]["max_concurrency"] == 3
-    # 8 requests: S ≤ 62,618,622,690 / (8 × 131,072 = 1,048,576) = 59,717.7 → 59,717 tokens.
-    assert plan["max_context_for_batch"] == 59_717 and plan["max_context_unbounded"] is False
-    # One 128K request (17,179,869,184 B) fits in 62,618,622,690.
+    # 8 requests: S ≤ 58,544,720,114 / (8 × 131,072 = 1,048,576) = 55,832.7 → 55,832 tokens.
+    assert plan["max_context_for_batch"] == 55_832 and plan["max_context_unbounded"] is False
     assert plan["max_length"] == {"tokens": 131072, "bytes_per_request": 17_179_869_184, "fits": True}
     # Decode at 32K, B = 1: (16,060,522,496 + 4,294,967,296 = 20,355,489,792) / 3.35e12 = 6.0763 ms.
     assert by_tokens[32768]["decode_step_seconds"]["1"] == pytest.approx(20_355_489_792 / 3.35e12)
     # B = 8: (16,060,522,496 + 8 × 4,294,967,296 = 50,420,260,864) / 3.35e12 = 15.05 ms.
     assert by_tokens[32768]["decode_step_seconds"]["8"] == pytest.approx(50_420_260_864 / 3.35e12)
-    assert set(by_tokens[32768]["decode_step_seconds"]) == {"1", "8", "14"}
+    assert set(by_tokens[32768]["decode_step_seconds"]) == {"1", "8", "13"}
     assert plan["decode_includes_weights"] is True
     assert any("lower bound" in e for e in plan["estimates"])
-    assert any("activations" in e for e in plan["estimates"])
+    assert any(e.startswith("peak activation") for e in plan["estimates"])
+    assert plan["verdict"].startswith("fits on 1 × H100-SXM-80GB: 3 requests at 128K (hfkv, TP 1)")
     json.dumps(plan)
 
 
 def test_tensor_parallel_and_replicas():
     report = _report("meta-llama__Meta-Llama-3.1-8B", tensor_parallel_size=2)
     plan = plan_serving(report, gpu="H100:8", weights_bytes=LLAMA_WEIGHTS)
-    # Weights per GPU: 16,060,522,496 / 2 = 8,030,261,248; budget 78,679,145,186 − 8,030,261,248 = 70,648,883,938.
+    # Weights per GPU: 16,060,522,496 / 2 = 8,030,261,248. At TP 2 on an NVSwitch board vLLM's non-torch
+    # memory grows by NCCL's buffers: 2^30 / 4 + int(1.82 × 2^30) = 2,222,645,575 (the other terms as at TP 1:
+    # the sampler sees the gathered vocabulary, and it outweighs the forward pass at 8,192 × (4,096 +
+    # 4 × 14,336 / 2) × 2): reserve 3,621,583,590 − 268,435,456 + 2,222,645,575 = 5,575,793,709.
     assert plan["weights_bytes_per_gpu"] == 8_030_261_248
-    assert plan["kv_budget_bytes"] == 70_648_883_938
+    assert plan["kv_budget_bytes"] == H100_REQUESTED - 8_030_261_248 - 5_575_793_709 == 64_620_771_243
     # Per GPU 4 of the 8 KV heads: 32 × 4 × 128 × 2 × 2 = 65,536 B/token; 32K → 2,147,483,648 B;
-    # 70,648,883,938 / 2,147,483,648 = 32.9 → 32 per replica; 8 GPUs / TP 2 = 4 replicas → 128.
+    # 64,620,771,243 / 2,147,483,648 = 30.09 → 30 per replica; 8 GPUs / TP 2 = 4 replicas → 120.
     ctx = next(c for c in plan["contexts"] if c["tokens"] == 32768)
     assert ctx["bytes_per_request"] == 2_147_483_648
-    assert (ctx["max_concurrency"], plan["replicas"], ctx["max_concurrency_total"]) == (32, 4, 128)
+    assert (ctx["max_concurrency"], plan["replicas"], ctx["max_concurrency_total"]) == (30, 4, 120)
     # The default single GPU is raised to the TP size; fewer GPUs than TP is an error.
     assert plan_serving(report, gpu="H100", weights_bytes=LLAMA_WEIGHTS)["gpu_count"] == 2
     with pytest.raises(UsageError):
@@ -151,25 +169,27 @@ def test_explicit_budget_overrides_the_gpu(llama):
     # 40 GiB = 42,949,672,960 = 10 × 4,294,967,296 exactly: 10 requests at 32K.
     plan = plan_serving(llama, gpu="L4", kv_cache_memory_bytes=40 * 2**30, weights_bytes=LLAMA_WEIGHTS)
     assert plan["kv_budget_bytes"] == 42_949_672_960 and plan["budget_source"] == "explicit"
-    assert plan["gpu_memory_utilization"] is None
+    assert plan["gpu_memory_utilization"] is None and plan["memory"] is None
     assert next(c for c in plan["contexts"] if c["tokens"] == 32768)["max_concurrency"] == 10
 
 
 def test_weights_that_do_not_fit(llama):
-    # L4 reports 23,034 MiB = 24,152,899,584 B; × 0.92 = 22,220,667,617.28 → 22,220,667,618 usable;
-    # 22,220,667,618 − 30,000,000,000 = −7,779,332,382.
+    # L4: no public record of its CUDA total; nvidia-smi's 23,034 MiB less the 454 MiB an H100's driver
+    # keeps = 22,580 MiB = 23,676,846,080 B (an estimate, said so); ceil(× 0.92) = 21,782,698,394 < 30e9.
     plan = plan_serving(llama, gpu="l4", weights_bytes=30_000_000_000)
-    assert plan["kv_budget_bytes"] == -7_779_332_382 and plan["weights_fit"] is False
-    assert plan["verdict"].startswith("does not fit on 1 × L4-24GB: weights need 27.94 GiB per GPU of 20.69 GiB")
+    assert plan["usable_bytes"] == 21_782_698_394 and plan["weights_fit"] is False
+    assert plan["kv_budget_bytes"] < 0
+    assert plan["verdict"].startswith("does NOT fit on 1 × L4-24GB: weights need 27.94 GiB per GPU of 20.29 GiB")
+    assert plan["verdict_detail"]["status"] == "does-not-fit"
     assert all(c["max_concurrency"] == 0 for c in plan["contexts"])
     assert plan["max_length"]["fits"] is False
 
 
 def test_utilization_is_a_parameter(llama):
-    # 0.9 (SGLang-style static fraction): ceil(85,520,809,984 × 0.9 = 76,968,728,985.6) = 76,968,728,986
-    # − 16,060,522,496 = 60,908,206,490.
+    # 0.9: ceil(85,029,158,912 × 0.9 = 76,526,243,020.8) = 76,526,243,021 − 16,060,522,496 − 3,621,583,590.
     plan = plan_serving(llama, gpu="h100", weights_bytes=LLAMA_WEIGHTS, gpu_memory_utilization=0.9)
-    assert plan["kv_budget_bytes"] == 60_908_206_490
+    assert plan["kv_budget_bytes"] == 76_526_243_021 - LLAMA_WEIGHTS - LLAMA_RESERVE == 56_844_136_935
+    assert plan["gpu_memory_utilization"] == 0.9 and plan["memory"]["fraction_source"] == "given"
     for bad in (0, 1.5, "x"):
         with pytest.raises(UsageError):
             plan_serving(llama, gpu="h100", weights_bytes=LLAMA_WEIGHTS, gpu_memory_utilization=bad)
@@ -182,13 +202,15 @@ def test_without_weights_or_gpu(llama):
     #   per layer: attention 2·4096·4096 + 2·4096·(8·128) = 41,943,040; MLP 3·4096·14,336 = 176,160,768;
     #   2 norms 2 × 4,096 = 8,192; 32 × 218,112,000 = 6,979,584,000; final norm 4,096
     #   total 8,030,261,248 parameters (the Hub's count) × 2 B = 16,060,522,496 B (the index's total_size).
-    # H200 reports 143,771 MiB = 150,754,820,096 B; ceil(× 0.92) = 138,694,434,489; − 16,060,522,496 = 122,633,911,993.
+    # H200: CUDA total 139.81 GiB as vLLM logs print it = int(139.81 × 2^30) = 150,119,844,413 B;
+    # ceil(× 0.92) = 138,110,256,860 − 16,060,522,496 − 3,621,583,590 (the same reserve as the H100's:
+    # the same scheduler defaults) = 118,428,150,774.
     assert plan["weights_bytes"] == 16_060_522_496 and plan["weights_source"] == "estimate"
-    assert plan["kv_budget_bytes"] == 122_633_911_993 and plan["budget_source"] == "gpu"
+    assert plan["kv_budget_bytes"] == 118_428_150_774 and plan["budget_source"] == "gpu"
     assert any("estimated from the config" in e for e in plan["estimates"])
-    assert plan["verdict"].endswith("weights estimated from the config's shapes")
-    # B_max at 4K: floor(122,633,911,993 / (4096 × 131072 = 536,870,912)) = 228
-    assert plan["contexts"][0]["max_concurrency"] == 228
+    assert "weights estimated from the config's shapes" in plan["verdict"]
+    # B_max at 4K: floor(118,428,150,774 / (4096 × 131072 = 536,870,912)) = 220
+    assert plan["contexts"][0]["max_concurrency"] == 220
     # The decode bound reads the estimated weights: 4K → (16,060,522,496 + 536,870,912) / 4.8e12.
     assert plan["decode_includes_weights"] is True
     assert plan["contexts"][0]["decode_step_seconds"]["1"] == pytest.approx(16_597_393_408 / 4.8e12)
@@ -199,20 +221,24 @@ def test_without_weights_or_gpu(llama):
         plan_serving(llama, gpu="Z80")
 
 
-def test_without_any_weights_the_budget_is_an_upper_bound():
+def test_without_any_weights_the_budget_is_an_upper_bound_and_the_verdict_unknown():
     report = _report("meta-llama__Meta-Llama-3.1-8B")
     report._weights_estimate = Unknown("test: no shapes")  # no parameter count, no checkpoint
     attach_weights(report)
     plan = plan_serving(report, gpu="h200")
-    # Nothing subtracted: ceil(150,754,820,096 × 0.92) = 138,694,434,489 (138,694,434,488.32 rounded up).
-    assert plan["kv_budget_bytes"] == 138_694_434_489 and plan["weights_fit"] is None
+    # Nothing subtracted for the weights: 138,110,256,860 − 3,621,583,590 = 134,488,673,270.
+    assert plan["kv_budget_bytes"] == 134_488_673_270 and plan["weights_fit"] is None
     assert plan["budget_source"] == "gpu-without-weights"
     assert any("upper bound" in e for e in plan["estimates"])
-    # B_max at 4K: floor(138,694,434,489 / 536,870,912) = 258; the decode bound counts KV reads only.
-    assert plan["contexts"][0]["max_concurrency"] == 258
+    # B_max at 4K: floor(134,488,673,270 / 536,870,912) = 250; the decode bound counts KV reads only.
+    assert plan["contexts"][0]["max_concurrency"] == 250
     assert plan["decode_includes_weights"] is False
     assert plan["contexts"][0]["decode_step_seconds"]["1"] == pytest.approx(536_870_912 / 4.8e12)
-    assert plan["verdict"].endswith("an upper bound: weights unknown")
+    # Fail closed: the verdict is "unknown", naming why, with the upper bound (7 at 128K:
+    # 134,488,673,270 / 17,179,869,184 = 7.83).
+    assert plan["verdict_detail"]["status"] == "unknown"
+    assert plan["verdict"].startswith("unknown on 1 × H200-141GB (hfkv, TP 1): the weights are unknown (test: no shapes)")
+    assert plan["verdict"].endswith("without them at most 7 requests at 128K")
 
 
 def test_windowed_model_is_unbounded_for_small_batches():
@@ -228,14 +254,17 @@ def test_windowed_model_is_unbounded_for_small_batches():
 
 def test_gpu_budgets_feed_the_markdown_columns(llama):
     budgets = gpu_budgets(["h100", "MI300X"], llama, weights_bytes=LLAMA_WEIGHTS)
-    # MI300X as rocm-smi reports it: ceil(206,141,652,992 × 0.92 = 189,650,320,752.64) = 189,650,320,753
-    # − 16,060,522,496 = 173,589,798,257.
-    assert budgets == {"H100-SXM-80GB": H100_BUDGET_LLAMA, "MI300X-192GB": 173_589_798_257}
+    # MI300X: CUDA total 205,822,885,888 B (a vLLM log's 191.69 GiB); ceil(× 0.92) = 189,357,055,017. Its
+    # 191.69 GiB puts it in vLLM's >= 160 GiB tier: 16,384 batched tokens, so the forward pass,
+    # 16,384 × (4,096 + 4 × 14,336) × 2 = 2,013,265,920, outweighs the sampler warm-up (14 × 1,024 ×
+    # 128,256 + 16,384 × 4,096 × 2 = 1,972,895,744): reserve 3,621,583,590 − 1,905,786,880 + 2,013,265,920
+    # = 3,729,062,630; 189,357,055,017 − 16,060,522,496 − 3,729,062,630 = 169,567,469,891.
+    assert budgets == {"H100-SXM-80GB": H100_BUDGET_LLAMA, "MI300X-192GB": 169_567_469_891}
     text = render_markdown(llama, budgets=budgets)
-    # 32K row: 62,618,622,690 / 4,294,967,296 = 14.58 → 14 on H100; 173,589,798,257 / 4,294,967,296 = 40.42 → 40.
-    assert "| 32K | 4.00 GiB | 4.00 GiB | 14 | 40 |" in text
+    # 32K row: 58,544,720,114 / 4,294,967,296 = 13.6 → 13 on H100; 169,567,469,891 / 4,294,967,296 = 39.5 → 39.
+    assert "| 32K | 4.00 GiB | 4.00 GiB | 13 | 39 |" in text
     unknown = gpu_budgets(["h100"], llama)
-    # No weights: 78,679,145,186 and the column says so.
-    assert unknown == {"H100-SXM-80GB (weights unknown)": H100_USABLE}
+    # No weights unknown here: the estimate is subtracted (16,060,522,496 B, as published).
+    assert unknown == {"H100-SXM-80GB": H100_BUDGET_LLAMA}
     # Weights larger than the GPU: budget 0, never negative.
     assert gpu_budgets(["l4"], llama, weights_bytes=10**11) == {"L4-24GB": 0}

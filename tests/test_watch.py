@@ -61,12 +61,17 @@ def test_first_run_writes_a_report_per_new_model_and_the_index(two_models, tmp_p
     assert report_a["model"] == f"{ORG}/new-a" and report_a["alpha_bytes_per_token"] == 131072
     assert report_a["weights"]["total_parameters"] == 1_000_000
     assert report_a["weights_bytes"] == 2_000_000  # 1,000,000 × 2 B
-    # H100 budget: the 81,559 MiB it reports, ceil(81,559 × 2^20 × 0.92) = 78,679,145,186 − 2,000,000 = 78,677,145,186.
-    assert report_a["watch"]["gpu_budgets"]["H100-SXM-80GB"] == 78_677_145_186
+    # H100 budget, vLLM's rule (Llama-3.1-8B's shapes: vocab 128,256, hidden 4,096, 32 layers):
+    #   requested ceil(85,029,158,912 B CUDA total × 0.92) = 78,226,826,200
+    #   − weights 2,000,000 − sampler buffers 1,024 × 128,256 × 4 + 2 × 1,024 × ceil(128,256 / 32) × 4 = 558,170,112
+    #   − peak activation 14 × 1,024 × 128,256 + 8,192 × 4,096 × 2 = 1,905,786,880 − non-torch 2^30 / 4 = 268,435,456
+    #   − CUDA graphs int(0.30 GiB) + int(0.15 MiB) × 32 layers × (51 + 51) graphs = 835,504,051
+    #   − allocator slack int(0.05 GiB) = 53,687,091 → 74,603,242,610
+    assert report_a["watch"]["gpu_budgets"]["H100-SXM-80GB"] == 74_603_242_610
     md_a = (out / f"{ORG}__new-a.md").read_text()
     assert "parameters: 1,000,000" in md_a and "weights: 2,000,000 B" in md_a
-    # 4K row: 78,677,145,186 / (4096 × 131,072 = 536,870,912) = 146.5 → 146 on the H100.
-    assert re.search(r"^\| 4K \| 512\.00 MiB \| 512\.00 MiB \| 146 \|", md_a, re.M)
+    # 4K row: 74,603,242,610 / (4096 × 131,072 = 536,870,912) = 138.96 → 138 on the H100.
+    assert re.search(r"^\| 4K \| 512\.00 MiB \| 512\.00 MiB \| 138 \|", md_a, re.M)
     md_b = (out / f"{ORG}__new-b.md").read_text()
     assert "not listed by the Hub" in md_b and "estimated from the config's shapes" in md_b  # weights: the estimate
 

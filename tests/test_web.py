@@ -376,11 +376,15 @@ def test_browser_link_reproduces_the_page_with_engines(server, driver, fake_hub,
     wait_for(driver, "#hfkv-headline")
     driver.save_screenshot(str(SHOTS / "hfkv-web-link.png"))
     assert shown(driver, '[data-field="alpha_bytes_per_token"]') == ["48,068 B (46.94 KiB)"]  # 61 × (656 + 132)
-    # KV budget per GPU: ceil(143,771 MiB (what the H200 reports) × 0.92) − 689e9 / 8 = 138,694,434,489
-    # − 86,125,000,000 = 52,569,434,489 B (48.96 GiB); at 160K a request holds 163,840 × 48,068 = 7,875,461,120 B
-    # → 6 requests (6.68).
-    assert shown(driver, "#hfkv-headline") == ["On 8 × H200-141GB (TP 8, 1 replica): KV budget 48.96 GiB per GPU "
-                                               "→ 6 requests at 160K per replica"]
+    # The verdict every output prints. KV budget per GPU, vLLM's rule: 138,110,256,860 requested (an H200's
+    # CUDA total × 0.92) − 689e9 / 8 = 86,125,000,000 of weights − the 8,075,461,395 B vLLM keeps besides
+    # (tests/test_deploy.py, DS_RESERVE_TP8) = 43,909,795,465 B; at 160K a request holds 163,840 × 48,068 =
+    # 7,875,461,120 B → 5 requests (5.58).
+    headline = shown(driver, "#hfkv-headline")[0]
+    assert headline.startswith("fits on 8 × H200-141GB: 5 requests at 160K (hfkv, TP 8)")
+    planned = hfkv.inspect(repo, hub=HubClient(endpoint=fake_hub.url, cache_dir=hub_cache), kv_cache_dtype="fp8",
+                           tensor_parallel_size=8)
+    assert headline == enrich(planned, gpu="H200-141GB:8").extra["serving"]["verdict"]  # the CLI's line
     assert wait_for(driver, "#hfkv-link").get_attribute("href") == server + query
     assert shown(driver, "#hfkv-cli") == [f"hfkv {repo} --kv-cache-dtype fp8 --tp 8 --gpu H200-141GB:8"]
     engines = []

@@ -102,9 +102,8 @@ def _knob_option(f: Any) -> Callable:
 def planning_options(fn: Callable) -> Callable:
     """GPU, serving and engine-mode options of the report command."""
     options = [
-        click.option("--gpu", help="GPU preset, NAME[:COUNT] (e.g. H200:8); KV budget = memory × utilization − weights/TP."),
-        click.option("--gpu-memory-utilization", "--mem-fraction-static", "gpu_memory_utilization",
-                     type=click.FloatRange(min=0, min_open=True, max=1), help="Fraction of GPU memory the engine may use (default 0.92)."),
+        click.option("--gpu", help="GPU preset, NAME[:COUNT] (e.g. H200:8): the KV budget is what the engine leaves after "
+                                          "its weights and reserve (vLLM's rule unless --engine sglang)."),
         click.option("--engine", type=click.Choice(["theory", "sglang", "vllm"]), default="theory", show_default=True,
                      help="theory: hfkv's exact per-request figures; sglang/vllm: the engine's own pool arithmetic."),
         click.option("--no-weights", is_flag=True, help="Do not fetch parameter counts from the Hub."),

@@ -31,14 +31,15 @@ def deployment(cfg: Any, model: str, xs: list[int], params: dict[str, Any], hub:
     report command; weights from the Hub, ``--weights-bytes`` or the config's parameter count)."""
     from hfkv.inspection import inspect_loaded
     from hfkv.planning.enrich import enrich
-    from hfkv.planning.serving import layout_label, plan_serving
+    from hfkv.planning.serving import plan_serving
+    from hfkv.planning.verdict import layout_label
     from hfkv.render.plot import Deployment
 
     from_hub = None if params.get("no_weights") else hub
     report = inspect_loaded(cfg, build_options(params).model_copy(update={"contexts": tuple(xs)}), hub=from_hub)
     enrich(report, weights_bytes=params.get("weights_bytes"))
     plan = plan_serving(
-        report, gpu=params["gpu"], gpu_memory_utilization=params.get("gpu_memory_utilization"),
+        report, gpu=params["gpu"],
         weights_bytes=report.extra.get("weights_bytes"), weights_read_bytes=params.get("weights_read_bytes"),
         layout_knobs=engine_knobs(params), engine=params.get("engine") or "theory",
     )

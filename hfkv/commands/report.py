@@ -37,7 +37,7 @@ def report_command(models: tuple[str, ...], fmt: str, **params: Any) -> None:
             report = inspect_loaded(loaded, options, hub=None if params.get("no_weights") else hub)
             enrich(
                 report, gpu=params.get("gpu"),
-                gpu_memory_utilization=params.get("gpu_memory_utilization"), weights_bytes=params.get("weights_bytes"),
+                weights_bytes=params.get("weights_bytes"),
                 weights_read_bytes=params.get("weights_read_bytes"), engine=params["engine"],
                 max_model_len=params.get("max_model_len"), engine_knobs=engine_knobs(params),
             )

@@ -302,9 +302,10 @@ def model_markdown(report: Any, budgets: dict[str, int], weights: dict | None, c
         lines.append("- parameters: not listed by the Hub (no safetensors metadata)")
     util = cfg.gpu_memory_utilization
     if budgets:
-        subtracted = "− weights / TP" if report.extra.get("weights_bytes") is not None else "(weights unknown, not subtracted)"
-        lines.append(f"- B_max columns: requests per GPU at each context in a KV budget of memory × {util:g} "
-                     f"{subtracted}; activations and CUDA graphs are not subtracted, so engines fit somewhat fewer")
+        subtracted = "the weights" if report.extra.get("weights_bytes") is not None else "(weights unknown, not subtracted)"
+        lines.append(f"- B_max columns: requests per GPU at each context in vLLM's budget on one GPU: memory × {util:g} "
+                     f"less {subtracted}, its sampler buffers, peak activation, non-torch memory and CUDA graphs "
+                     "(estimates, docs/deployments.md)")
     return printable_text("\n".join(lines) + "\n\n" + render_markdown(report, budgets=budgets))
 
 

@@ -48,10 +48,10 @@ from types import ModuleType
 from typing import Any
 
 from hfkv.engines import layout as lay
-from hfkv.engines.contract import ENGINES, VERSIONS, EngineInput, EngineKnobs
+from hfkv.engines.contract import ENGINES, VERSIONS, Device, EngineInput, EngineKnobs, MemoryBudget
 from hfkv.errors import UnsupportedModelError, UsageError
 
-__all__ = ["ENGINES", "VERSIONS", "EngineInput", "EngineKnobs", "check_layout", "simulate"]
+__all__ = ["ENGINES", "VERSIONS", "EngineInput", "EngineKnobs", "check_layout", "memory_budget", "simulate"]
 
 
 def engine_module(name: str) -> ModuleType:
@@ -110,3 +110,12 @@ def check_layout(report: Any, layout: lay.Layout) -> None:
     ``UnsupportedModelError`` with the engine's reason; theory checks nothing."""
     if layout.engine in ENGINES:
         engine_module(layout.engine).check_layout(EngineInput.of(report), layout)
+
+
+def memory_budget(engine: str, report: Any, device: Device, weights_per_gpu: int | None,
+                  weights_source: str | None, knobs: EngineKnobs, layout: lay.Layout) -> MemoryBudget:
+    """What ``engine`` leaves for its KV pools on one GPU of ``layout`` (``MemoryBudget``: the memory it
+    may use, then every term it keeps, each with its source and band): vLLM's
+    ``determine_available_memory``, SGLang's ``mem_fraction_static`` and ``_profile_available_bytes``."""
+    module = importlib.import_module(f"hfkv.engines.{engine}.memory")  # the engine's own module, on first use
+    return module.memory_budget(EngineInput.of(report), device, weights_per_gpu, weights_source, knobs, layout)

@@ -73,6 +73,19 @@ class EngineKnobs:
                                                 "TP (true/false)", kind="flag")
     pipeline_parallel_size: int = _knob(1, "pipeline stages, each holding and sizing the KV of its own layers",
                                         aliases=("--pp",))
+    gpu_memory_utilization: float | None = _knob(None, "vLLM: fraction of the GPU's memory the engine may use "
+                                                       "(default 0.92); hfkv's own count uses it too", kind="ratio")
+    mem_fraction_static: float | None = _knob(None, "SGLang: fraction of free memory for weights and KV pools "
+                                                    "(default: ServerArgs' rule from the GPU, TP, PP, DP attention, "
+                                                    "chunked prefill and CUDA graphs)", kind="ratio")
+    max_num_seqs: int | None = _knob(None, "vLLM: sequences per scheduler step; sizes the sampler warm-up and its "
+                                           "buffers (default 1024 from 70 GiB, else 256; --gpu sets it)")
+    enforce_eager: bool = _knob(False, "vLLM: no CUDA graphs (their memory estimate is then 0)", kind="flag")
+    chunked_prefill_size: int | None = _knob(None, "SGLang: tokens per prefill chunk (default by GPU memory: 2048 "
+                                                   "below 20 GB, 4096 below 60 GB, 8192 below 160 GB, else 16384)")
+    cuda_graph_max_bs: int | None = _knob(None, "SGLang: largest decode batch captured in a CUDA graph (default by "
+                                                "GPU memory and TP)")
+    disable_cuda_graph: bool = _knob(False, "SGLang: no CUDA graphs (no graph term in the reserve)", kind="flag")
 
     @classmethod
     def names(cls) -> tuple[str, ...]:
@@ -136,6 +149,75 @@ def compute_capability(value: Any) -> str:
 
 
 @dataclass(frozen=True)
+class Device:
+    """One GPU as an engine measures it. ``smi_bytes``: nvidia-smi's ``memory.total`` (what SGLang's
+    defaults and vLLM's batch tiers read); ``cuda_total_bytes``: the total cudaMemGetInfo reports (what
+    vLLM multiplies by its utilization, and what free memory starts from), exact or as logs print it
+    (``cuda_total_exact``); ``interconnect``: "nvswitch" (HGX boards: NCCL's NVLS buffers grow with TP) or
+    "pcie"; ``vendor`` and ``compute_capability`` choose kernels."""
+
+    name: str
+    smi_bytes: int
+    cuda_total_bytes: int
+    cuda_total_exact: bool = False
+    cuda_total_source: str = ""
+    interconnect: str = "pcie"
+    vendor: str = "NVIDIA"
+    compute_capability: str | None = None
+
+
+@dataclass(frozen=True)
+class Term:
+    """One line of an engine's memory budget on one GPU: ``bytes`` of ``name`` and where the figure comes
+    from: ``code`` (the engine's own arithmetic, exact), ``checkpoint`` (the weights' exact bytes),
+    ``estimate`` (a model of what the engine measures at start-up: ``error_bytes`` is its band, ± bytes)."""
+
+    name: str
+    bytes: int
+    source: str
+    error_bytes: int = 0
+    note: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class MemoryBudget:
+    """What an engine leaves for its KV pools on one GPU: ``usable_bytes`` (the memory it may use: vLLM
+    ``ceil(total × gpu_memory_utilization)``, SGLang ``free memory × mem_fraction_static``) minus each of
+    ``terms``; ``kv_bytes`` may be ≤ 0 (nothing fits). ``error_bytes`` is the sum of the terms' bands."""
+
+    engine: str
+    fraction: float
+    fraction_source: str  # "given", or how the engine's default was reached
+    usable_bytes: int
+    terms: tuple[Term, ...]
+    notes: tuple[str, ...] = ()
+
+    @property
+    def kv_bytes(self) -> int:
+        return self.usable_bytes - sum(term.bytes for term in self.terms)
+
+    @property
+    def error_bytes(self) -> int:
+        return sum(term.error_bytes for term in self.terms)
+
+    @property
+    def exact(self) -> bool:
+        return all(term.source in ("code", "checkpoint", "given") for term in self.terms)
+
+    def term(self, name: str) -> Term | None:
+        return next((term for term in self.terms if term.name == name), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"engine": self.engine, "fraction": self.fraction, "fraction_source": self.fraction_source,
+                "usable_bytes": self.usable_bytes, "terms": [term.to_dict() for term in self.terms],
+                "kv_bytes": self.kv_bytes, "error_bytes": self.error_bytes, "exact": self.exact,
+                "notes": list(self.notes)}
+
+
+@dataclass(frozen=True)
 class EngineInput:
     """A model as an engine mode reads it: the mapped layers and precision of a report, the raw text
     config (for the keys an engine rule reads itself), the names the engines' registries match, and
@@ -150,6 +232,7 @@ class EngineInput:
     model_type: str | None = None
     architectures: list[str] = field(default_factory=list)
     config: dict = field(default_factory=dict)
+    root_config: dict = field(default_factory=dict)  # the whole config.json (towers, quantisation)
     max_position_embeddings: int | None = None
     requested_kv_cache_dtype: str | None = None  # --kv-cache-dtype as typed ("auto" included); None: unknown
     requested_conv_dtype: str | None = None  # --conv-dtype as typed; None: unknown
@@ -168,6 +251,7 @@ class EngineInput:
             model_type=getattr(report, "model_type", None),
             architectures=list(getattr(report, "architectures", None) or []),
             config=getattr(report, "config", None) or {},
+            root_config=getattr(report, "root_config", None) or getattr(report, "config", None) or {},
             max_position_embeddings=getattr(report, "max_position_embeddings", None),
             requested_kv_cache_dtype=_typed(getattr(report, "kv_cache_dtype_requested", None), options, "kv_cache_dtype"),
             requested_conv_dtype=_typed(None, options, "conv_dtype"),

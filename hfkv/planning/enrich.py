@@ -1,18 +1,28 @@
-"""Sections a report gains from outside the config: weights, a serving plan, an engine mode.
+"""Sections a report gains from outside the config: given weights, a serving plan, an engine mode.
 
-``enrich`` is what the CLI calls after ``inspect_config``; Python users can call it on any report.
-Each step is optional and adds one key to ``report.extra`` (merged into the JSON):
-``weights``/``weights_bytes`` (Hub safetensors metadata), ``serving`` (``hfkv.planning.serving.plan_serving``)
-and ``engine`` (``hfkv.engines.simulate``).
+``enrich`` is what every command calls after inspecting a config; Python users can call it on any
+report (``hfkv.inspect(..., gpu=...)`` does). Each step is optional and adds one key to
+``report.extra`` (merged into the JSON): ``weights``/``weights_bytes`` (``--weights-bytes``),
+``serving`` (``hfkv.planning.serving.plan_serving``, with its verdict) and ``engine``
+(``hfkv.engines.simulate``).
+
+With an engine, the verdict is that engine's own count in its own budget. Without one (hfkv's exact
+count) and with a GPU, each engine is asked too, in its own budget and at the verdict's context: the
+verdict names an engine that refuses, or whose count differs by more than 10%, and a layout every
+engine refuses is never said to fit.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from hfkv.engines import ENGINES, simulate
 from hfkv.errors import UnsupportedModelError
-from hfkv.model.weights import attach as attach_weights
 from hfkv.model.report import Report
+from hfkv.model.weights import attach as attach_weights
+from hfkv.planning.gpus import parse_gpu
+from hfkv.planning.serving import plan_serving, set_verdict
+from hfkv.planning.verdict import engine_requests
 
 
 def enrich(
@@ -29,12 +39,11 @@ def enrich(
     engine_knobs: dict[str, Any] | None = None,
     weights_read_bytes: int | None = None,
 ) -> Report:
-    """Add weights (when ``hub`` and ``repo_id`` are given), a serving plan (with ``gpu`` or an engine
-    mode) and the engine's own figures (``engine`` = ``sglang`` or ``vllm``). ``weights_bytes``
-    overrides what the Hub says (and is the only source for local files); ``weights_read_bytes`` is
-    what a decode step reads of them (MoE: the active experts). The parallel-layout knobs of
-    ``engine_knobs`` (DP, DP attention, EP, PP) shape the serving plan too, and with an engine the
-    plan's ``verdict`` is the engine's own count. Returns ``report``.
+    """Add given weights (``weights_bytes``; or the Hub's, from ``hub`` and ``repo_id``), a serving plan
+    (with ``gpu``, or a budget and an engine mode) and the engine's own figures (``engine`` = ``sglang``
+    or ``vllm``). ``weights_read_bytes`` is what a decode step reads of the weights (MoE: the active
+    experts). ``engine_knobs`` (``EngineKnobs`` names: the layout, memory fractions, scheduler sizes)
+    shape the plan and the engine mode alike. Returns ``report``.
     """
     if weights_bytes is not None:
         attach_weights(report, {"source": "given", "weights_bytes": int(weights_bytes)})
@@ -42,72 +51,80 @@ def enrich(
         checkpoint = hub.weights(repo_id, revision)
         if checkpoint is not None:
             attach_weights(report, checkpoint)
-    weights_bytes = report.extra.get("weights_bytes")
-    if gpu is not None or engine != "theory":
-        from hfkv.planning.serving import plan_serving
-
-        if gpu is not None or report.budget_bytes is not None:
-            try:
-                report.extra["serving"] = plan_serving(
-                    report, gpu=gpu, gpu_memory_utilization=gpu_memory_utilization, weights_bytes=weights_bytes,
-                    batch=report.batch, weights_read_bytes=weights_read_bytes, layout_knobs=engine_knobs,
-                    engine=engine,
-                )
-            except UnsupportedModelError as err:  # a layout the engine refuses, named like every other error
-                raise err.with_source(report.model) from None
-    if report.batch and report.budget_bytes is None and "serving" not in report.extra:
+    knobs = gpu_defaults(engine_knobs or {}, gpu)
+    if gpu_memory_utilization is not None and knobs.get("gpu_memory_utilization") is None:
+        knobs["gpu_memory_utilization"] = gpu_memory_utilization
+    plan = None
+    if gpu is not None or (engine != "theory" and report.budget_bytes is not None):
+        plan = report.extra["serving"] = _plan(report, gpu, engine, knobs, weights_read_bytes)
+    if report.batch and report.budget_bytes is None and plan is None:
         report.warnings.append("--batch asks for the longest context within a budget: give --budget or --gpu")
     if engine != "theory":
-        from hfkv.engines import simulate
-
-        budget = (report.extra.get("serving") or {}).get("kv_budget_bytes")
-        budget = budget if budget and budget > 0 else None
-        knobs = with_gpu_capability(engine_knobs or {}, gpu)
-        try:
-            report.extra["engine"] = simulate(
-                report, engine=engine, budget_bytes=budget, max_model_len=max_model_len, **knobs
-            )
-        except UnsupportedModelError as err:  # the model the engine cannot size, named like every other error
-            raise err.with_source(report.model) from None
-        engine_verdict(report)
+        report.extra["engine"] = _simulate(report, engine, plan, max_model_len, knobs)
+        if plan is not None and plan.get("weights_fit") is not False:
+            set_verdict(plan, counted=report.extra["engine"])
+    elif plan is not None and gpu is not None:
+        others = {name: _engine_view(report, gpu, name, knobs, weights_read_bytes, plan) for name in ENGINES}
+        plan["engines"] = others
+        set_verdict(plan, others=others)
     return report
 
 
-def engine_verdict(report: Report) -> None:
-    """The serving plan's verdict recounted from the engine mode's own figures, when it has them."""
-    from hfkv.planning.serving import engine_requests, verdict
-
-    serving, engine = report.extra.get("serving"), report.extra.get("engine") or {}
-    if not serving or serving.get("weights_fit") is False:
-        return
-    ranks = serving.get("request_ranks") or 1
-    requests = engine_requests(engine, ranks)
-    if requests is not None:
-        serving["verdict"] = verdict(serving, requests)
+def _plan(report: Report, gpu: str | None, engine: str, knobs: dict, weights_read_bytes: int | None) -> dict:
+    try:
+        return plan_serving(report, gpu=gpu, batch=report.batch, weights_read_bytes=weights_read_bytes,
+                            layout_knobs=knobs, engine=engine)
+    except UnsupportedModelError as err:  # a layout the engine refuses, named like every other error
+        raise err.with_source(report.model) from None
 
 
-def with_gpu_capability(knobs: dict[str, Any], gpu: str | None) -> dict[str, Any]:
-    """``knobs`` with what a ``--gpu`` preset decides for an engine, where the user left it unset.
+def _simulate(report: Report, engine: str, plan: dict | None, max_model_len: int | None, knobs: dict) -> dict:
+    budget = (plan or {}).get("kv_budget_bytes")
+    try:
+        return simulate(report, engine=engine, budget_bytes=budget if budget and budget > 0 else None,
+                        max_model_len=max_model_len, **knobs)
+    except UnsupportedModelError as err:  # the model the engine cannot size, named like every other error
+        raise err.with_source(report.model) from None
+
+
+def _engine_view(report: Report, gpu: str, engine: str, knobs: dict, weights_read_bytes: int | None,
+                 theory: dict) -> dict[str, Any]:
+    """What ``engine`` says of this deployment, at the context of hfkv's verdict: {"requests", "tokens",
+    "kv_budget_bytes"} in its own budget, or {"refused": its one-line reason}."""
+    tokens = (theory.get("verdict_detail") or {}).get("tokens")
+    try:
+        plan = plan_serving(report, gpu=gpu, batch=report.batch, weights_read_bytes=weights_read_bytes,
+                            layout_knobs=knobs, engine=engine)
+        budget = plan.get("kv_budget_bytes")
+        view = {"refused": None, "tokens": tokens, "requests": None, "kv_budget_bytes": budget}
+        if tokens is None or not budget or budget <= 0 or plan.get("weights_fit") is False:
+            return view | {"requests": 0 if plan.get("weights_fit") is False else None}
+        result = simulate(report, engine=engine, budget_bytes=budget, max_model_len=tokens, **knobs)
+        counted = engine_requests(result, plan.get("request_ranks") or 1)
+        return view | {"requests": next(iter(counted.values())) if counted else None}
+    except UnsupportedModelError as err:
+        return {"refused": err.message, "tokens": tokens, "requests": None, "kv_budget_bytes": None}
+
+
+def gpu_defaults(knobs: dict[str, Any], gpu: str | None) -> dict[str, Any]:
+    """``knobs`` with what a ``--gpu`` preset decides for the engines, where the user left it unset.
 
     ``compute_capability``: the preset's (backends and block sizes follow it; none off NVIDIA).
-    ``max_num_batched_tokens``: vLLM 0.33.0's API-server default for that device
-    (``EngineArgs.get_batch_defaults``: 16384 from 160 GiB, 8192 from 70 GiB unless an A100,
-    else 2048), read from the memory the device reports. An explicit knob always wins.
+    ``max_num_batched_tokens`` and ``max_num_seqs``: vLLM 0.33.0's API-server defaults for that device
+    (``EngineArgs.get_batch_defaults``, from the memory NVML reports). An explicit knob always wins.
     """
+    out = dict(knobs)
     if gpu is None:
-        return knobs
-    from hfkv.planning.gpus import GIB, parse_gpu
+        return out
+    from hfkv.engines.vllm.memory import batch_defaults  # vLLM's rule, loaded with a GPU only
 
     preset, _ = parse_gpu(gpu)
-    out = dict(knobs)
     if out.get("compute_capability") is None and preset.compute_capability is not None:
         out["compute_capability"] = preset.compute_capability
-    if out.get("max_num_batched_tokens") is None and preset.vendor == "NVIDIA":
-        memory = preset.reported_bytes or preset.memory_bytes
-        if memory >= 160 * GIB:
-            out["max_num_batched_tokens"] = 16384
-        elif memory >= 70 * GIB and "a100" not in preset.name.lower():
-            out["max_num_batched_tokens"] = 8192
-        else:
-            out["max_num_batched_tokens"] = 2048
+    if preset.vendor == "NVIDIA":
+        batched, seqs = batch_defaults(preset.device())
+        if out.get("max_num_batched_tokens") is None:
+            out["max_num_batched_tokens"] = batched
+        if out.get("max_num_seqs") is None:
+            out["max_num_seqs"] = seqs
     return out

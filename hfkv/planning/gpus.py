@@ -32,6 +32,7 @@ import re
 from dataclasses import dataclass
 from fractions import Fraction
 
+from hfkv.engines.contract import Device
 from hfkv.errors import UsageError
 
 GIB = 1 << 30
@@ -60,6 +61,13 @@ class GpuPreset:
     reported_source: str | None = None
     # CUDA compute capability "MAJOR.MINOR" (engines pick attention backends by it); None off NVIDIA.
     compute_capability: str | None = None
+    # The total cudaMemGetInfo (torch ``mem_get_info``) reports, what vLLM multiplies by its utilisation
+    # and free memory starts from; "exact" bytes or a 2-decimal GiB figure as engine logs print it.
+    cuda_total: Fraction | None = None
+    cuda_total_exact: bool = False
+    cuda_total_source: str | None = None
+    # "nvswitch" on HGX/DGX boards (NCCL's NVLS buffers grow with TP), "xgmi" on AMD's boards, "pcie" otherwise.
+    interconnect: str = "pcie"
 
     @property
     def memory_bytes(self) -> int:
@@ -71,6 +79,25 @@ class GpuPreset:
     def device_bytes(self) -> int:
         """What budgets use: the memory the device reports when a record exists, else the datasheet figure."""
         return self.reported_bytes or self.memory_bytes
+
+    @property
+    def cuda_total_bytes(self) -> int:
+        """The total CUDA reports: the public record, else nvidia-smi's total less the 454 MiB an H100's
+        driver keeps (85,520,809,984 − 85,029,158,912 B; an estimate, said in ``device().cuda_total_source``)."""
+        if self.cuda_total is not None:
+            return int(self.cuda_total) if self.cuda_total_exact else int(self.cuda_total * GIB)
+        return self.device_bytes - _DRIVER_KEEP
+
+    def device(self) -> Device:
+        """The GPU as engine modes measure it (``hfkv.engines.contract.Device``)."""
+        if self.cuda_total is not None:
+            source = self.cuda_total_source or ""
+        else:
+            source = (f"estimated: {self.device_bytes:,} B (nvidia-smi or datasheet) less the 454 MiB an H100's "
+                      "driver keeps; no public record of this GPU's CUDA total")
+        return Device(name=self.name, smi_bytes=self.device_bytes, cuda_total_bytes=self.cuda_total_bytes,
+                      cuda_total_exact=self.cuda_total_exact, cuda_total_source=source,
+                      interconnect=self.interconnect, vendor=self.vendor, compute_capability=self.compute_capability)
 
     def to_dict(self) -> dict:
         """JSON-able description (stable keys)."""
@@ -86,10 +113,15 @@ class GpuPreset:
             "source": self.source,
             "reported_source": self.reported_source,
             "compute_capability": self.compute_capability,
+            "cuda_total_bytes": self.cuda_total_bytes,
+            "cuda_total_source": self.device().cuda_total_source,
+            "interconnect": self.interconnect,
         }
 
 
 _MIB = 1 << 20
+_DRIVER_KEEP = 454 * _MIB
+_LOGS = "vLLM start-up logs and PyTorch out-of-memory messages (\"total capacity of ... GiB\"), docs/deployments.md"
 _NVML_MODAL = "nvidia-smi totals published by Modal (modal-labs/modal-client PR #2797; thundergolfer.com/blog/nvidia-gpu-memory-capacity)"
 
 PRESETS: tuple[GpuPreset, ...] = (
@@ -99,6 +131,9 @@ PRESETS: tuple[GpuPreset, ...] = (
         aliases=("h100", "h100sxm", "h100sxm5", "h10080gb", "h100sxm580gb", "h100hbm3"),
         reported_bytes=81_559 * _MIB, reported_source=_NVML_MODAL + ": 81,559 MiB",
         compute_capability="9.0",
+        cuda_total=Fraction(85_029_158_912), cuda_total_exact=True,
+        cuda_total_source="cudaGetDeviceProperties totalGlobalMem 85,029,158,912 B (79.19 GiB, as vLLM logs print it)",
+        interconnect="nvswitch",
     ),
     GpuPreset(
         "H100-PCIe-80GB", "NVIDIA", "80GB HBM2e", Fraction(80), "GiB", "2TB/s", 2_000 * GB_PER_S,
@@ -113,6 +148,7 @@ PRESETS: tuple[GpuPreset, ...] = (
         aliases=("h200", "h200sxm", "h200141gb", "h200sxm141gb"),
         reported_bytes=143_771 * _MIB, reported_source=_NVML_MODAL + ": 143,771 MiB",
         compute_capability="9.0",
+        cuda_total=Fraction("139.81"), cuda_total_source="139.81 GiB: " + _LOGS, interconnect="nvswitch",
     ),
     GpuPreset(
         "B200-180GB", "NVIDIA", "180GB HBM3e", Fraction(180), "GiB", "8TB/s", 8_000 * GB_PER_S,
@@ -122,6 +158,7 @@ PRESETS: tuple[GpuPreset, ...] = (
         reported_bytes=183_359 * _MIB,
         reported_source="nvidia-smi in NVIDIA/TensorRT-LLM issue #10278: 183,359 MiB",
         compute_capability="10.0",
+        cuda_total=Fraction("178.36"), cuda_total_source="178.36 GiB: " + _LOGS, interconnect="nvswitch",
     ),
     GpuPreset(
         "GB200-186GB", "NVIDIA", "186GB HBM3e", Fraction(186), "GiB", "8TB/s", 8_000 * GB_PER_S,
@@ -129,6 +166,7 @@ PRESETS: tuple[GpuPreset, ...] = (
         "NVIDIA NIM support matrices and MLPerf GB200-186GB system descriptions)",
         aliases=("gb200", "gb200nvl72", "gb200186gb"),
         compute_capability="10.0",
+        interconnect="nvswitch",
     ),
     GpuPreset(
         "B300-288GB", "NVIDIA", "288GB HBM3e", Fraction(288), "GiB", "8TB/s", 8_000 * GB_PER_S,
@@ -136,6 +174,7 @@ PRESETS: tuple[GpuPreset, ...] = (
         "up to 8TB/s per GPU)",
         aliases=("b300", "b300288gb", "blackwellultra", "b300sxm"),
         compute_capability="10.3",
+        interconnect="nvswitch",
     ),
     GpuPreset(
         "A100-40GB", "NVIDIA", "40GB HBM2", Fraction(40), "GiB", "1,555GB/s", 1_555 * GB_PER_S,
@@ -143,6 +182,7 @@ PRESETS: tuple[GpuPreset, ...] = (
         aliases=("a10040gb", "a100sxm40gb", "a100sxm440gb", "a100pcie40gb"),
         reported_bytes=40_960 * _MIB, reported_source=_NVML_MODAL + ": 40,960 MiB",
         compute_capability="8.0",
+        cuda_total=Fraction("39.49"), cuda_total_source="39.49 GiB (39.39–39.50 seen): " + _LOGS,
     ),
     GpuPreset(
         "A100-SXM-80GB", "NVIDIA", "80GB HBM2e", Fraction(80), "GiB", "2,039GB/s", 2_039 * GB_PER_S,
@@ -150,6 +190,7 @@ PRESETS: tuple[GpuPreset, ...] = (
         aliases=("a100", "a10080gb", "a100sxm", "a100sxm80gb", "a100sxm480gb"),
         reported_bytes=81_920 * _MIB, reported_source=_NVML_MODAL + ": 81,920 MiB",
         compute_capability="8.0",
+        cuda_total=Fraction("79.15"), cuda_total_source="79.15 GiB: " + _LOGS, interconnect="nvswitch",
     ),
     GpuPreset(
         "A100-PCIe-80GB", "NVIDIA", "80GB HBM2e", Fraction(80), "GiB", "1,935GB/s", 1_935 * GB_PER_S,
@@ -163,6 +204,7 @@ PRESETS: tuple[GpuPreset, ...] = (
         aliases=("l40s", "l40s48gb"),
         reported_bytes=46_068 * _MIB, reported_source=_NVML_MODAL + ": 46,068 MiB",
         compute_capability="8.9",
+        cuda_total=Fraction("44.39"), cuda_total_source="44.39 GiB (44.39–44.42 seen): " + _LOGS,
     ),
     GpuPreset(
         "L4-24GB", "NVIDIA", "24GB", Fraction(24), "GB", "300GB/s", 300 * GB_PER_S,
@@ -177,12 +219,14 @@ PRESETS: tuple[GpuPreset, ...] = (
         aliases=("rtx4090", "4090", "geforcertx4090", "rtx409024gb"),
         reported_bytes=24_564 * _MIB, reported_source="nvidia-smi in vllm-project/vllm issue #7768: 24,564 MiB",
         compute_capability="8.9",
+        cuda_total=Fraction("23.52"), cuda_total_source="23.52 GiB on Linux (23.52–23.69 seen; 24.0 under WSL): " + _LOGS,
     ),
     GpuPreset(
         "RTX-5090-32GB", "NVIDIA", "32GB GDDR7", Fraction(32), "GiB", "1,792GB/s", 1_792 * GB_PER_S,
         "NVIDIA GeForce RTX 5090 specifications (32GB GDDR7, 512-bit at 28Gbps = 1,792GB/s)",
         aliases=("rtx5090", "5090", "geforcertx5090", "rtx509032gb"),
         compute_capability="12.0",
+        cuda_total=Fraction("31.36"), cuda_total_source="31.36 GiB: " + _LOGS,
     ),
     GpuPreset(
         "MI300X-192GB", "AMD", "192GB HBM3", Fraction(192), "GiB", "5.3TB/s", 5_300 * GB_PER_S,
@@ -190,6 +234,9 @@ PRESETS: tuple[GpuPreset, ...] = (
         aliases=("mi300x", "mi300x192gb", "instinctmi300x"),
         reported_bytes=206_141_652_992,
         reported_source="rocm-smi in ROCm issue #4750: VRAM Total Memory 206,141,652,992 B",
+        cuda_total=Fraction(205_822_885_888), cuda_total_exact=True,
+        cuda_total_source="191.69 GiB = 205,822,885,888 B in a vLLM log on an MI300X droplet",
+        interconnect="xgmi",
     ),
     GpuPreset(
         "MI325X-256GB", "AMD", "256GB HBM3E", Fraction(256), "GiB", "6TB/s", 6_000 * GB_PER_S,

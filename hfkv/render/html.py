@@ -22,6 +22,7 @@ from typing import Any, Iterable, Sequence
 from hfkv.render import axes, curves, svg
 from hfkv.model.accounting import max_concurrency
 from hfkv.model.report import Report
+from hfkv.planning.verdict import FAILED
 from hfkv.render.svg import esc
 from hfkv.render.terminal import extra_lines
 from hfkv.units import exact_bytes, format_bytes, format_tokens
@@ -38,6 +39,7 @@ STYLE = """
 .hfkv .meta { color: #555; --body-text-color: #555; margin: 0.2em 0; }
 .hfkv .headline { font-size: 1.1em; font-weight: 600; padding: 0.5em 0.8em; background: #eef5ff;
   border-left: 4px solid #0072B2; margin: 0.6em 0; }
+.hfkv .headline.failed { background: #fff0f0; border-left-color: #a00000; color: #a00000; --body-text-color: #a00000; }
 .hfkv table { border-collapse: collapse; margin: 0.4em 0; }
 .hfkv th, .hfkv td { border: 1px solid #ccc; padding: 0.25em 0.6em; vertical-align: top; }
 .hfkv th { background: #f3f3f3; text-align: left; } .hfkv td.num { text-align: right; font-variant-numeric: tabular-nums; }
@@ -99,24 +101,13 @@ def _tokens(value: Any) -> str:
 
 
 def headline(data: dict[str, Any], budgets: dict[str, int] | None = None) -> str:
-    """The verdict line: how many requests fit at the longest context shown, where and in what budget
-    (the serving plan's, else ``--budget``, else the reference one of ``budgets``)."""
+    """The verdict line: the serving plan's own (``hfkv.planning.verdict``, the same line every output
+    prints); without a plan, how many requests fit at the longest context shown in ``--budget``, else in
+    the reference one of ``budgets``."""
     serving = data.get("serving") or {}
     last = (data.get("contexts") or [None])[-1]
-    budget = serving.get("kv_budget_bytes")
-    if serving.get("weights_fit") is False:
-        return (f"Does not fit: the weights need {format_bytes(serving.get('weights_bytes_per_gpu'))} per GPU "
-                f"on {serving.get('gpu')} at utilization {serving.get('gpu_memory_utilization')}")
-    if budget and last:
-        row = next((c for c in serving.get("contexts") or [] if c.get("tokens") == last["tokens"]), {})
-        where = f"{serving.get('gpu_count')} × {serving['gpu']}" if serving.get("gpu") else "the given budget"
-        upper = " (upper bound: weights unknown)" if serving.get("budget_source") == "gpu-without-weights" else ""
-        replicas = serving.get("replicas") or 1
-        text = (f"On {where} (TP {serving.get('tensor_parallel_size')}, {replicas} replica{'s' if replicas > 1 else ''}): "
-                f"KV budget {format_bytes(budget)} per GPU{upper} → {_count(row.get('max_concurrency'))} requests "
-                f"at {format_tokens(last['tokens'])} per replica")
-        total = row.get("max_concurrency_total")
-        return text + (f", {_count(total)} in all" if replicas > 1 and total is not None else "")
+    if serving.get("verdict"):
+        return serving["verdict"]
     if data.get("budget_bytes") and last:
         return (f"In {format_bytes(data['budget_bytes'])} of KV memory per GPU: {_count(last.get('max_concurrency'))} "
                 f"requests at {format_tokens(last['tokens'])}")
@@ -127,6 +118,12 @@ def headline(data: dict[str, Any], budgets: dict[str, int] | None = None) -> str
     return (f"{exact_bytes(data.get('alpha_bytes_per_token'))} per token and "
             f"{exact_bytes(data.get('gamma_bytes_per_request'))} per request: give a GPU or a budget to see how many "
             "requests fit")
+
+
+def _headline_class(data: dict[str, Any]) -> str:
+    """"headline", and "headline failed" when the verdict is a "no" (drawn red, as a failure)."""
+    status = (((data.get("serving") or {}).get("verdict_detail")) or {}).get("status")
+    return "headline failed" if status in FAILED else "headline"
 
 
 def summary_table(data: dict[str, Any]) -> str:
@@ -245,7 +242,7 @@ def report_section(report: Entry, *, engines: dict[str, dict[str, Any] | str] | 
                  f"indexer {data.get('indexer_dtype')} · TP {tp}" + (" (bytes per GPU)" if tp > 1 else ""))
     parts = [
         f'<h1 class="model">{esc(data.get("model"))}</h1>', f'<p class="meta">{esc(meta)}</p>',
-        f'<p class="meta">{esc(precision)}</p>', f'<p class="headline" id="hfkv-headline">{esc(headline(data, budgets))}</p>',
+        f'<p class="meta">{esc(precision)}</p>', f'<p class="{_headline_class(data)}" id="hfkv-headline">{esc(headline(data, budgets))}</p>',
         summary_table(data), "<h2>Layers by kind</h2>", groups_table(data),
         "<h2>Per request</h2>", contexts_table(data, budgets),
     ]

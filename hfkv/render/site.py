@@ -49,7 +49,7 @@ def index_html(datas: Sequence[dict[str, Any]], pages: Sequence[str], failed: Se
         rows.append(row)
     body = ("<h1>KV cache of new releases</h1>"
             f'<p class="meta">{len(datas)} report(s), newest first. B_max: requests per GPU at each context in the '
-            "named KV budget (GPU memory × utilization − weights / TP; activations not subtracted).</p>"
+            "named KV budget (vLLM's budget on one GPU: memory × utilization less the weights and its reserve).</p>"
             + table(headers, rows, attrs=' class="releases"'))
     if failed:
         body += ("<h2>Not reported yet (retried on the next run)</h2>"

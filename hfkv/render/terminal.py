@@ -78,13 +78,10 @@ def extra_lines(report: Report) -> list[str]:
         where = f"{serving['gpu']} × {serving['gpu_count']}" if serving.get("gpu") else "explicit budget"
         layout = (serving.get("layout") or {}).get("description") or f"TP {serving['tensor_parallel_size']}"
         lines.append(f"serving on {where}, {layout}: KV budget per GPU {_budget_text(serving)}")
-        if serving.get("weights_bytes_per_gpu") is not None:
-            lines.append(f"  weights per GPU {format_bytes(serving['weights_bytes_per_gpu'])}"
-                         + (" (estimated from the parameter count)" if serving.get("weights_source") == "estimate" else ""))
-        overhead = serving.get("engine_overhead")
-        if overhead and serving.get("weights_fit") is not False:
-            lines.append(f"  after the engine's own ~{format_bytes(overhead['bytes'])} (activations, CUDA graphs, "
-                         f"non-torch; an estimate from startup logs): {format_bytes(max(overhead['kv_budget_bytes'], 0))} per GPU")
+        if serving.get("memory"):
+            lines += memory_lines(serving["memory"])
+        elif serving.get("weights_bytes_per_gpu") is not None:
+            lines.append(f"  weights per GPU {format_bytes(serving['weights_bytes_per_gpu'])}")
         ranks = serving.get("request_ranks") or serving.get("replicas") or 1
         for ctx in serving.get("contexts", []):
             if ctx.get("max_concurrency") is not None:
@@ -238,10 +235,21 @@ def header_fields(report: Report) -> tuple[list[Any], list[Any]]:
 
 
 def verdict_line(report: Report) -> str | None:
-    """The serving plan's one-line answer ("fits on 8 × H200-141GB: 37 requests at 128K (SGLang, DP
-    attention)"), printed first in the table and the Markdown; None without a serving plan."""
+    """The serving plan's one-line answer ("fits on 8 × H200-141GB: 37 requests at 128K (SGLang, TP 8,
+    DP attention 8)"), printed first in every format; None without a serving plan."""
     serving = report.extra.get("serving") or {}
     return serving.get("verdict")
+
+
+def verdict_status(report: Report) -> str | None:
+    """fits, does-not-fit, refused, unknown or none (``hfkv.planning.verdict``); None without a plan."""
+    return ((report.extra.get("serving") or {}).get("verdict_detail") or {}).get("status")
+
+
+# How each status looks in a terminal: a "no" looks like a failure.
+VERDICT_STYLES = {"fits": "bold green", "does-not-fit": "bold red", "refused": "bold red", "unknown": "bold yellow"}
+# And in Markdown.
+VERDICT_MARKS = {"fits": "✓", "does-not-fit": "✗", "refused": "✗", "unknown": "?"}
 
 
 def _budget_text(serving: dict[str, Any]) -> str:
@@ -249,11 +257,24 @@ def _budget_text(serving: dict[str, Any]) -> str:
     budget = serving.get("kv_budget_bytes")
     if serving.get("weights_fit") is False:
         return (f"none: the weights do not fit ({format_bytes(serving.get('weights_bytes_per_gpu'))} per GPU, "
-                f"more than the {format_bytes(serving.get('usable_bytes'))} usable)")
+                f"more than the {format_bytes(serving.get('usable_bytes'))} the engine may use)")
     if budget is None:
         return "unknown"
     upper = serving.get("budget_source") == "gpu-without-weights"
-    return format_bytes(budget) + (" (upper bound: weights unknown, pass --weights-bytes)" if upper else "")
+    return format_bytes(max(budget, 0)) + (" (upper bound: weights unknown, pass --weights-bytes)" if upper else "")
+
+
+def memory_lines(memory: dict[str, Any]) -> list[str]:
+    """The engine's budget term by term: what it may use, then each term with its source and band."""
+    fraction = "gpu_memory_utilization" if memory.get("engine") == "vllm" else "mem_fraction_static"
+    lines = [f"  {memory['engine']} may use {format_bytes(memory['usable_bytes'])} per GPU ({fraction} "
+             f"{memory['fraction']:.3g}, {memory['fraction_source']})"]
+    for term in memory.get("terms", []):
+        if not term["bytes"] and not term["error_bytes"]:
+            continue
+        band = f" ± {format_bytes(term['error_bytes'])}" if term["error_bytes"] else ""
+        lines.append(f"    − {term['name']} {format_bytes(term['bytes'])}{band} ({term['source']}: {term['note']})")
+    return lines
 
 
 def render_table(report: Report, console: Any = None) -> None:
@@ -265,7 +286,7 @@ def render_table(report: Report, console: Any = None) -> None:
     console = console_for(console)
     line = verdict_line(report)
     if line:
-        console.print(terminal_text(line, "bold"))
+        console.print(terminal_text(line, VERDICT_STYLES.get(verdict_status(report) or "", "bold")))
     for fields in header_fields(report):
         print_fields(console, fields)
     group_columns = [("kind", False), ("layers", True), ("σ", True), ("entries n(S)", False),
@@ -322,7 +343,8 @@ def render_markdown(report: Report, *, budgets: dict[str, int] | None = None) ->
     lines = [f"## {md_escape(report.model)}", ""]
     line = verdict_line(report)
     if line:
-        lines += [f"**{md_escape(line)}**", ""]
+        mark = VERDICT_MARKS.get(verdict_status(report) or "", "")
+        lines += [f"**{mark + ' ' if mark else ''}{md_escape(line)}**", ""]
     meta = [
         ("model type", report.model_type or "?"), ("architectures", ", ".join(report.architectures) or "?"),
         ("mapper", report.mapper), ("commit", report.commit or "-"),

@@ -1,0 +1,154 @@
+"""SGLang 0.5.23's memory budget on one GPU: ``mem_fraction_static`` as its ``ServerArgs`` computes
+it, and what the KV pools get from it.
+
+**The default fraction** (``arg_groups/memory_hook.py`` ``handle_gpu_memory_settings``) is arithmetic on
+the GPU's nvidia-smi total ``G`` (MiB, what ``get_device_memory_capacity`` reads): a reserve
+``R = 512 + 1.5·max(chunk, 2048) + TP·PP/8·1024 + graphs`` MiB (at least 10,240 MiB above 60 GB),
+``fraction = round((G − R) / G, 3)``, times a vision-tower factor for multimodal models. The chunk and
+the decode-graph batch default by GPU tier; the graph term counts the decode graphs (2 MiB per batch
+size, more under DP attention) and the prefill graph (8 MiB per captured shape, 1,536 for MLA models),
+which PP, DeepSeek V4, KDA and most multimodal models do without. This module reproduces the 1,078 rows
+SGLang's own ``ServerArgs`` resolved on H100, H200 and B200 (tests/engines/sglang/serverargs rows).
+
+**The budget** (``mem_cache/kv_cache_configurator.py`` ``_profile_available_bytes``): SGLang measures
+free memory after its communicators exist (``pre``) and again after the weights are loaded
+(``available``), and gives the pools ``available − pre·(1 − fraction)``: that is
+``pre·fraction − weights − what loading left``. ``pre`` and the load leftovers are measured on the GPU;
+hfkv estimates them (the CUDA context and NCCL buffers below the device total; a small load overhead),
+calibrated on start-up logs where SGLang printed both (Llama-3.1-8B on H100: 78.81 GiB free of 79.19,
+15.09 GiB used by 14.96 GiB of weights). The Mamba state pool, when the model has one, is then carved
+out of this budget by the engine mode itself.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hfkv.engines.contract import Device, EngineInput, EngineKnobs, MemoryBudget, Term
+from hfkv.engines.layout import Layout
+from hfkv.engines.sglang import facts
+from hfkv.model.specs import CompressedKV, LinearAttentionState, MLALatent
+
+MIB = 1 << 20
+GIB = 1 << 30
+CONTEXT_TP1 = int(0.38 * GIB)  # CUDA context and handles before ``pre``: 79.19 − 78.81 GiB on an H100 (R13)
+CONTEXT_PER_TP = int(0.6 * GIB)  # + NCCL, custom all-reduce and symmetric-memory buffers with TP ≥ 2 (estimate)
+LOAD_OVERHEAD = int(0.13 * GIB)  # what loading leaves besides the weights' bytes: 15.09 − 14.96 GiB (R13)
+
+
+@dataclass(frozen=True)
+class Traits:
+    """What SGLang's fraction rule asks of the model: ``mla`` (its ``attention_arch`` is MLA: a larger
+    prefill-graph reserve), ``prefill_graph`` (the default breakable prefill graph stays on: not
+    DeepSeek V4, not KDA, not a multimodal model outside SGLang's allow-list), ``vision`` (multimodal:
+    the ViT's ``(layers, hidden)``, scaling the fraction)."""
+
+    mla: bool = False
+    prefill_graph: bool = True
+    vision: tuple[int, int] | None = None
+    prefill_graph_cap: int | None = None  # 4096 when the model path names Llama 2 (SGLang's own rule)
+
+
+def tier_defaults(smi_mib: float, tp: int) -> tuple[int, int]:
+    """(chunked_prefill_size, decode CUDA-graph max batch) SGLang defaults for a GPU of ``smi_mib``."""
+    if smi_mib < 20 * 1024:
+        return 2048, 8
+    if smi_mib < 35 * 1024:
+        return 4096, 48 if tp < 4 else 160
+    if smi_mib < 60 * 1024:
+        return 4096, 32 if tp < 4 else 160
+    if smi_mib < 160 * 1024:
+        return 8192, 256 if tp < 4 else 512
+    return 16384, 512
+
+
+def prefill_graph_shapes(largest: int) -> int:
+    """How many batch sizes the breakable prefill graph captures up to ``largest`` tokens: 4..32 by 4,
+    48..256 by 16, 288..512 by 32, 576..1024 by 64, 1280..4096 by 256, then by 512."""
+    steps = [(4, 32, 4), (48, 256, 16), (288, 512, 32), (576, 1024, 64), (1280, 4096, 256), (4608, 1 << 30, 512)]
+    return sum(len(range(lo, min(hi, largest) + 1, step)) for lo, hi, step in steps if lo <= largest)
+
+
+def mem_fraction_static(device: Device, layout: Layout, knobs: EngineKnobs, traits: Traits) -> tuple[float, str]:
+    """(fraction, how it was reached): the given ``--mem-fraction-static``, else SGLang's default."""
+    if knobs.mem_fraction_static is not None:
+        return float(knobs.mem_fraction_static), "given"
+    smi = device.smi_bytes / MIB
+    default_chunk, default_bs = tier_defaults(smi, layout.tp)
+    chunk = knobs.chunked_prefill_size or default_chunk
+    decode_bs = knobs.cuda_graph_max_bs or default_bs
+    if knobs.cuda_graph_max_bs is None and knobs.max_running_requests is not None:
+        decode_bs = min(decode_bs, int(knobs.max_running_requests))
+    attn_dp = layout.dp if layout.dp_attention else 1
+    graphs = 0.0
+    if not knobs.disable_cuda_graph:
+        graphs += 2 * decode_bs
+        if layout.dp_attention:
+            graphs += 3 * decode_bs * attn_dp + (1.5 * decode_bs * attn_dp if decode_bs > 300 else 0)
+        if traits.prefill_graph and layout.pp == 1:
+            largest = min(chunk, traits.prefill_graph_cap or chunk)
+            graphs += 1536 if traits.mla else 8 * prefill_graph_shapes(largest)
+    reserve = 512 + 1.5 * max(chunk, 2048) + layout.tp * layout.pp / 8 * 1024 + graphs
+    if smi > 60 * 1024:
+        reserve = max(reserve, 10240)
+    fraction = round((smi - reserve) / smi, 3)
+    how = f"SGLang's rule: (G {smi:,.0f} MiB − reserve {reserve:,.0f} MiB) / G"
+    if traits.vision:
+        layers, hidden = traits.vision
+        scale = min(max(1 - 0.1 * (layers * hidden**2 / (24 * 1024**2) - 1), 0.8), 1.05)
+        fraction *= 0.95 * scale
+        how += f", × 0.95 × {scale:.3f} for the vision tower"
+    return fraction, how
+
+
+def traits(model: EngineInput) -> Traits:
+    """What the fraction rule asks of ``model``: MLA from its specs (SGLang's ``attention_arch``), the
+    prefill graph off for DeepSeek V4 (compressed attention) and KDA models (its compatibility rules),
+    and the vision tower of a model SGLang serves as multimodal (``facts.multimodal``)."""
+    parts = [part for layer in model.layer_specs for part in layer.parts]
+    mla = any(isinstance(part, MLALatent) for part in parts)
+    graph = not any(isinstance(part, CompressedKV) for part in parts)
+    graph = graph and not any(isinstance(part, LinearAttentionState) and part.variant == "kda" for part in parts)
+    vision = None
+    known = [facts.facts(arch) for arch in model.architectures if arch in facts.architectures()]
+    if known and getattr(known[0], "multimodal", False):
+        tower = (model.root_config or {}).get("vision_config") or {}
+        vision = (int(tower.get("num_hidden_layers") or 24), int(tower.get("hidden_size") or 1024))
+        graph = graph and getattr(known[0], "multimodal_prefill_graph", False)
+    cap = 4096 if "llama-2" in (model.model or "").lower() else None  # memory_hook: "llama-2" in the model path
+    return Traits(mla=mla, prefill_graph=graph, vision=vision, prefill_graph_cap=cap)
+
+
+def memory_budget(model: EngineInput, device: Device, weights_per_gpu: int | None, weights_source: str | None,
+                  knobs: EngineKnobs, layout: Layout) -> MemoryBudget:
+    """SGLang's budget for ``model`` (``budget`` with its ``traits``)."""
+    return budget(device, weights_per_gpu, weights_source, knobs, layout, traits(model))
+
+
+def budget(device: Device, weights_per_gpu: int | None, weights_source: str | None, knobs: EngineKnobs,
+           layout: Layout, traits: Traits) -> MemoryBudget:
+    """SGLang's budget on one GPU of ``layout`` (the module docstring): ``pre × fraction`` minus the
+    weights and what loading leaves; the Mamba split and the pools are the engine mode's."""
+    fraction, how = mem_fraction_static(device, layout, knobs, traits)
+    context = CONTEXT_TP1 + (CONTEXT_PER_TP if layout.tp * layout.pp > 1 else 0)
+    pre = device.cuda_total_bytes - context
+    usable = int(pre * fraction)
+    terms = []
+    if weights_per_gpu is None:
+        terms.append(Term("weights", 0, "unknown", note="weights unknown: nothing subtracted for them"))
+    elif weights_source in ("metadata", "headers", "given"):
+        terms.append(Term("weights", weights_per_gpu, "checkpoint", note=f"per GPU, from the checkpoint ({weights_source})"))
+    else:
+        terms.append(Term("weights", weights_per_gpu, "estimate", error_bytes=weights_per_gpu // 100,
+                          note="per GPU, estimated from the config's shapes (within 1% where checked)"))
+    terms.append(Term("load leftovers", LOAD_OVERHEAD, "estimate", error_bytes=LOAD_OVERHEAD,
+                      note="memory loading keeps besides the weights (0.13 GiB for Llama-3.1-8B on H100)"))
+    band = int(0.2 * GIB) + (int(0.4 * GIB) if context > CONTEXT_TP1 else 0)
+    notes = (f"mem_fraction_static {fraction:.3f} ({how})",
+             f"free memory before loading ≈ {pre / GIB:.2f} GiB: the device's {device.cuda_total_bytes / GIB:.2f} GiB "
+             f"less the CUDA context{' and communicators' if context > CONTEXT_TP1 else ''} (±{band / GIB:.1f} GiB, "
+             f"× {fraction:.3f} = ±{band * fraction / GIB:.2f} GiB in the budget)")
+    terms.append(Term("free-memory estimate", 0, "estimate", error_bytes=int(band * fraction),
+                      note="SGLang measures free memory after its communicators; hfkv estimates it"))
+    return MemoryBudget("sglang", fraction, "given" if knobs.mem_fraction_static is not None else "SGLang's default",
+                        usable, tuple(terms), notes)

@@ -1,0 +1,197 @@
+"""The verdict: will the model start on these GPUs, and how many requests fit. One function, every output.
+
+``verdict(plan, counted=None, others=None)`` reads a serving plan (``serving.plan_serving``) and, when
+an engine counted, that engine's own result; it returns a ``Verdict`` whose ``line`` every output
+prints the same way (table, Markdown, JSON, HTML, the web page, ``watch``, ``compare``, ``plot``):
+
+* ``fits``: at the longest context asked (up to the model's maximum) where at least one request fits,
+  the whole requests across the deployment: the engine's own count when an engine was asked (the
+  floor of its blocks or pages, never a rounded printout), else hfkv's exact count in the engine's
+  budget. When the budget rests on estimates (the engine's reserve, the weights), the line gives the
+  range those estimates' bands allow.
+* ``does-not-fit``: the weights alone exceed what the engine may use, or not one request fits.
+* ``refused``: the engine would not start this layout (both engines, for hfkv's own count).
+* ``unknown``: a figure the verdict needs is unknown (the weights); the line says which and gives the
+  upper bound without it.
+
+Without an engine, ``others`` holds each engine's count or refusal; the line names those that differ
+from hfkv's count by more than 10%, so a count the engines would not reach never stands alone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from hfkv.units import format_bytes, format_tokens
+
+ENGINE_LABELS = {"theory": "hfkv", "sglang": "SGLang", "vllm": "vLLM"}
+FAILED = ("does-not-fit", "refused")  # statuses that are a "no": they exit 3 and are drawn as a failure
+DIFFERENCE = 0.10  # an engine's count is named when it differs from hfkv's by more than this
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """``status`` (fits, does-not-fit, refused, unknown, none), ``requests`` whole requests across the
+    deployment at ``tokens``, ``low``/``high`` the range the estimates' bands allow, who counted and
+    where, the reason of a "no", and what the other engines say."""
+
+    status: str
+    line: str
+    requests: int | None = None
+    tokens: int | None = None
+    low: int | None = None
+    high: int | None = None
+    counted_by: str = "hfkv"
+    reason: str | None = None
+    engines: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def failed(self) -> bool:
+        return self.status in FAILED
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"status": self.status, "line": self.line, "requests": self.requests, "tokens": self.tokens,
+                "requests_low": self.low, "requests_high": self.high, "counted_by": self.counted_by,
+                "reason": self.reason, "engines": dict(self.engines)}
+
+
+def layout_label(plan: dict[str, Any]) -> str:
+    """'(SGLang, TP 8, DP attention 8, EP)': who counted, and the whole layout."""
+    shape = plan.get("layout") or {}
+    words = [ENGINE_LABELS.get(plan.get("engine") or "theory", "hfkv"), f"TP {plan.get('tensor_parallel_size', 1)}"]
+    dp = shape.get("data_parallel_size") or 1
+    if shape.get("enable_dp_attention"):
+        words.append(f"DP attention {dp}")
+    elif dp > 1:
+        words.append(f"DP {dp}")
+    if (shape.get("pipeline_parallel_size") or 1) > 1:
+        words.append(f"PP {shape['pipeline_parallel_size']}")
+    if shape.get("enable_expert_parallel"):
+        words.append(f"EP {shape.get('expert_shards', '')}".rstrip())
+    return "(" + ", ".join(words) + ")"
+
+
+def _where(plan: dict[str, Any]) -> str:
+    return f"on {plan['gpu_count']} × {plan['gpu']}" if plan.get("gpu") else "in the given KV budget"
+
+
+def engine_requests(result: dict[str, Any], ranks: int) -> dict[int, int] | None:
+    """{context: whole requests across the ``ranks`` that keep their own} from an engine mode's result,
+    at the engine's max length: vLLM ``num_blocks // blocks_per_request``; SGLang the token pool over
+    the context, capped by its running requests and state slots; None without a budget."""
+    length = result.get("max_model_len") or result.get("context_length")
+    if not length:
+        return None
+    if result.get("num_blocks") is not None and result.get("blocks_per_request"):
+        per_rank = int(result["num_blocks"]) // int(result["blocks_per_request"])
+    elif result.get("max_total_num_tokens") is not None:
+        per_rank = int(result["max_total_num_tokens"]) // int(length)
+        for cap in ("max_running_requests", "max_mamba_cache_size"):
+            if result.get(cap) is not None:
+                per_rank = min(per_rank, int(result[cap]))
+    else:
+        return None
+    return {int(length): per_rank * ranks}
+
+
+def _at_longest(plan: dict[str, Any], requests: dict[int, int]) -> tuple[int | None, int | None, int | None]:
+    """(context fitted, requests there, the longest context asked when none fits there)."""
+    limit = (plan.get("max_length") or {}).get("tokens")
+    asked = sorted((t for t in requests if not limit or t <= limit), reverse=True) or sorted(requests, reverse=True)
+    if not asked:
+        return None, None, None
+    fitting = [t for t in asked if requests[t] >= 1]
+    if not fitting:
+        return None, 0, asked[-1]
+    return fitting[0], requests[fitting[0]], asked[0]
+
+
+def _range(plan: dict[str, Any], tokens: int) -> tuple[int | None, int | None]:
+    """(low, high) requests at ``tokens`` when the budget's estimates are off by their whole band."""
+    memory = plan.get("memory") or {}
+    band = memory.get("error_bytes") or 0
+    ctx = next((c for c in plan.get("contexts", []) if c["tokens"] == tokens), None)
+    budget = plan.get("kv_budget_bytes")
+    if not band or ctx is None or budget is None or not ctx.get("bytes_per_request"):
+        return None, None
+    ranks = plan.get("request_ranks") or 1
+    per = ctx["bytes_per_request"]
+    return max(int((budget - band) // per), 0) * ranks, int((budget + band) // per) * ranks
+
+
+def _caveats(plan: dict[str, Any]) -> list[str]:
+    out = []
+    if plan.get("weights_source") == "estimate" and plan.get("budget_source") == "gpu":
+        out.append("weights estimated from the config's shapes")
+    memory = plan.get("memory") or {}
+    if memory.get("error_bytes"):
+        out.append(f"the engine's reserve is an estimate (±{format_bytes(memory['error_bytes'])})")
+    return out
+
+
+def verdict(plan: dict[str, Any], counted: dict[str, Any] | None = None,
+            others: dict[str, dict[str, Any]] | None = None) -> Verdict:
+    """The verdict of ``plan``: counted by the engine of ``counted`` (its simulate result) when given,
+    else by hfkv; ``others``: {engine: {"refused", "requests", "tokens"}} (``enrich``), named where they
+    differ."""
+    where, label = _where(plan), layout_label(plan)
+    engine = ENGINE_LABELS.get(plan.get("engine") or "theory", "hfkv")
+    if plan.get("weights_fit") is False:
+        reason = (f"weights need {format_bytes(plan['weights_bytes_per_gpu'])} per GPU of "
+                  f"{format_bytes(plan['usable_bytes'])} the engine may use")
+        return Verdict("does-not-fit", f"does NOT fit {where}: {reason} {label}", reason=reason, counted_by=engine)
+    if plan.get("kv_budget_bytes") is None:
+        return Verdict("none", "no verdict: give --gpu or --budget")
+    ranks = plan.get("request_ranks") or 1
+    requests = engine_requests(counted, ranks) if counted else None
+    counted_by = engine if requests is not None else "hfkv"
+    if requests is None:
+        requests = {c["tokens"]: c.get("max_concurrency_total") or 0 for c in plan.get("contexts", [])}
+    tokens, count, asked = _at_longest(plan, requests)
+    if count is None:
+        return Verdict("none", "no verdict: no context to count requests at")
+    if plan.get("budget_source") == "gpu-without-weights":
+        line = (f"unknown {where} {label}: the weights are unknown ({plan.get('weights_unknown') or 'no figure'}); "
+                f"without them at most {count:,} request{'s' if count != 1 else ''} at {format_tokens(tokens or asked)}")
+        return Verdict("unknown", line, requests=count, tokens=tokens, counted_by=counted_by,
+                       reason="weights unknown")
+    if not count:
+        reason = (f"not one request at {format_tokens(asked)} in the "
+                  f"{format_bytes(max(plan['kv_budget_bytes'], 0))} KV budget per GPU")
+        return Verdict("does-not-fit", f"does NOT fit {where}: {reason} {label}", reason=reason, tokens=asked,
+                       requests=0, counted_by=counted_by)
+    low, high = _range(plan, tokens) if counted_by == "hfkv" else (None, None)
+    text = f"fits {where}: {count:,} request{'s' if count != 1 else ''} at {format_tokens(tokens)} {label}"
+    if tokens != asked:
+        text += f"; none at {format_tokens(asked)}"
+    if low is not None and (low, high) != (count, count):
+        text += f"; {low:,}–{high:,} within the estimates' bands"
+    caveats = _caveats(plan)
+    if caveats:
+        text += "; " + "; ".join(caveats)
+    engines = _others(count, tokens, others or {})
+    if engines:
+        text += "; " + "; ".join(f"{name}: {what}" for name, what in engines.items())
+    status = "fits"
+    if others and all(view.get("refused") for view in others.values()):
+        status = "refused"  # every engine refuses this layout: hfkv's count cannot be served
+        text = (f"refused {where} {label}: " + "; ".join(f"{name} {what}" for name, what in engines.items())
+                + f"; hfkv's count ({count:,} at {format_tokens(tokens)}) cannot be served")
+    return Verdict(status, text, requests=count, tokens=tokens, low=low, high=high, counted_by=counted_by,
+                   engines=engines)
+
+
+def _others(count: int, tokens: int, others: dict[str, dict[str, Any]]) -> dict[str, str]:
+    """{engine label: what it says} for each engine that refuses, cannot hold the weights, or whose count
+    at the same context differs from hfkv's by more than 10%."""
+    said = {}
+    for name, view in others.items():
+        label = ENGINE_LABELS.get(name, name)
+        if view.get("refused"):
+            said[label] = f"would refuse ({view['refused']})"
+        elif view.get("requests") is not None and view.get("tokens") == tokens:
+            n = view["requests"]
+            if abs(n - count) > DIFFERENCE * max(count, 1):
+                said[label] = f"{n:,} request{'s' if n != 1 else ''}" if n else "none fit in its budget"
+    return said
