@@ -17,11 +17,11 @@ from hfkv.model.dtypes import block_scaled_bytes, ceil_div
 from hfkv.errors import UnsupportedModelError
 from hfkv.model.specs import CompressedKV, IndexerKeys, LayerSpec, MLALatent
 
-from hfkv.engines.sglang import registry
+from hfkv.engines.sglang import registry, swa_pool
 from hfkv.engines.sglang.backend import SIXTEEN_BIT, requested_kv_dtype
 from hfkv.engines.sglang.config import context_length
-from hfkv.engines.sglang.pools import floor_to_page, running_requests
-from hfkv.engines.contract import EngineInput, EngineKnobs, number, printed
+from hfkv.engines.sglang.pools import concurrency, floor_to_page, page_size, require_a_page, running_requests
+from hfkv.engines.contract import EngineInput, EngineKnobs, number
 
 DSV4_PAGE = 256
 DSV4_ROW = 584  # 448 fp8 nope + 64·2 bf16 rope + 7 scales + 1 pad
@@ -29,7 +29,7 @@ DSV4_ALIGN = 576
 DSV4_LOW_RATIO_INDEXER = 68  # fp4 indexer of the ratio-1/2 pools
 DSV4_C4_RING = 8
 DSV4_STATE_BYTES = 4  # fp32 compressor state
-INDEX_MAP_BYTES = 8  # mem_cache/allocator/swa.py: int64 full→SWA index per full token
+DEFAULT_SWA_RATIO = Fraction(1, 10)  # DSV4_DEFAULT_SWA_FULL_TOKENS_RATIO, taken whatever the architecture
 DEFAULT_RUNNING_REQUESTS = 256  # arg_groups/deepseek_v4_hook.py: max_running_requests when unset
 
 
@@ -106,9 +106,16 @@ def warn_cap_mode(report: EngineInput, warnings: list[str]) -> None:
                         "mode, _resolve_swa_cap_tokens), not per full token; hfkv's ratio sizing differs from it")
 
 
+def applies(report: EngineInput) -> bool:
+    """Whether the model has DeepSeek V4's compressed layers, which only this pool sizes."""
+    return any(isinstance(part, CompressedKV) for layer in report.layer_specs for part in layer.parts)
+
+
 def simulate(report: EngineInput, *, budget_bytes: int | None, max_model_len: int | None, knobs: EngineKnobs,
-             swa_ratio: Fraction, warnings: list[str], notes: list[str]) -> dict:
-    """DSV4PoolConfigurator's figures (see the module docstring); ``notes`` say where the ratio came from."""
+             warnings: list[str]) -> dict:
+    """DSV4PoolConfigurator's figures (see the module docstring)."""
+    notes: list[str] = []
+    swa_ratio = swa_pool.ratio(report, knobs, notes, DEFAULT_SWA_RATIO)
     check_kv_dtype(report, warnings)
     warn_cap_mode(report, warnings)
     context_notes: list[str] = []
@@ -117,9 +124,7 @@ def simulate(report: EngineInput, *, budget_bytes: int | None, max_model_len: in
                    *context_notes]
     layers = list(report.layer_specs)
     draft = int(knobs.speculative_draft_layers or 0)
-    page = knobs.page_size or DSV4_PAGE
-    if not knobs.page_size:
-        assumptions.append(f"page size {page} (SGLang default for DeepSeek V4)")
+    page = page_size(knobs, DSV4_PAGE, "SGLang default for DeepSeek V4", assumptions)
     per_token, per_swa, per_ratio = bytes_per_full_token(layers, page, swa_ratio)
     if draft:
         per_token = per_token * (len(layers) + draft) / len(layers)
@@ -127,8 +132,7 @@ def simulate(report: EngineInput, *, budget_bytes: int | None, max_model_len: in
                            f"L = {len(layers)}")
     else:
         assumptions.append("no speculative draft pool (--speculative-draft-layers: MTP multiplies by (L+1)/L)")
-    assumptions.append(f"SGLang's allocator also keeps an int64 full→SWA index map: {INDEX_MAP_BYTES} B per full "
-                       "token more than this sizing figure")
+    swa_pool.index_map_note(assumptions)
     result: dict[str, Any] = {
         "configurator": "DSV4PoolConfigurator",
         "bytes_per_token": number(per_token),
@@ -156,11 +160,10 @@ def pools(budget: int, per_token: float, ratio: float, page: int, per_ratio: dic
         assumptions.append(f"max_running_requests = {given} (SGLang's DeepSeek V4 default)")
     slots_for = max(1, int(given))
     fixed = fixed_state_bytes(per_ratio, slots_for + 1, latent_dim)
+    # int(x / coefficient), not the default pool's x // cell: DSV4PoolConfigurator divides so
     full = floor_to_page(int(max(budget - fixed, 0) / per_token), page)
-    swa = floor_to_page(int(full * ratio), page)
-    if full <= 0:
-        raise UnsupportedModelError("SGLang: 'Not enough memory. Please try to increase --mem-fraction-static.' "
-                                    "(the budget holds no DeepSeek V4 page)")
+    swa = swa_pool.swa_tokens(full, ratio, page)
+    require_a_page(full, "DeepSeek V4")
     running = running_requests(full, context, knobs, None)
     out = {
         "max_total_num_tokens": full, "kv_cache_tokens": full, "swa_tokens": swa,
@@ -168,5 +171,5 @@ def pools(budget: int, per_token: float, ratio: float, page: int, per_ratio: dic
         "max_running_requests": running, "max_mamba_cache_size": None,
     }
     if context:
-        out["max_concurrency"] = printed(min(full / context, running))
+        out["max_concurrency"] = concurrency(full, context, running)
     return out
