@@ -132,6 +132,15 @@ def test_is_hybrid(arch, expected):
     ("Qwen3_5MoeForCausalLM", "mamba_ssm_dtype", "auto"),
     ("Qwen3NextForCausalLM", None, "auto"),  # no MODELS_CONFIG_MAP entry
     ("JambaForCausalLM", None, "auto"),
+    # "NemotronH_Nano_VL_V2": NemotronHNanoVLV2Config (the same rule on hf_config.text_config); the Omni V3
+    # names map to that class (registry.py:551-553) but have no MODELS_CONFIG_MAP entry of their own, and
+    # config/vllm.py:2754 looks up the config's architecture name: their SSM state stays auto
+    ("NemotronH_Nano_VL_V2", "mamba_ssm_cache_dtype", "fp32"),
+    ("NemotronH_Omni_Reasoning_V3", None, "auto"),
+    # config.py:1010 Qwen4ExpForConditionalGenerationConfig(Qwen3_5ForConditionalGenerationConfig) runs the
+    # Qwen3.5 hook first; the Qwen3.5 MTP drafts have no entry
+    ("Qwen4ExpForConditionalGeneration", "mamba_ssm_dtype", "auto"),
+    ("Qwen3_5MTP", None, "auto"),
 ])
 def test_ssm_dtype(arch, key, default):
     assert column("ssm_dtype", arch) == vf.SsmDtypeRule(key, default)
@@ -168,6 +177,7 @@ def test_kv_dtype(arch, expected):
     ("GptOssForCausalLM", "all"),  # gpt_oss.py:186 Attention(…, sinks=self.sinks) on every layer
     ("GraniteForCausalLM", "config"),  # granite.py:109 has_sink = getattr(config, "attention_sinks", …)
     ("MiMoV2FlashForCausalLM", "config"),  # mimo_v2.py:418 add_swa_attention_sink_bias from the config
+    ("FlintForCausalLM", "all"),  # models/flint/model.py:296 make_attention_sink(...) in every layer, :306 sinks=
     ("LlamaForCausalLM", "no"),
 ])
 def test_attention_sinks(arch, expected):
@@ -227,6 +237,8 @@ def test_nope_only_mla(arch, expected):
 @pytest.mark.parametrize("arch, expected", [
     ("ChatGLMModel", vf.ConfigAttribute("ChatGLMConfig", "original_rope")),  # chatglm.py:107 config.original_rope
     ("ChatGLMForConditionalGeneration", vf.ConfigAttribute("ChatGLMConfig", "original_rope")),
+    # glm4v.py:379 GLM4VModel(ChatGLMModel): chatglm.py's GLMTransformer, the same attribute
+    ("GLM4VForCausalLM", vf.ConfigAttribute("ChatGLMConfig", "original_rope")),
     ("LlamaForCausalLM", None),
 ])
 def test_required_config_attr(arch, expected):
@@ -267,6 +279,8 @@ def test_float16(model_type, expected):
     ("gemma3", {}, True), ("paligemma", {}, True), ("gemma3_text", {}, False),
     # :781 Gemma4ModelArchConfigConvertor: hf_text_config.use_bidirectional_attention == "vision"
     ("gemma4", {"use_bidirectional_attention": "vision"}, True), ("gemma4", {}, False),
+    # :842 MODEL_ARCH_CONFIG_CONVERTORS "diffusion_gemma": Gemma4ModelArchConfigConvertor
+    ("diffusion_gemma", {"use_bidirectional_attention": "vision"}, True),
     ("llama", {}, False),
 ])
 def test_mm_prefix(model_type, config, expected):
