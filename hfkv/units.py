@@ -21,12 +21,14 @@ _TOKEN_UNITS = {"": 1, "k": 1024, "m": 1024**2}
 PLAIN_BYTES_MIN = 1024**2
 
 
-def parse_size(text: str) -> int:
+def parse_size(text: str, notes: list[str] | None = None) -> int:
     """Bytes from '80GiB', '80G' (binary), '80GB' (decimal), '512B' or a plain integer of bytes.
 
     A plain integer must be at least ``PLAIN_BYTES_MIN`` (1 MiB): below that it is almost surely a
     forgotten unit, and is refused (``UsageError``) with the readings it may have meant; write
-    ``60B`` for bytes. Sizes are whole bytes (``1.5KiB`` is 1536; ``0.3B`` is refused).
+    ``60B`` for bytes. A size in a unit is floored to whole bytes (``6.51GiB``, as vLLM prints its KV
+    memory, is 6,990,059,274 B; ``notes`` gets one sentence saying so); a fraction of a byte written as
+    bytes (``0.3B``) is refused.
     """
     m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([a-zA-Z]*)\s*", str(text))
     if not m or m.group(2).lower() not in _SIZE_UNITS:
@@ -36,7 +38,12 @@ def parse_size(text: str) -> int:
     if value <= 0:
         raise UsageError(f"size '{text}' must be positive")
     if value.denominator != 1:
-        raise UsageError(f"size '{text}' is not a whole number of bytes")
+        if _SIZE_UNITS[unit.lower()] == 1 or value < 1:
+            raise UsageError(f"size '{text}' is not a whole number of bytes")
+        floored = value.numerator // value.denominator
+        if notes is not None:
+            notes.append(f"{str(text).strip()} = {float(value):,.2f} bytes, floored to {floored:,}")
+        value = Fraction(floored)
     if not unit and value < PLAIN_BYTES_MIN:
         raise UsageError(f"size '{number}' has no unit: write {number}GiB or {number}GB (or {number}B if you "
                          "mean bytes)")

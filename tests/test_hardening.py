@@ -147,6 +147,20 @@ def test_a_budget_without_a_unit_is_refused_not_read_as_bytes():
     assert result.exit_code == 2 and "no unit" in result.stderr
 
 
+def test_a_budget_as_vllm_prints_it_is_floored_to_bytes_and_said_once():
+    # vLLM prints "Available KV cache memory: 6.51 GiB": 6.51 × 2^30 = 6,990,059,274.24 → 6,990,059,274 B.
+    notes: list[str] = []
+    assert parse_size("6.51GiB", notes) == 6_990_059_274
+    assert notes == ["6.51GiB = 6,990,059,274.24 bytes, floored to 6,990,059,274"]
+    assert parse_size("1.5KiB") == 1536  # whole: nothing to say
+    with pytest.raises(Exception, match="whole number of bytes"):
+        parse_size("0.3B")
+    llama = str(Path(__file__).resolve().parents[1] / "fixtures" / "meta-llama__Meta-Llama-3.1-8B")
+    result = run(llama, "--budget", "6.51GiB", "--context", "4k", "--format", "json")
+    assert result.exit_code == 0 and json.loads(result.stdout)["budget_bytes"] == 6_990_059_274
+    assert result.stderr.count("floored to 6,990,059,274") == 1
+
+
 def test_a_budget_too_small_for_one_token_says_it_does_not_fit(tmp_path):
     # 1 KiB = 1024 B < 2048 B, one token of one request: not even one token fits.
     result = run(write_config(tmp_path, "m", LLAMA), "--budget", "1KiB", "--batch", "1")

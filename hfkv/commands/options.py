@@ -39,6 +39,20 @@ def _convert(kind: Callable[[str], Any]) -> Callable:
     return callback
 
 
+def _size(ctx: click.Context, param: click.Parameter, value: Any) -> int | None:
+    """A size option (``parse_size``); a figure floored to whole bytes is said once, on stderr."""
+    if value is None:
+        return None
+    notes: list[str] = []
+    try:
+        size = parse_size(value, notes)
+    except UsageError as err:
+        raise click.BadParameter(str(err)) from None
+    for note in notes:
+        click.echo(f"hfkv: note: {param.opts[0]} {note}", err=True)
+    return size
+
+
 def accounting_options(fn: Callable) -> Callable:
     """The precision, parallelism and question options shared by every command that reports."""
     options = [
@@ -56,7 +70,7 @@ def accounting_options(fn: Callable) -> Callable:
                      help="Context lengths, comma-separated (4k = 4096). Default: 4k,32k,128k and the model's maximum."),
         click.option("--max-model-len", callback=_convert(parse_tokens),
                      help="Longest context of interest; replaces the model's maximum in the default contexts."),
-        click.option("--budget", "--kv-cache-memory-bytes", "budget", callback=_convert(parse_size),
+        click.option("--budget", "--kv-cache-memory-bytes", "budget", callback=_size,
                      help="KV memory per GPU (e.g. 60GiB), for max concurrency."),
         click.option("--batch", type=click.IntRange(min=1), help="Concurrent requests: report the longest context that fits the budget."),
         click.option("--prefix-cache", callback=_convert(parse_tokens), help="Cached prefix length P: adds floor(P/Δ) state snapshots."),
@@ -107,9 +121,9 @@ def planning_options(fn: Callable) -> Callable:
         click.option("--engine", type=click.Choice(["theory", "sglang", "vllm"]), default="theory", show_default=True,
                      help="theory: hfkv's exact per-request figures; sglang/vllm: the engine's own pool arithmetic."),
         click.option("--no-weights", is_flag=True, help="Do not fetch parameter counts from the Hub."),
-        click.option("--weights-bytes", callback=_convert(parse_size),
+        click.option("--weights-bytes", callback=_size,
                      help="Model weights (e.g. 16GB), for budgets when the Hub has no metadata (local files)."),
-        click.option("--weights-read-bytes", callback=_convert(parse_size),
+        click.option("--weights-read-bytes", callback=_size,
                      help="Weights one decode step reads per GPU (MoE: the active experts), for the decode bound."),
     ]
     options += [_knob_option(f) for f in knob_fields() if f.metadata["cli"]]
@@ -148,7 +162,21 @@ def _option_fields(params: dict[str, Any], contexts: list[int] | None) -> dict[s
         budget_bytes=params.get("budget"), batch=params.get("batch"),
         prefix_cache_tokens=params.get("prefix_cache"), snapshot_interval=params.get("snapshot_interval"),
         spec_tokens=params.get("spec_tokens") or 0,
+        **_layout_fields(params),
     )
+
+
+def _layout_fields(params: dict[str, Any]) -> dict[str, Any]:
+    """The layout knobs that change what one GPU holds, for the figures (well-formed values only: a
+    malformed one is the engine knobs' to refuse, with their message)."""
+    out: dict[str, Any] = {}
+    for name in ("data_parallel_size", "pipeline_parallel_size"):
+        value = params.get(name)
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+            out[name] = value
+    if params.get("enable_dp_attention") is True:
+        out["enable_dp_attention"] = True
+    return out
 
 
 def build_hub(params: dict[str, Any]) -> Any:
