@@ -13,6 +13,9 @@ from hfkv.commands.options import (accounting_options, build_hub, build_options,
                                    planning_options)
 from hfkv.errors import HfkvError
 
+VERDICT_FAILED_EXIT = 3  # a model that does not fit, or that every engine refuses, on the given GPUs
+VERDICT_NO = ("does-not-fit", "refused")
+
 
 @click.command("report")
 @click.argument("models", nargs=-1, required=True)
@@ -22,7 +25,12 @@ from hfkv.errors import HfkvError
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "markdown", "html"]), default="table",
               show_default=True, help="html: one self-contained page (several models: one section each).")
 def report_command(models: tuple[str, ...], fmt: str, **params: Any) -> None:
-    """Report on each MODEL: layers by kind, α, γ, S*, and per context bytes, reads and B_max."""
+    """Report on each MODEL: layers by kind, α, γ, S*, and per context bytes, reads and B_max.
+
+    With --gpu, the first line is the verdict: will it start, and how many requests fit. Exit codes: 0
+    success; 1 a model could not be fetched or read; 2 bad usage, or a config hfkv (or the engine of
+    --engine) cannot take; 3 a verdict of "does NOT fit" or "refused" (errors take precedence).
+    """
     # Deferred: the pipeline (pydantic, the mappers) loads when a report is asked for, not for --help.
     from hfkv.inspection import inspect_loaded
     from hfkv.planning.enrich import enrich
@@ -30,7 +38,7 @@ def report_command(models: tuple[str, ...], fmt: str, **params: Any) -> None:
 
     options = build_options(params)
     hub = build_hub(params) if any(looks_like_repo_id(m) for m in models) else None
-    reports, rows, code = [], [], 0  # rows: JSON objects in the order the models were given
+    reports, rows, code, failed = [], [], 0, False  # rows: JSON objects in the order the models were given
     for model in models:
         try:
             loaded = load_config(model, hub=hub, revision=params.get("revision"))
@@ -48,6 +56,8 @@ def report_command(models: tuple[str, ...], fmt: str, **params: Any) -> None:
             continue
         reports.append(report)
         rows.append(report.to_dict() if fmt == "json" else {})
+        if ((report.extra.get("serving") or {}).get("verdict_detail") or {}).get("status") in VERDICT_NO:
+            failed = True
         if fmt not in ("json", "html"):  # the rendering stack (rich) is imported only for people
             from hfkv.render import terminal as render
 
@@ -64,4 +74,4 @@ def report_command(models: tuple[str, ...], fmt: str, **params: Any) -> None:
             click.echo(json.dumps(rows[0], indent=2))
         elif len(models) > 1:
             click.echo(json.dumps(rows, indent=2))
-    sys.exit(code)
+    sys.exit(code or (VERDICT_FAILED_EXIT if failed else 0))

@@ -96,14 +96,17 @@ def _engine_view(report: Report, gpu: str, engine: str, knobs: dict, weights_rea
         plan = plan_serving(report, gpu=gpu, batch=report.batch, weights_read_bytes=weights_read_bytes,
                             layout_knobs=knobs, engine=engine)
         budget = plan.get("kv_budget_bytes")
-        view = {"refused": None, "tokens": tokens, "requests": None, "kv_budget_bytes": budget}
-        if tokens is None or not budget or budget <= 0 or plan.get("weights_fit") is False:
-            return view | {"requests": 0 if plan.get("weights_fit") is False else None}
+        view = {"refused": None, "tokens": tokens, "requests": None, "kv_budget_bytes": budget,
+                "weights_fit": plan.get("weights_fit")}
+        if plan.get("weights_fit") is False or (budget is not None and budget <= 0):
+            return view | {"requests": 0}
+        if tokens is None or not budget:
+            return view
         result = simulate(report, engine=engine, budget_bytes=budget, max_model_len=tokens, **knobs)
         counted = engine_requests(result, plan.get("request_ranks") or 1)
         return view | {"requests": next(iter(counted.values())) if counted else None}
     except UnsupportedModelError as err:
-        return {"refused": err.message, "tokens": tokens, "requests": None, "kv_budget_bytes": None}
+        return {"refused": err.message, "tokens": tokens, "requests": None, "kv_budget_bytes": None, "weights_fit": None}
 
 
 def gpu_defaults(knobs: dict[str, Any], gpu: str | None) -> dict[str, Any]:

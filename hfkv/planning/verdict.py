@@ -190,6 +190,10 @@ def _others(count: int, tokens: int, others: dict[str, dict[str, Any]]) -> dict[
         label = ENGINE_LABELS.get(name, name)
         if view.get("refused"):
             said[label] = f"would refuse ({view['refused']})"
+        elif view.get("weights_fit") is False:
+            said[label] = "does not fit (the weights fill what its budget may use)"
+        elif view.get("requests") == 0:
+            said[label] = f"does not fit (its budget holds no request at {format_tokens(tokens)})"
         elif view.get("requests") is not None and view.get("tokens") == tokens:
             n = view["requests"]
             if abs(n - count) > DIFFERENCE * max(count, 1):

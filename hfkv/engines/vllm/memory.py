@@ -37,6 +37,8 @@ GRAPH_BASE = int(0.30 * GIB)  # CUDA-graph pool: a base and ~0.15 MiB per layer 
 GRAPH_PER_LAYER_GRAPH = int(0.15 * MIB)
 ALLOCATOR_SLACK = int(0.05 * GIB)  # reserved-but-free segments that survive empty_cache
 UNMODELLED_BAND = int(1.5 * GIB)  # vision profile, drafter forward, mixer states: not in the estimate
+UNSIZED_BAND = 4 * GIB  # the profile run of a config without its hidden or vocabulary size: 14·S·V alone is 4 GiB at
+#                         S = 1024 and V = 256K
 
 
 def batch_defaults(device: Device) -> tuple[int, int]:
@@ -92,7 +94,12 @@ def memory_budget(model: EngineInput, device: Device, weights_per_gpu: int | Non
     if workspace:
         terms.append(Term("MoE workspace", workspace, "estimate", error_bytes=workspace // 2,
                           note=f"the Triton fused-MoE workspace at {batched:,} tokens (other MoE kernels differ)"))
-    terms.append(_activation(config, rows, batched, hidden, vocab, tp))
+    if hidden and vocab:
+        terms.append(_activation(config, rows, batched, hidden, vocab, tp))
+    else:
+        terms.append(Term("peak activation", 0, "unknown", error_bytes=UNSIZED_BAND,
+                          note="the config names no hidden_size or vocab_size: the profile run cannot be sized "
+                               f"(±{UNSIZED_BAND / GIB:.0f} GiB)"))
     terms.append(_non_torch(device, tp))
     if not knobs.enforce_eager:
         terms.append(_graphs(model, seqs, batched, decode, knobs.capability_major))
