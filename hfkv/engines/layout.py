@@ -28,8 +28,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from hfkv.errors import UnsupportedModelError, UsageError
+from hfkv.model.pipeline import stage_sizes, stages
 from hfkv.engines.contract import EngineInput, EngineKnobs
 
+__all__ = ["Layout", "LayoutRefusal", "deployment", "expert_count", "rank_inputs", "resolve", "simulate_ranks",
+           "stage_sizes", "stages"]
 LAYOUT_KNOBS = ("data_parallel_size", "enable_dp_attention", "enable_expert_parallel", "pipeline_parallel_size")
 # Config keys that count routed experts (the first positive one wins).
 EXPERT_COUNT_KEYS = ("n_routed_experts", "num_experts", "num_local_experts", "moe_num_experts", "num_routed_experts")
@@ -156,29 +159,6 @@ def resolve(knobs: EngineKnobs, tp: int, engine: str, layers: int, config: dict 
         raise UsageError(f"--pipeline-parallel-size {pp} is larger than the model's {layers} layers: "
                          "some stage would hold no layer")
     return Layout(tp=tp, dp=dp, pp=pp, dp_attention=dp_attention and dp > 1, expert_parallel=ep, engine=engine)
-
-
-def stage_sizes(layers: int, pp: int) -> list[int]:
-    """Layers per pipeline stage, as ``get_pp_indices`` splits them (vLLM 0.33.0 and SGLang alike).
-
-    Even split; the remainder goes one each to the stages before the last, counting back from it
-    (``partitions[-i] += 1`` for i in 2..remainder+1), since the last stage holds the final norm and
-    LM head. ``VLLM_PP_LAYER_PARTITION`` is not modelled.
-    """
-    base, remainder = divmod(layers, pp)
-    sizes = [base] * pp
-    for i in range(2, remainder + 2):
-        sizes[-i] += 1
-    return sizes
-
-
-def stages(layer_specs: list, pp: int) -> list[list]:
-    """``layer_specs`` cut into the ``pp`` stages of ``stage_sizes``."""
-    out, start = [], 0
-    for count in stage_sizes(len(layer_specs), pp):
-        out.append(list(layer_specs[start:start + count]))
-        start += count
-    return out
 
 
 def rank_inputs(model: EngineInput, layout: Layout) -> list[EngineInput]:

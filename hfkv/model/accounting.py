@@ -14,6 +14,7 @@ from fractions import Fraction
 from typing import Sequence, Union
 
 from hfkv.model.dtypes import Precision
+from hfkv.model.pipeline import stages
 from hfkv.model.specs import LayerSpec, Rule, count
 
 Layers = Union[Sequence[LayerSpec], "Grouped"]  # a layer list, or the same grouped once by ``group``
@@ -218,3 +219,10 @@ def as_number(value: Fraction | None) -> int | float | None:
         return value
     value = Fraction(value)
     return int(value) if value.denominator == 1 else float(value)
+
+
+def fullest_stage(layers: Sequence, pp: int, p: Precision, tp: int = 1) -> tuple[int, list]:
+    """(index, layers) of the pipeline stage that holds the most per request: the largest α, then γ."""
+    cut = stages(layers, pp)
+    index = max(range(len(cut)), key=lambda i: (alpha(group(cut[i]), p, tp), gamma(group(cut[i]), p, tp)))
+    return index, cut[index]

@@ -18,7 +18,8 @@ _FLAGS = {
     "tensor_parallel_size": "--tensor-parallel-size", "contexts": "--context", "budget_bytes": "--budget",
     "batch": "--batch", "prefix_cache_tokens": "--prefix-cache", "snapshot_interval": "--snapshot-interval",
     "spec_tokens": "--spec-tokens", "kv_cache_dtype": "--kv-cache-dtype", "state_dtype": "--state-dtype",
-    "conv_dtype": "--conv-dtype", "indexer_dtype": "--indexer-dtype",
+    "conv_dtype": "--conv-dtype", "indexer_dtype": "--indexer-dtype", "data_parallel_size": "--data-parallel-size",
+    "pipeline_parallel_size": "--pipeline-parallel-size", "enable_dp_attention": "--enable-dp-attention",
 }
 Context = Annotated[int, Field(ge=1, le=SEARCH_LIMIT)]
 
@@ -30,7 +31,10 @@ class Options(_Spec):
     ``contexts``: context lengths, 1 to 2^40 (default 4k, 32k, 128k and the model's maximum);
     ``budget_bytes``: KV budget per GPU; ``batch``: concurrency for the longest-context question;
     ``prefix_cache_tokens`` / ``snapshot_interval``: state snapshots of a cached prefix;
-    ``spec_tokens``: draft tokens verified per step. A bad value is a ``UsageError`` naming the option.
+    ``spec_tokens``: draft tokens verified per step. ``data_parallel_size``, ``enable_dp_attention``,
+    ``pipeline_parallel_size``: the layout, when it changes what one GPU holds (DP attention shards
+    attention at TP / DP; a pipeline stage holds its share of the layers); every figure is then one GPU's
+    of the fullest stage. A bad value is a ``UsageError`` naming the option.
     """
 
     kv_cache_dtype: str = "auto"
@@ -44,6 +48,15 @@ class Options(_Spec):
     prefix_cache_tokens: Optional[int] = Field(None, ge=0)
     snapshot_interval: Optional[int] = Field(None, ge=1)
     spec_tokens: int = Field(0, ge=0)
+    data_parallel_size: int = Field(1, ge=1)
+    enable_dp_attention: bool = False
+    pipeline_parallel_size: int = Field(1, ge=1)
+
+    @property
+    def attention_tensor_parallel_size(self) -> int:
+        """TP of one GPU's attention: TP / DP under DP attention (when DP divides TP), else TP."""
+        dp, tp = self.data_parallel_size, self.tensor_parallel_size
+        return tp // dp if self.enable_dp_attention and dp > 1 and tp % dp == 0 else tp
 
     @classmethod
     def _invalid(cls, err: ValidationError) -> Exception:

@@ -105,6 +105,9 @@ class Report:
     budget_bytes: int | None = None
     batch: int | None = None
     max_context_for_batch: int | None = None
+    attention_tensor_parallel_size: int | None = None  # the TP one GPU's figures are at (TP / DP under DP attention)
+    pipeline_parallel_size: int = 1
+    pipeline_stage: int | None = None  # the stage one GPU's figures are of, with PP
     extra: dict[str, Any] = field(default_factory=dict)  # sections added by other tools (weights, engine)
 
     # What planners (serving, engine modes, plots) need to recompute figures; not serialised.
@@ -178,7 +181,8 @@ _REPORT_KEYS = (
     "model", "source", "commit", "model_type", "architectures", "mapper", "family", "kv_cache_dtype",
     "state_dtype", "conv_dtype", "indexer_dtype", "tensor_parallel_size", "alpha_bytes_per_token",
     "gamma_bytes_per_request", "crossover_tokens", "recurrent_state_bytes", "max_position_embeddings",
-    "num_layers", "budget_bytes", "batch", "max_context_for_batch",
+    "num_layers", "budget_bytes", "batch", "max_context_for_batch", "attention_tensor_parallel_size",
+    "pipeline_parallel_size", "pipeline_stage",
 )
 
 
@@ -425,6 +429,17 @@ def plausibility_warnings(layers: acc.Layers, view: ConfigView, alpha: Any) -> l
     return warnings
 
 
+def per_gpu_scope(options: Options, pp: int, stage: int, layers: int) -> str:
+    """The sentence that says which GPU the figures are of, when the layout is more than TP."""
+    parts = []
+    if options.attention_tensor_parallel_size != options.tensor_parallel_size:
+        parts.append(f"attention TP {options.attention_tensor_parallel_size} (TP {options.tensor_parallel_size} with "
+                     f"DP attention {options.data_parallel_size}: each attention rank keeps its own requests' KV)")
+    if pp > 1:
+        parts.append(f"pipeline stage {stage} of {pp}, the fullest ({layers} layers)")
+    return "bytes per GPU of one rank: " + ", ".join(parts)
+
+
 def default_contexts(max_positions: int | None) -> list[int]:
     values = {c for c in DEFAULT_CONTEXTS if max_positions is None or c <= max_positions}
     if max_positions:
@@ -441,10 +456,16 @@ def build_report(
     notes = list(layout.notes) + list(notes or [])
     warnings = list(layout.warnings) + list(warnings or [])
     p = resolve_precision(view, options, notes, warnings)
-    tp = options.tensor_parallel_size
-    layers = layout.layers
-    if not layers:
+    model_layers = layout.layers
+    if not model_layers:
         raise ConfigError(None, "the mapper found no decoder layers")
+    # Every figure is one GPU's: at attention TP, of the fullest pipeline stage (the whole model at TP
+    # when the layout shards neither); the report keeps the whole model for the engine modes.
+    tp = options.attention_tensor_parallel_size
+    pp = min(options.pipeline_parallel_size, len(model_layers))
+    stage, layers = acc.fullest_stage(model_layers, pp, p, tp) if pp > 1 else (0, list(model_layers))
+    if pp > 1 or tp != options.tensor_parallel_size:
+        notes.append(per_gpu_scope(options, pp, stage, len(layers)))
 
     stack = acc.group(layers)  # every figure below sums over the distinct storages, counted once
     warnings += _tp_warnings(stack, tp)
@@ -475,16 +496,17 @@ def build_report(
         model=model, source=source, commit=commit,
         model_type=view.model_type, architectures=view.architectures, mapper=mapper, family=family,
         kv_cache_dtype=p.kv, state_dtype=p.state, conv_dtype=p.conv, indexer_dtype=p.indexer,
-        tensor_parallel_size=tp,
+        tensor_parallel_size=options.tensor_parallel_size, attention_tensor_parallel_size=tp,
+        pipeline_parallel_size=pp, pipeline_stage=stage if pp > 1 else None,
         alpha_bytes_per_token=acc.as_number(a), gamma_bytes_per_request=acc.as_number(g),
         crossover_tokens=acc.as_number(acc.crossover(a, g)),
         recurrent_state_bytes=acc.as_number(state),
-        max_position_embeddings=max_positions, num_layers=len(layers),
+        max_position_embeddings=max_positions, num_layers=len(model_layers),
         budget_bytes=options.budget_bytes, batch=options.batch, max_context_for_batch=longest,
         layers=layer_reports, groups=groups, contexts=contexts,
         transformers_defaults=list(view.defaults_used), notes=notes, warnings=warnings,
     )
-    report._layers, report._precision, report._config, report._options = list(layers), p, view.text, options
+    report._layers, report._precision, report._config, report._options = list(model_layers), p, view.text, options
     report._root_config = view.root
     return report
 

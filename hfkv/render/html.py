@@ -24,7 +24,7 @@ from hfkv.model.accounting import max_concurrency
 from hfkv.model.report import Report
 from hfkv.planning.verdict import FAILED
 from hfkv.render.svg import esc
-from hfkv.render.terminal import extra_lines
+from hfkv.render.terminal import extra_lines, layout_text
 from hfkv.units import exact_bytes, format_bytes, format_tokens
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
@@ -237,9 +237,10 @@ def report_section(report: Entry, *, engines: dict[str, dict[str, Any] | str] | 
     commit = data.get("commit")
     meta = (f"{data.get('model_type') or '?'} ({', '.join(data.get('architectures') or []) or '?'}) · "
             f"mapper {data.get('mapper')}" + (f" · commit {commit[:12]}" if commit else ""))
-    tp = data.get("tensor_parallel_size") or 1
     precision = (f"KV {data.get('kv_cache_dtype')} · state {data.get('state_dtype')} · conv {data.get('conv_dtype')} · "
-                 f"indexer {data.get('indexer_dtype')} · TP {tp}" + (" (bytes per GPU)" if tp > 1 else ""))
+                 f"indexer {data.get('indexer_dtype')} · " + layout_text(SimpleNamespace(**{
+                     key: data.get(key) for key in ("tensor_parallel_size", "attention_tensor_parallel_size",
+                                                     "pipeline_parallel_size", "pipeline_stage", "layers")})))
     parts = [
         f'<h1 class="model">{esc(data.get("model"))}</h1>', f'<p class="meta">{esc(meta)}</p>',
         f'<p class="meta">{esc(precision)}</p>', f'<p class="{_headline_class(data)}" id="hfkv-headline">{esc(headline(data, budgets))}</p>',

@@ -228,10 +228,28 @@ def header_fields(report: Report) -> tuple[list[Any], list[Any]]:
              terminal_text(f"mapper {report.mapper}")]
     if report.commit:
         first.append(terminal_text(f"commit {report.commit[:12]}"))
-    tp = report.tensor_parallel_size
     second = [terminal_text(f"{label} {dtype}") for label, dtype in used_dtypes(report)]
-    second.append(terminal_text(f"TP {tp}" + (" (bytes per GPU)" if tp > 1 else "")))
+    second.append(terminal_text(layout_text(report)))
     return first, second
+
+
+def layout_text(report: Report) -> str:
+    """'TP 8 (bytes per GPU)', or with a layout that changes one GPU's share, which GPU the figures are
+    of: 'TP 8 · DP attention 8 · PP 2: bytes per GPU at attention TP 1, stage 1 (24 layers)'."""
+    tp = report.tensor_parallel_size or 1
+    attn, pp = report.attention_tensor_parallel_size or tp, report.pipeline_parallel_size or 1
+    words = [f"TP {tp}"]
+    if attn != tp:
+        words.append(f"DP attention {tp // attn}")
+    if pp > 1:
+        words.append(f"PP {pp}")
+    text = " · ".join(words)
+    if attn == tp and pp == 1:
+        return text + (" (bytes per GPU)" if tp > 1 else "")
+    where = [f"attention TP {attn}"] if attn != tp else []
+    if pp > 1:
+        where.append(f"pipeline stage {report.pipeline_stage} ({len(report.layers)} layers)")
+    return f"{text}: bytes per GPU at {', '.join(where)}"
 
 
 def verdict_line(report: Report) -> str | None:
@@ -349,7 +367,7 @@ def render_markdown(report: Report, *, budgets: dict[str, int] | None = None) ->
         ("model type", report.model_type or "?"), ("architectures", ", ".join(report.architectures) or "?"),
         ("mapper", report.mapper), ("commit", report.commit or "-"),
         ("precision", f"KV {report.kv_cache_dtype}, state {report.state_dtype}, conv {report.conv_dtype}, indexer {report.indexer_dtype}"),
-        ("tensor parallel", str(report.tensor_parallel_size)),
+        ("parallel layout", layout_text(report)),
     ]
     lines += ["| | |", "|---|---|"] + [f"| {k} | {md_escape(v)} |" for k, v in meta] + [""]
     lines += ["| layer kind | layers | σ | entries n(S) | E (B/entry) | C (B/request) |", "|---|---:|---:|---|---:|---:|"]
