@@ -28,6 +28,7 @@ SUBCOMMANDS = {
     "compare": "hfkv.commands.compare:compare_command",
     "plot": "hfkv.commands.plot:plot_command",
     "serve": "hfkv.commands.serve:serve_command",
+    "plan": "hfkv.commands.plan:plan_command",
 }
 # What ``hfkv --help`` lists, written here so that listing imports none of the modules.
 SHORT_HELP = {
@@ -37,6 +38,7 @@ SHORT_HELP = {
     "compare": "Several models side by side, and where their costs cross.",
     "plot": "Memory and concurrency against context (needs hfkv[plot]).",
     "serve": "Serve the calculator page on 127.0.0.1 (needs hfkv[app]).",
+    "plan": "The fewest GPUs, and the layouts, that hold N requests of S tokens.",
 }
 
 def quiet_libraries() -> None:
@@ -103,6 +105,7 @@ def main() -> None:
     hfkv compare A B ...      side by side
     hfkv plot A [B ...]       memory and concurrency against context
     hfkv serve                the calculator page on http://127.0.0.1:7860
+    hfkv plan MODEL --requests N --context S --gpu H200   the fewest GPUs that hold them
     """
     quiet_libraries()
 

@@ -130,6 +130,16 @@ def planning_options(fn: Callable) -> Callable:
     return functools.reduce(lambda f, opt: opt(f), reversed(options), fn)
 
 
+LAYOUT_KNOBS = ("data_parallel_size", "enable_dp_attention", "enable_expert_parallel", "pipeline_parallel_size")
+
+
+def reserve_options(fn: Callable) -> Callable:
+    """The engine knobs that are not a layout (memory fractions, scheduler sizes, graphs, backends): for
+    a command that chooses the layouts itself (``plan``)."""
+    options = [_knob_option(f) for f in knob_fields() if f.metadata["cli"] and f.name not in LAYOUT_KNOBS]
+    return functools.reduce(lambda f, opt: opt(f), reversed(options), fn)
+
+
 def engine_knobs(params: dict[str, Any]) -> dict[str, Any]:
     """The engine knobs the command line set (``EngineKnobs`` field names; unset ones left out)."""
     knobs = {name: params.get(name) for name in EngineKnobs.names() if params.get(name) is not None}

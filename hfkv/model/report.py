@@ -17,6 +17,7 @@ from hfkv.model import dtypes
 from hfkv.model.config import ConfigView
 from hfkv.errors import ConfigError, UsageError
 from hfkv.model.options import DEFAULT_CONTEXTS, Options
+from hfkv.model.serving import Serving
 from hfkv.model.specs import LayerSpec, Layout
 from hfkv.model.weights import estimate_weights
 
@@ -134,6 +135,17 @@ class Report:
         """The options the report was built with (``--kv-cache-dtype`` as typed: ``auto`` is not
         ``bf16`` for an engine that turns ``auto`` into fp8); None for a report built by hand."""
         return self._options
+
+    @property
+    def serving(self) -> Serving | None:
+        """The serving plan (``hfkv.model.serving.Serving``), when the report was planned on GPUs."""
+        plan = self.extra.get("serving")
+        return Serving.of(plan) if plan else None
+
+    @property
+    def engine(self) -> dict | None:
+        """The engine mode's own figures (``report.extra["engine"]``), when an engine was asked."""
+        return self.extra.get("engine")
 
     @property
     def root_config(self) -> dict:

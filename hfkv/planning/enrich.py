@@ -62,7 +62,8 @@ def enrich(
     if engine != "theory":
         report.extra["engine"] = _simulate(report, engine, plan, max_model_len, knobs)
         if plan is not None and plan.get("weights_fit") is not False:
-            set_verdict(plan, counted=report.extra["engine"])
+            band = _band_results(report, engine, plan, max_model_len, knobs)
+            set_verdict(plan, counted=report.extra["engine"], counted_band=band)
     elif plan is not None and gpu is not None:
         others = {name: _engine_view(report, gpu, name, knobs, weights_read_bytes, plan) for name in ENGINES}
         plan["engines"] = others
@@ -85,6 +86,20 @@ def _simulate(report: Report, engine: str, plan: dict | None, max_model_len: int
                         max_model_len=max_model_len, **knobs)
     except UnsupportedModelError as err:  # the model the engine cannot size, named like every other error
         raise err.with_source(report.model) from None
+
+
+def _band_results(report: Report, engine: str, plan: dict, max_model_len: int | None,
+                  knobs: dict) -> tuple[dict | None, dict | None] | None:
+    """The engine's results with its budget less and plus the reserve's band (None: no band, or no
+    budget); an end the band empties is None. The count's range is then the engine's own arithmetic."""
+    band = (plan.get("memory") or {}).get("error_bytes") or 0
+    budget = plan.get("kv_budget_bytes")
+    if not band or budget is None or budget <= 0:
+        return None
+    ends = []
+    for edge in (budget - band, budget + band):
+        ends.append(_simulate(report, engine, {"kv_budget_bytes": edge}, max_model_len, knobs) if edge > 0 else None)
+    return ends[0], ends[1]
 
 
 def _engine_view(report: Report, gpu: str, engine: str, knobs: dict, weights_read_bytes: int | None,

@@ -355,9 +355,11 @@ def plan_serving(
 ENGINE_NAMES = {"theory": "vLLM's budget", "vllm": "vLLM", "sglang": "SGLang"}
 
 
-def set_verdict(plan: dict[str, Any], counted: dict | None = None, others: dict | None = None) -> None:
-    """(Re)compute the plan's verdict (``hfkv.planning.verdict``), counted by ``counted``'s engine when given."""
-    result = verdict(plan, counted, others)
+def set_verdict(plan: dict[str, Any], counted: dict | None = None, others: dict | None = None,
+                counted_band: tuple | None = None) -> None:
+    """(Re)compute the plan's verdict (``hfkv.planning.verdict``), counted by ``counted``'s engine when
+    given (``counted_band``: its results at the two ends of the reserve's band)."""
+    result = verdict(plan, counted, others, counted_band)
     plan["verdict"], plan["verdict_detail"] = result.line, result.to_dict()
 
 

@@ -120,6 +120,19 @@ def _range(plan: dict[str, Any], tokens: int) -> tuple[int | None, int | None]:
     return max(int((budget - band) // per), 0) * ranks, int((budget + band) // per) * ranks
 
 
+def _engine_range(band: tuple[dict[str, Any] | None, dict[str, Any] | None] | None, ranks: int,
+                  tokens: int) -> tuple[int | None, int | None]:
+    """(low, high) requests at ``tokens`` from the engine's own results at the band's two ends (a budget
+    the band empties counts 0)."""
+    if not band:
+        return None, None
+    ends = []
+    for result in band:
+        counted = engine_requests(result, ranks) if result else None
+        ends.append((counted or {}).get(tokens, 0) if result is not None else 0)
+    return ends[0], ends[1]
+
+
 def _caveats(plan: dict[str, Any]) -> list[str]:
     out = []
     if plan.get("weights_source") == "estimate" and plan.get("budget_source") == "gpu":
@@ -131,10 +144,12 @@ def _caveats(plan: dict[str, Any]) -> list[str]:
 
 
 def verdict(plan: dict[str, Any], counted: dict[str, Any] | None = None,
-            others: dict[str, dict[str, Any]] | None = None) -> Verdict:
+            others: dict[str, dict[str, Any]] | None = None,
+            counted_band: tuple[dict[str, Any] | None, dict[str, Any] | None] | None = None) -> Verdict:
     """The verdict of ``plan``: counted by the engine of ``counted`` (its simulate result) when given,
     else by hfkv; ``others``: {engine: {"refused", "requests", "tokens"}} (``enrich``), named where they
-    differ."""
+    differ. ``counted_band``: the engine's results in the budget less and plus the reserve's band (its
+    count's range; ``enrich`` runs them)."""
     where, label = _where(plan), layout_label(plan)
     engine = ENGINE_LABELS.get(plan.get("engine") or "theory", "hfkv")
     if plan.get("weights_fit") is False:
@@ -161,7 +176,10 @@ def verdict(plan: dict[str, Any], counted: dict[str, Any] | None = None,
                   f"{format_bytes(max(plan['kv_budget_bytes'], 0))} KV budget per GPU")
         return Verdict("does-not-fit", f"does NOT fit {where}: {reason} {label}", reason=reason, tokens=asked,
                        requests=0, counted_by=counted_by)
-    low, high = _range(plan, tokens) if counted_by == "hfkv" else (None, None)
+    if counted_by == "hfkv":
+        low, high = _range(plan, tokens)
+    else:
+        low, high = _engine_range(counted_band, ranks, tokens)
     text = f"fits {where}: {count:,} request{'s' if count != 1 else ''} at {format_tokens(tokens)} {label}"
     if tokens != asked:
         text += f"; none at {format_tokens(asked)}"
