@@ -27,8 +27,8 @@ from hfkv.engines.vllm.facts import ArchFacts
 from hfkv.engines.vllm.models import VllmRefusal
 from hfkv.engines.contract import EngineInput, EngineKnobs
 
-if TYPE_CHECKING:  # vllm_groups imports this module
-    from hfkv.engines.vllm.groups import Spec
+if TYPE_CHECKING:
+    from hfkv.engines.vllm.specs import AttentionSpec, KVCacheSpec
 
 SPARSE_MLA_BLOCK = 64  # DeepseekV32IndexerBackend / FlashMLA-sparse kernels
 FA4_FP8_HEAD = 512  # head size that sends SM90 fp8 KV to FA4's 64-token pages
@@ -188,7 +188,7 @@ def sinks(report: EngineInput) -> bool:
     return found is not None and found.attention_sinks == "all"
 
 
-def mixed_heads(report: EngineInput, attention: list[Spec]) -> bool:
+def mixed_heads(report: EngineInput, attention: list[AttentionSpec]) -> bool:
     """The class's config hook wants FA4 for heterogeneous head sizes (``ArchFacts.mixed_heads_fa4``)
     and this model's attention layers do differ in head size."""
     found = class_facts(report)
@@ -200,10 +200,10 @@ def capability_tuple(knobs: EngineKnobs) -> tuple[int, int]:
     return int(major), int(minor)
 
 
-def choose_backend(report: EngineInput, specs: list[Spec], kv: str, knobs: EngineKnobs) -> Backend | None:
+def choose_backend(report: EngineInput, specs: list[KVCacheSpec], kv: str, knobs: EngineKnobs) -> Backend | None:
     """The attention backend vLLM picks on this GPU generation (None for attention-free models);
     ``VllmRefusal`` where the picked backend cannot run the model."""
-    attention = [s for s in specs if s.kind != "mamba"]
+    attention = [s for s in specs if s.grows]
     if not attention:
         return None
     major, dsa = knobs.capability_major, is_dsa(report)

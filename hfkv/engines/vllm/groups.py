@@ -1,22 +1,23 @@
-"""vLLM 0.33.0's block size and KV-cache groups over hfkv's per-layer specs (engines.md §3.2.3–§3.2.4).
+"""vLLM 0.33.0's block size and KV-cache groups over the specs of a model's layers (engines.md §3.2.3–§3.2.4).
 
-``Spec`` is one layer's KV-cache spec as vLLM builds it; ``block_size`` replays
+The specs are ``specs``' kinds (one per layer part vLLM builds); ``block_size`` replays
 ``Platform.update_block_size_for_backend`` (backend size, then ``_align_hybrid_block_size`` for
 attention + Mamba hybrids); ``make_groups`` replays ``get_kv_cache_groups`` (one group for a uniform
 type, else equal-page groups of equal layer counts with padding slots, or the full-allocation
-fallback).
+fallback). A group's blocks per request are its spec's (``KVCacheSpec.blocks_per_request``).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from fractions import Fraction
 
 from hfkv.model.dtypes import ceil_div
 from hfkv.errors import UnsupportedModelError
 
-from hfkv.engines.vllm.backends import Backend, mamba_checkpoint_alignment
+from hfkv.engines.vllm.backends import Backend
+from hfkv.engines.vllm.specs import AttentionSpec, KVCacheSpec, MambaSpec, RequestPlan
 from hfkv.engines.contract import EngineKnobs, number
 
 MLA_HYBRID_ALIGN = 128  # _align_hybrid_block_size: TRTLLM/FlashInfer MLA decode wants 128-token multiples
@@ -28,58 +29,28 @@ class PagesDiffer(Exception):
     """The attention page sizes are not multiples of each other (e.g. MLA next to regular SWA)."""
 
 
-@dataclass(frozen=True)
-class Spec:
-    """One KV-cache spec: an attention part (bytes per token) or a Mamba-like state (bytes per request)."""
-
-    kind: str  # full | sliding | chunked | mamba
-    token_bytes: Fraction = Fraction(0)
-    state_bytes: Fraction = Fraction(0)
-    window: int | None = None
-    mla: bool = False
-    head_dim: int = 0  # attention head size (backend choice); GDN head_k_dim (its prefill kernel)
-    variant: str = ""  # state layers: mamba1 | mamba2 | gdn | gdn-plain | kda | lightning | conv
-    checkpoint_blocks: int = 0  # MambaSpec.num_prefill_checkpoint_blocks
-
-    @property
-    def key(self) -> tuple:
-        """Specs with equal keys share groups."""
-        return (self.kind, self.window, self.token_bytes, self.state_bytes, self.mla)
-
-
 @dataclass
 class Group:
     """A KV-cache group of ``layers`` specs plus ``padding`` empty slots; one block ID costs ``block_bytes``."""
 
-    spec: Spec
+    spec: KVCacheSpec
     layers: int
     padding: int
     block_size: int
     block_bytes: Fraction  # the pages of every slot of the group for one block ID
 
-    def blocks_per_request(self, length: int, in_flight: int, state_blocks: int, align_mode: bool) -> int:
-        """Blocks one request of ``length`` tokens holds in this group (``max_memory_usage_bytes`` / page).
-
-        Mamba: ``state_blocks`` (2 + speculative in align mode, else 1 + speculative), plus the
-        layer's prefill-checkpoint block in align mode.
-        """
-        b, spec = self.block_size, self.spec
-        if spec.kind == "mamba":
-            return state_blocks + (spec.checkpoint_blocks if align_mode else 0)
-        if spec.kind == "sliding":
-            return ceil_div(min(spec.window - 1 + in_flight, length), b) + 1
-        if spec.kind == "chunked":
-            return ceil_div(min(spec.window + in_flight, length), b)
-        return ceil_div(length, b)
+    def blocks_per_request(self, length: int, plan: RequestPlan) -> int:
+        """Blocks one request of ``length`` tokens holds in this group: its spec's rule at its block size."""
+        return self.spec.blocks_per_request(length, self.block_size, plan)
 
 
-def block_size(specs: list[Spec], backend: Backend | None, knobs: EngineKnobs, align_mode: bool, major: int,
+def block_size(specs: list[KVCacheSpec], backend: Backend | None, knobs: EngineKnobs, align_mode: bool,
                length: int | None, assumptions: list[str], attention_free: bool = True) -> int:
     """The cache block size: the backend's (or ``--block-size``), raised for hybrids so one attention
     page holds the largest Mamba state; attention-free models use max_model_len (``mamba_block_size``).
     A hybrid class with no attention layer in its config keeps the default 16 (no page to align)."""
-    attention = [s for s in specs if s.kind != "mamba"]
-    mamba = [s for s in specs if s.kind == "mamba"]
+    attention = [s for s in specs if isinstance(s, AttentionSpec)]
+    mamba = [s for s in specs if isinstance(s, MambaSpec)]
     given = int(knobs.block_size) if knobs.block_size else None
     if not attention and not attention_free:
         block = given or DEFAULT_BLOCK
@@ -98,7 +69,7 @@ def block_size(specs: list[Spec], backend: Backend | None, knobs: EngineKnobs, a
     if any(s.mla for s in attention):
         align = max(align, MLA_HYBRID_ALIGN)
     if align_mode:
-        alignments = [mamba_checkpoint_alignment(s.variant, major, s.head_dim) for s in mamba]
+        alignments = [s.checkpoint_alignment for s in mamba]
         if all(a is not None for a in alignments):
             align = math.lcm(align, *alignments)
     per_token = max(s.token_bytes for s in attention)
@@ -119,7 +90,7 @@ def group_size(counts: list[int]) -> int:
     return high if high < GROUP_SIZE_SLACK * low else low
 
 
-def make_groups(specs: list[Spec], block: int, assumptions: list[str]) -> list[Group]:
+def make_groups(specs: list[KVCacheSpec], block: int, assumptions: list[str]) -> list[Group]:
     """One group for uniform types; otherwise unify page sizes and split types into equal groups."""
     try:
         return _groups(specs, block, assumptions)
@@ -127,28 +98,27 @@ def make_groups(specs: list[Spec], block: int, assumptions: list[str]) -> list[G
         return _full_allocation_fallback(specs, block, assumptions)
 
 
-def _groups(specs: list[Spec], block: int, assumptions: list[str]) -> list[Group]:
-    attention = [s for s in specs if s.kind != "mamba"]
-    types: dict[tuple, list[Spec]] = {}
+def _groups(specs: list[KVCacheSpec], block: int, assumptions: list[str]) -> list[Group]:
+    attention = [s for s in specs if isinstance(s, AttentionSpec)]
+    types: dict[tuple, list[KVCacheSpec]] = {}
     for spec in specs:
         types.setdefault(spec.key, []).append(spec)
-    if len({(s.kind, s.window) for s in specs}) == 1:  # uniform spec or uniform type: every layer in one group
-        spec = specs[0]
-        total = sum((s.state_bytes if s.kind == "mamba" else block * s.token_bytes for s in specs), Fraction(0))
-        return [Group(spec=spec, layers=len(specs), padding=0, block_size=block, block_bytes=total)]
-    top = max(block * s.token_bytes for s in attention) if attention else max(s.state_bytes for s in specs)
+    if len({(s.kind, s.window) for s in specs}) == 1:  # uniform type: every layer in one group
+        total = sum((s.page_bytes(block) for s in specs), Fraction(0))
+        return [Group(spec=specs[0], layers=len(specs), padding=0, block_size=block, block_bytes=total)]
+    top = max(s.page_bytes(block) for s in (attention or specs))
     blocks: dict[tuple, int] = {}
     for key, members in types.items():
-        spec = members[0]
-        if spec.kind == "mamba":
-            blocks[key] = block
+        page = members[0].page_bytes(block)
+        if isinstance(members[0], MambaSpec):
+            blocks[key] = block  # a state fills (padded) one attention page whatever the block
             continue
-        page = block * spec.token_bytes
         if top % page:
             raise PagesDiffer()
         blocks[key] = block * int(top // page)
-    if any(s.kind == "mamba" and s.state_bytes < top for s in specs):
-        waste = max((top - s.state_bytes) / s.state_bytes for s in specs if s.kind == "mamba")
+    states = [s for s in specs if isinstance(s, MambaSpec)]
+    if any(s.state_bytes < top for s in states):
+        waste = max((top - s.state_bytes) / s.state_bytes for s in states)
         assumptions.append(f"Mamba pages padded to the attention page (+{float(waste) * 100:.2f}%)")
     size = group_size([len(m) for m in types.values()])
     groups: list[Group] = []
@@ -165,15 +135,15 @@ def _groups(specs: list[Spec], block: int, assumptions: list[str]) -> list[Group
     return groups
 
 
-def _full_allocation_fallback(specs: list[Spec], block: int, assumptions: list[str]) -> list[Group]:
+def _full_allocation_fallback(specs: list[KVCacheSpec], block: int, assumptions: list[str]) -> list[Group]:
     """_try_get_full_allocation_fallback_groups: promote sliding/chunked specs to full and regroup."""
-    if not any(s.kind in ("sliding", "chunked") for s in specs):
+    if not any(s.local for s in specs):
         raise UnsupportedModelError(
             "vLLM page sizes of these layers are not multiples of each other (e.g. a DSA indexer next to "
             "Mamba state): not modelled"
         )
     assumptions.append("page sizes cannot be unified: sliding layers promoted to full allocation")
-    promoted = [replace(s, kind="full", window=None) if s.kind in ("sliding", "chunked") else s for s in specs]
+    promoted = [s.as_full() if s.local else s for s in specs]
     try:
         return _groups(promoted, block, assumptions)
     except PagesDiffer:

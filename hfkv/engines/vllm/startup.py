@@ -16,7 +16,6 @@ from fractions import Fraction
 from typing import Any, Callable
 
 from hfkv.model import dtypes
-from hfkv.model.dtypes import block_scaled_bytes, ceil_div
 from hfkv.errors import UnsupportedModelError
 from hfkv.model.specs import (
     ChunkedLocal,
@@ -36,16 +35,26 @@ from hfkv.engines.vllm import facts as vllm_facts
 from hfkv.engines.vllm import transformers as vllm_transformers
 from hfkv.engines.vllm.backends import choose_backend, is_dsa, sparse_128
 from hfkv.engines.vllm.facts import ArchFacts
-from hfkv.engines.vllm.groups import Group, Spec, block_size, make_groups
+from hfkv.engines.vllm.groups import Group, block_size, make_groups
+from hfkv.engines.vllm.specs import (
+    ChunkedLocalAttentionSpec,
+    FullAttentionSpec,
+    KVCacheSpec,
+    MambaSpec,
+    MLAAttentionSpec,
+    RequestPlan,
+    SlidingWindowMLASpec,
+    SlidingWindowSpec,
+    attention_token_bytes,
+    indexer_token_bytes,
+    mla_token_bytes,
+)
 from hfkv.engines.vllm.models import VllmRefusal, default_max_model_len, full_text_config, refusal, transformers_backend
 from hfkv.engines.contract import context_length, EngineInput, EngineKnobs, number, printed
 
 __all__ = ["VllmRefusal", "simulate"]
 
 DEFAULT_MAX_NUM_BATCHED_TOKENS = 8192  # get_batch_defaults: API server, >=70 GiB non-A100 GPU
-# Packed fp8 / fp4 latents of the FlashMLA-sparse backend (DSA), engines.md §2.2d.
-FP8_DS_MLA = 656
-NVFP4_DS_MLA = 352
 # MambaStateDtypeCalculator (layers/mamba/mamba_utils.py): the SSM state dtype a layer kind takes while
 # mamba_ssm_cache_dtype stays "auto" (kda_state_dtype: fp32; every other calculator: the model dtype).
 # A rule of the layer, not of the architecture: the architecture's hook (ArchFacts.ssm_dtype) runs first.
@@ -53,26 +62,6 @@ AUTO_SSM_DTYPE = {"kda": "fp32"}
 
 
 # -- specs --------------------------------------------------------------------------------------
-
-
-def attention_bytes(part: Any, kv: str, tp: int) -> Fraction:
-    """K + V bytes per token of a standard attention part; NVFP4 adds one scale byte per 16 values."""
-    if kv != "fp4":
-        return part.entry_bytes(dtypes.Precision(kv=kv), tp)
-    heads = max(1, part.kv_heads // tp)
-    v_dim = part.head_dim if part.v_head_dim is None else part.v_head_dim
-    return heads * (Fraction(part.head_dim, 2) + Fraction(part.head_dim, 16) + Fraction(v_dim, 2) + Fraction(v_dim, 16))
-
-
-def mla_bytes(part: MLALatent, kv: str, packed: bool) -> Fraction:
-    """MLAAttentionSpec head size: FlashMLA-sparse's fp8_ds_mla 656 B / nvfp4_ds_mla 352 B, else D·e."""
-    if packed and kv == "fp8":
-        return Fraction(FP8_DS_MLA)
-    if packed and kv == "fp4":
-        return Fraction(NVFP4_DS_MLA)
-    if kv == "fp4":
-        raise UnsupportedModelError("vLLM fp4 KV for non-DSA MLA is not modelled")
-    return (part.kv_lora_rank + part.rope_dim) * dtypes.BYTES[kv]
 
 
 def class_facts(report: EngineInput) -> ArchFacts | None:
@@ -114,35 +103,46 @@ def state_variant(part: Any, report: EngineInput) -> str:
     return "conv"
 
 
-def part_spec(part: Any, report: EngineInput, kv: str, knobs: EngineKnobs, packed: bool) -> Spec | None:
-    """The spec vLLM builds for one part; None for a part that reads another layer's copy."""
+def part_spec(part: Any, report: EngineInput, kv: str, knobs: EngineKnobs, packed: bool) -> KVCacheSpec | None:
+    """The spec vLLM builds for one part (each layer's ``get_kv_cache_spec``); None for a part that reads
+    another layer's copy."""
     tp = report.tensor_parallel_size
     if part.copies == 0:
         return None
     if isinstance(part, FullAttention):
         if part.v_head_dim == 0 and sparse_128(report):  # MiniMax-M3's index keys (K only) stay in the model dtype
             kv = report.precision.conv
+        bytes_ = attention_token_bytes(part, kv, tp)
         if part.declared_window is not None:  # a window covering every position is still a SlidingWindowSpec
-            return Spec("sliding", token_bytes=attention_bytes(part, kv, tp), window=part.declared_window,
-                        head_dim=part.head_dim)
-        return Spec("full", token_bytes=attention_bytes(part, kv, tp), head_dim=part.head_dim)
+            return SlidingWindowSpec(token_bytes=bytes_, window=part.declared_window, head_dim=part.head_dim)
+        return FullAttentionSpec(token_bytes=bytes_, head_dim=part.head_dim)
     if isinstance(part, SlidingWindow):  # Cohere 2's W + 1 keys (commandr.py) are already the mapper's window
-        return Spec("sliding", token_bytes=attention_bytes(part, kv, tp), window=part.window, head_dim=part.head_dim)
+        return SlidingWindowSpec(token_bytes=attention_token_bytes(part, kv, tp), window=part.window,
+                                 head_dim=part.head_dim)
     if isinstance(part, ChunkedLocal):
-        return Spec("chunked", token_bytes=attention_bytes(part, kv, tp), window=part.chunk, head_dim=part.head_dim)
+        return ChunkedLocalAttentionSpec(token_bytes=attention_token_bytes(part, kv, tp), window=part.chunk,
+                                         head_dim=part.head_dim)
     if isinstance(part, MLALatent):
-        kind = "sliding" if part.window else "full"
-        return Spec(kind, token_bytes=mla_bytes(part, kv, packed), window=part.window, mla=True)
-    if isinstance(part, IndexerKeys):  # ratio > 1: GLM's index_kpool pools the keys
-        return Spec("full", token_bytes=Fraction(ceil_div(int(block_scaled_bytes(part.head_dim, "fp8")), part.ratio)),
-                    mla=True)
+        if part.window:
+            return SlidingWindowMLASpec(token_bytes=mla_token_bytes(part, kv, packed), window=part.window)
+        return MLAAttentionSpec(token_bytes=mla_token_bytes(part, kv, packed))
+    if isinstance(part, IndexerKeys):
+        return MLAAttentionSpec(token_bytes=indexer_token_bytes(part))
     if part.recurrent:
-        spec_rows = int(knobs.num_speculative_tokens)
-        shaped = part.model_copy(update={"conv_kernel": part.conv_kernel + spec_rows}) if spec_rows else part
-        variant, head = state_variant(part, report), getattr(part, "head_k_dim", 0)
-        return Spec("mamba", state_bytes=shaped.state_bytes(state_precision(report, part, knobs), tp), variant=variant,
-                    head_dim=head, checkpoint_blocks=backends.checkpoint_blocks(variant, knobs.capability_major, head))
+        return state_spec(part, report, knobs)
     return None
+
+
+def state_spec(part: Any, report: EngineInput, knobs: EngineKnobs) -> MambaSpec:
+    """A Mamba-like layer's spec: its state (conv rows grow with the speculative tokens) in vLLM's
+    dtypes, and the prefill checkpoint its layer kind exports on this GPU generation."""
+    spec_rows = int(knobs.num_speculative_tokens)
+    shaped = part.model_copy(update={"conv_kernel": part.conv_kernel + spec_rows}) if spec_rows else part
+    variant, head, major = state_variant(part, report), getattr(part, "head_k_dim", 0), knobs.capability_major
+    return MambaSpec(state_bytes=Fraction(shaped.state_bytes(state_precision(report, part, knobs),
+                                                             report.tensor_parallel_size)),
+                     checkpoint_blocks=backends.checkpoint_blocks(variant, major, head),
+                     checkpoint_alignment=backends.mamba_checkpoint_alignment(variant, major, head))
 
 
 def kv_dtype(report: EngineInput, assumptions: list[str]) -> str:
@@ -156,7 +156,7 @@ def kv_dtype(report: EngineInput, assumptions: list[str]) -> str:
     return kv
 
 
-def collect_specs(report: EngineInput, kv: str, knobs: EngineKnobs, assumptions: list[str]) -> list[Spec]:
+def collect_specs(report: EngineInput, kv: str, knobs: EngineKnobs, assumptions: list[str]) -> list[KVCacheSpec]:
     layers: list[LayerSpec] = list(report.layer_specs)
     dsa = is_dsa(report)
     packed = dsa and backends.packs_sparse_latent(knobs.capability_major, kv)
@@ -174,16 +174,18 @@ def collect_specs(report: EngineInput, kv: str, knobs: EngineKnobs, assumptions:
         latent = {"fp8": "fp8_ds_mla 656 B", "fp4": "nvfp4_ds_mla 352 B"}.get(kv, kv) if packed else kv
         assumptions.append(f"DSA: FlashMLA-sparse latent ({latent}) plus a 132 B indexer spec on layers "
                            "that compute top-k (÷ index_kpool when pooled)")
-    if any(s.kind == "mamba" for s in specs):
+    if any(isinstance(s, MambaSpec) for s in specs):
         assumptions.append("Mamba/linear state in the model dtype (vLLM 'auto'; Nemotron-H and KDA SSM fp32)")
     return promote_local(specs, knobs, assumptions)
 
 
-def transformers_specs(report: EngineInput, kv: str, knobs: EngineKnobs, backend_class: str, assumptions: list[str]) -> list[Spec]:
+def transformers_specs(report: EngineInput, kv: str, knobs: EngineKnobs, backend_class: str,
+                       assumptions: list[str]) -> list[KVCacheSpec]:
     """The Transformers backend's layers: one Attention each, its window from ``layer_types``."""
     tp, config = report.tensor_parallel_size, full_text_config(report)
-    specs = [Spec("sliding" if window else "full", token_bytes=attention_bytes(part, kv, tp), window=window,
-                  head_dim=part.head_dim) for part, window in vllm_transformers.layer_windows(report, config)]
+    specs = [SlidingWindowSpec(token_bytes=attention_token_bytes(part, kv, tp), window=window, head_dim=part.head_dim)
+             if window else FullAttentionSpec(token_bytes=attention_token_bytes(part, kv, tp), head_dim=part.head_dim)
+             for part, window in vllm_transformers.layer_windows(report, config)]
     backend_class = vllm_transformers.served(report, {}, config) or backend_class  # MoE: class defaults count
     assumptions.append(f"served by vLLM's Transformers modeling backend ({backend_class}): one Attention per "
                        "decoder layer, sliding where layer_types says sliding_attention")
@@ -196,20 +198,16 @@ def transformers_specs(report: EngineInput, kv: str, knobs: EngineKnobs, backend
     return promote_local(specs, knobs, assumptions)
 
 
-def promote_local(specs: list[Spec], knobs: EngineKnobs, assumptions: list[str]) -> list[Spec]:
-    """Sliding/chunked specs that vLLM allocates as full attention."""
-    out = []
-    for spec in specs:
-        if spec.kind == "chunked" and not knobs.chunked_local_hybrid:
-            out.append(Spec("full", token_bytes=spec.token_bytes, mla=spec.mla, head_dim=spec.head_dim))
-        elif spec.kind in ("sliding", "chunked") and knobs.disable_hybrid_kv_cache_manager:
-            out.append(Spec("full", token_bytes=spec.token_bytes, mla=spec.mla, head_dim=spec.head_dim))
-        else:
-            out.append(spec)
-    if any(s.kind == "chunked" for s in specs) and not knobs.chunked_local_hybrid:
+def promote_local(specs: list[KVCacheSpec], knobs: EngineKnobs, assumptions: list[str]) -> list[KVCacheSpec]:
+    """Sliding/chunked specs that vLLM allocates as full attention: chunked ones without
+    ``VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE``, every local one without the hybrid manager."""
+    chunked_to_full = not knobs.chunked_local_hybrid
+    out = [s.as_full() if (isinstance(s, ChunkedLocalAttentionSpec) and chunked_to_full)
+           or (s.local and knobs.disable_hybrid_kv_cache_manager) else s for s in specs]
+    if chunked_to_full and any(isinstance(s, ChunkedLocalAttentionSpec) for s in specs):
         assumptions.append("chunked local attention allocated as full attention "
                            "(VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=0)")
-    if knobs.disable_hybrid_kv_cache_manager and any(s.kind in ("sliding", "chunked") for s in specs):
+    if knobs.disable_hybrid_kv_cache_manager and any(s.local for s in specs):
         assumptions.append("hybrid KV cache manager disabled: sliding layers get full KV")
     return out
 
@@ -217,41 +215,43 @@ def promote_local(specs: list[Spec], knobs: EngineKnobs, assumptions: list[str])
 # -- the logged numbers -------------------------------------------------------------------------
 
 
-def attention_free(report: EngineInput, specs: list[Spec]) -> bool:
+def attention_free(report: EngineInput, specs: list[KVCacheSpec]) -> bool:
     """No attention spec and a class vLLM marks attention-free (``ArchFacts.attention_free``): prefix
     caching off by default and one Mamba block of max_model_len. A hybrid (``IsHybrid``) whose config
     happens to hold no attention layer (Granite-4.0-H without layer_types) is not one of them."""
     found = class_facts(report)
-    return not any(s.kind != "mamba" for s in specs) and found is not None and found.attention_free
+    return not any(s.grows for s in specs) and found is not None and found.attention_free
 
 
-def block_settings(specs: list[Spec], knobs: EngineKnobs, assumptions: list[str],
-                   free: bool = False) -> tuple[int, int, bool]:
-    """(tokens in flight for the sliding-window bound, Mamba state blocks per request, align mode);
-    ``free``: an attention-free model (``attention_free``)."""
+def request_plan(knobs: EngineKnobs, assumptions: list[str], *, windows: bool, states: bool,
+                 free: bool = False) -> RequestPlan:
+    """What a request's blocks depend on besides its length (``RequestPlan``): the tokens in flight for
+    the sliding-window bound, the Mamba state blocks, align mode. ``windows`` / ``states``: the model
+    has sliding or chunked specs / Mamba specs (their assumptions are said only then); ``free``: an
+    attention-free model (``attention_free``), whose prefix caching is off by default."""
     batched = knobs.max_num_batched_tokens
     if batched is None:
         batched = DEFAULT_MAX_NUM_BATCHED_TOKENS
-        if any(s.kind in ("sliding", "chunked") for s in specs):
+        if windows:
             assumptions.append(f"max_num_batched_tokens {batched} (API server on a >=70 GiB non-A100 GPU)")
     batches = 2 if knobs.async_scheduling else 1
-    if any(s.kind in ("sliding", "chunked") for s in specs):
+    if windows:
         assumptions.append(f"sliding-window admission adds {batches} × {batched} tokens in flight "
                            f"({'async scheduling' if batches == 2 else 'no async scheduling'})")
     caching = knobs.enable_prefix_caching
     if caching is None:
         caching = not free  # vLLM disables prefix caching for attention-free models
-    spec_tokens = int(knobs.num_speculative_tokens)
-    state_blocks = (2 if caching else 1) + spec_tokens
-    if any(s.kind == "mamba" for s in specs):
+    state_blocks = (2 if caching else 1) + int(knobs.num_speculative_tokens)
+    if states:
         checkpoint = " + 1 prefill-checkpoint block per layer that exports one" if caching else ""
         mode = "align (prefix caching on)" if caching else "none (prefix caching off)"
         assumptions.append(f"mamba_cache_mode {mode}: {state_blocks} block(s) per request{checkpoint}")
-    return batches * int(batched), state_blocks, bool(caching)
+    return RequestPlan(in_flight=batches * int(batched), state_blocks=state_blocks, align_mode=bool(caching))
 
 
-def blocks_per_request(groups: list[Group], length: int, plan: tuple[int, int, bool]) -> int:
-    return sum(g.blocks_per_request(length, *plan) for g in groups)
+def blocks_per_request(groups: list[Group], length: int, plan: RequestPlan) -> int:
+    """Blocks one request of ``length`` tokens holds over every group (each group's spec's rule)."""
+    return sum(g.blocks_per_request(length, plan) for g in groups)
 
 
 def fit_length(blocks: Callable[[int], int], usable_blocks: int, limit: int) -> int:
@@ -327,16 +327,18 @@ def simulate(report: EngineInput, *, budget_bytes: int | None, max_model_len: in
     if not specs:
         raise UnsupportedModelError("no layer keeps a KV cache or state that vLLM would allocate")
     free = attention_free(report, specs)
-    plan = block_settings(specs, knobs, assumptions, free)
+    plan = request_plan(knobs, assumptions, windows=any(s.local for s in specs),
+                        states=any(isinstance(s, MambaSpec) for s in specs), free=free)
     backend = choose_backend(report, specs, kv, knobs)
-    block = block_size(specs, backend, knobs, plan[2], knobs.capability_major, length, assumptions, free)
+    block = block_size(specs, backend, knobs, plan.align_mode, length, assumptions, free)
     groups = make_groups(specs, block, assumptions)
     bytes_per_block = max(g.block_bytes for g in groups)
-    growing = [g for g in groups if g.spec.kind != "mamba"]
+    growing = [g for g in groups if g.spec.grows]
     result: dict[str, Any] = {
         "bytes_per_token": number(sum((bytes_per_block / g.block_size for g in growing), Fraction(0))),
         "full_attention_bytes_per_token": number(
-            sum((bytes_per_block / g.block_size for g in growing if g.spec.kind == "full"), Fraction(0))),
+            sum((bytes_per_block / g.block_size for g in growing if isinstance(g.spec, FullAttentionSpec)),
+                Fraction(0))),
         "block_size": block,
         "bytes_per_block": number(bytes_per_block),
         "kv_cache_groups": [
@@ -347,7 +349,8 @@ def simulate(report: EngineInput, *, budget_bytes: int | None, max_model_len: in
         "max_model_len": length,
         "attention_backend": backend.name if backend else None,
     }
-    return finish(result, lambda n: blocks_per_request(groups, n, plan), any(g.spec.kind == "full" for g in groups),
+    return finish(result, lambda n: blocks_per_request(groups, n, plan),
+                  any(isinstance(g.spec, FullAttentionSpec) for g in groups),
                   budget_bytes, length, assumptions)
 
 
@@ -365,11 +368,11 @@ def finish(result: dict, blocks: Callable[[int], int], grows: bool, budget_bytes
 def deepseek_v4(report: EngineInput, budget_bytes: int | None, length: int, knobs: EngineKnobs, assumptions: list[str]) -> dict:
     """DeepSeek V4 (fp8 KV; bf16 is refused earlier): vLLM's packed per-layer pages (``vllm_dsv4``)."""
     figures, groups = vllm_dsv4.plan(report)
-    in_flight, _, _ = block_settings([Spec("sliding", window=1)], knobs, assumptions)
+    plan = request_plan(knobs, assumptions, windows=True, states=False)  # sliding latents and rings, no Mamba
     assumptions.append("DeepSeek V4: FLASHMLA_SPARSE_DSV4 fp8_ds_mla pages (584 B states, 576 B alignment), "
                        f"{len(groups)} packed groups (_get_packed_kv_cache_groups)")
     result = {**figures, "bytes_per_token": number(figures["bytes_per_token"]),
               "full_attention_bytes_per_token": number(figures["full_attention_bytes_per_token"]),
               "max_model_len": length, "attention_backend": "FLASHMLA_SPARSE_DSV4"}
-    return finish(result, lambda n: vllm_dsv4.blocks_per_request(groups, n, in_flight), True, budget_bytes, length,
+    return finish(result, lambda n: vllm_dsv4.blocks_per_request(groups, n, plan), True, budget_bytes, length,
                   assumptions)
