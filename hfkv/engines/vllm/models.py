@@ -66,7 +66,7 @@ def refusal(report: EngineInput, knobs: EngineKnobs | None = None) -> str | None
 
 def _architecture_refusal(report: EngineInput) -> str | None:
     """registry.py ``inspect_model_cls`` then ``_raise_for_unsupported``: a registered class, else the
-    Transformers backend (``vllm_transformers``), else a dropped architecture, a pooling-only one, or
+    Transformers backend (``transformers``), else a dropped architecture, a pooling-only one, or
     none vLLM knows."""
     archs = list(report.architectures or [])
     if not archs or vllm_facts.resolved_architecture(archs) or transformers_backend(report):

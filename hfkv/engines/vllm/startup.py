@@ -1,13 +1,13 @@
 """vLLM 0.33.0 block arithmetic (engines.md §2, §3.2), over a report's layer specs.
 
-Every attention-like layer gets a KV-cache spec (layers that share another layer's KV get none).
-The hybrid manager groups the specs so that every group has the same number of layer slots (padding
-layers fill the gaps) and every slot the same page size; all groups draw block IDs from one pool, so
-``bytes_per_block`` is one group's pages and ``num_blocks = budget // bytes_per_block``. The logged
-numbers then count, per request of ``max_model_len`` tokens, the blocks each group needs (full:
-the whole length; sliding: the window plus the tokens in flight; Mamba: 1, or 2 + a prefill
-checkpoint block in align mode). Before any of that, vLLM may refuse the model (``vllm_models``);
-the backend, and so the block size, follows the GPU generation (``vllm_backends``).
+Every attention-like layer part gets a KV-cache spec of ``specs``' kinds (``part_spec``; parts that
+read another layer's KV get none). The hybrid manager groups the specs so that every group has the
+same number of layer slots (padding layers fill the gaps) and every slot the same page size
+(``groups``); all groups draw block IDs from one pool, so ``bytes_per_block`` is one group's pages and
+``num_blocks = budget // bytes_per_block``. The logged numbers then count, per request of
+``max_model_len`` tokens, the blocks each group's spec holds (``KVCacheSpec.blocks_per_request`` under
+one ``RequestPlan``). Before any of that, vLLM may refuse the model (``models``); the backend, and so
+the block size, follows the GPU generation (``backends``); what vLLM does per class is ``facts``.
 """
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ def state_precision(report: EngineInput, part: Any, knobs: EngineKnobs) -> dtype
 
 
 def state_variant(part: Any, report: EngineInput) -> str:
-    """The Mamba-like layer kind, which decides its prefill checkpoint (``vllm_backends``);
+    """The Mamba-like layer kind, which decides its prefill checkpoint (``backends``);
     "gdn-plain" for a GDN layer of a class whose GDN layers export none
     (``ArchFacts.gdn_prefill_checkpoint``)."""
     if isinstance(part, MambaState):
@@ -366,7 +366,7 @@ def finish(result: dict, blocks: Callable[[int], int], grows: bool, budget_bytes
 
 
 def deepseek_v4(report: EngineInput, budget_bytes: int | None, length: int, knobs: EngineKnobs, assumptions: list[str]) -> dict:
-    """DeepSeek V4 (fp8 KV; bf16 is refused earlier): vLLM's packed per-layer pages (``vllm_dsv4``)."""
+    """DeepSeek V4 (fp8 KV; bf16 is refused earlier): vLLM's packed per-layer pages (``dsv4``)."""
     figures, groups = vllm_dsv4.plan(report)
     plan = request_plan(knobs, assumptions, windows=True, states=False)  # sliding latents and rings, no Mamba
     assumptions.append("DeepSeek V4: FLASHMLA_SPARSE_DSV4 fp8_ds_mla pages (584 B states, 576 B alignment), "

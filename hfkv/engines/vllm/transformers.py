@@ -18,8 +18,8 @@ state) gets no cache; a layer that computes no attention makes vLLM refuse to st
 
 ``served(report, native)``: the backend class vLLM picks, or None; ``refusal(report, config)``: vLLM's
 (or hfkv's "not modelled") reason for a served model, or None; ``layer_windows(report, config)``: per
-decoder layer, the attention part and the window of its vLLM ``Attention`` (vllm.py builds the specs).
-``config`` is the text config as vLLM reads it (class defaults filled in, ``vllm_models.full_text_config``).
+decoder layer, the attention part and the window of its vLLM ``Attention`` (``startup`` builds the specs).
+``config`` is the text config as vLLM reads it (class defaults filled in, ``models.full_text_config``).
 """
 
 from __future__ import annotations
