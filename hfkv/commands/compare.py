@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from hfkv.commands.deploy import Deployment, deployment_options
 from hfkv.commands.options import accounting_options, build_hub, build_options, hub_options
 from hfkv.errors import HfkvError
 
@@ -26,12 +27,15 @@ if TYPE_CHECKING:  # the report stack (pydantic) is imported by the command, not
     from hfkv.planning.compare import Collected
 
 
-def _inspect(model: str, cfg: Any, options: Options, out: Collected) -> Report | None:
-    """The report of one loaded config, or None after recording its error."""
+def _inspect(model: str, cfg: Any, options: Options, out: Collected, hub: Any = None,
+             deployment: Deployment | None = None) -> Report | None:
+    """The report of one loaded config (planned on ``deployment`` when given), or None after recording
+    its error."""
     from hfkv.inspection import inspect_loaded
 
     try:
-        return inspect_loaded(cfg, options)
+        report = inspect_loaded(cfg, options, hub=hub)
+        return deployment.apply(report) if deployment is not None else report
     except HfkvError as err:
         _record_error(out, model, err)
         return None
@@ -47,7 +51,9 @@ def collect_reports(models: tuple[str, ...] | list[str], params: dict[str, Any])
     """Load and inspect every MODEL; each failure prints one line on stderr and is recorded.
 
     Without ``--context`` every report is rebuilt on the union of the models' default contexts
-    (4K, 32K, 128K and each model's maximum), so that the columns line up.
+    (4K, 32K, 128K and each model's maximum), so that the columns line up. With a deployment
+    (``--gpu``, ``--engine``, the layout and reserve knobs) every report is then planned on it, as
+    ``hfkv report`` plans one (a model the engine refuses is an error row, the others stay).
     """
     # Deferred, as every import of the report stack here: ``compare --help`` loads no pydantic.
     from hfkv.planning.compare import Collected
@@ -55,7 +61,10 @@ def collect_reports(models: tuple[str, ...] | list[str], params: dict[str, Any])
     from hfkv.sources import load_config, looks_like_repo_id
 
     options = build_options(params)
+    deployment = Deployment.from_params(params)
+    deployment = deployment if deployment.planned else None
     hub = build_hub(params) if any(looks_like_repo_id(m) for m in models) else None
+    weights_hub = None if params.get("no_weights") or deployment is None else hub
     out = Collected()
     done: list[tuple[str, Any, Report]] = []
     for model in models:
@@ -64,14 +73,15 @@ def collect_reports(models: tuple[str, ...] | list[str], params: dict[str, Any])
         except HfkvError as err:
             _record_error(out, model, err)
             continue
-        report = _inspect(model, cfg, options, out)
+        now = options.contexts is not None  # else planned once the contexts are the union of all
+        report = _inspect(model, cfg, options, out, weights_hub if now else None, deployment if now else None)
         if report is not None:
             done.append((model, cfg, report))
     if options.contexts is None and done:
         union = tuple(sorted({c.tokens for _, _, r in done for c in r.contexts}))
         shared = options.model_copy(update={"contexts": union})
         # Same configs, other contexts: what read once reads again.
-        done = [(m, cfg, _inspect(m, cfg, shared, out)) for m, cfg, _ in done]
+        done = [(m, cfg, _inspect(m, cfg, shared, out, weights_hub, deployment)) for m, cfg, _ in done]
     out.reports = [r for _, _, r in done if r is not None]
     out.configs = [cfg for _, cfg, r in done if r is not None]
     out.labels = unique_labels([m for m, _, r in done if r is not None])
@@ -81,13 +91,16 @@ def collect_reports(models: tuple[str, ...] | list[str], params: dict[str, Any])
 @click.command("compare")
 @click.argument("models", nargs=-1, required=True)
 @accounting_options
+@deployment_options
 @hub_options
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "markdown"]), default="table", show_default=True)
 def compare_command(models: tuple[str, ...], fmt: str, **params: Any) -> None:
     """Compare MODELS side by side: α, γ, S*, and per context bytes, B_max and reads.
 
     For each pair, says which model fits more requests at each context: a small α wins at long
-    context, a small γ at high concurrency of short requests.
+    context, a small γ at high concurrency of short requests. With --gpu (and the report's layout
+    and engine options) each model is planned on that deployment, its weights and the engine's
+    reserve subtracted, and the models are ranked by the requests each serves at every context.
     """
     from hfkv.planning.compare import all_pairs
     from hfkv.render.compare import render_markdown, render_table, to_json

@@ -39,7 +39,7 @@ def _convert(kind: Callable[[str], Any]) -> Callable:
     return callback
 
 
-def _size(ctx: click.Context, param: click.Parameter, value: Any) -> int | None:
+def size_option(ctx: click.Context, param: click.Parameter, value: Any) -> int | None:
     """A size option (``parse_size``); a figure floored to whole bytes is said once, on stderr."""
     if value is None:
         return None
@@ -70,7 +70,7 @@ def accounting_options(fn: Callable) -> Callable:
                      help="Context lengths, comma-separated (4k = 4096). Default: 4k,32k,128k and the model's maximum."),
         click.option("--max-model-len", callback=_convert(parse_tokens),
                      help="Longest context of interest; replaces the model's maximum in the default contexts."),
-        click.option("--budget", "--kv-cache-memory-bytes", "budget", callback=_size,
+        click.option("--budget", "--kv-cache-memory-bytes", "budget", callback=size_option,
                      help="KV memory per GPU (e.g. 60GiB), for max concurrency."),
         click.option("--batch", type=click.IntRange(min=1), help="Concurrent requests: report the longest context that fits the budget."),
         click.option("--prefix-cache", callback=_convert(parse_tokens), help="Cached prefix length P: adds floor(P/Δ) state snapshots."),
@@ -105,39 +105,12 @@ _KNOB_TYPES: dict[str, Any] = {
 }
 
 
-def _knob_option(f: Any) -> Callable:
+def knob_option(f: Any) -> Callable:
     """The click option of one ``EngineKnobs`` field: its flag, aliases and help from the field."""
     flag, kind, help_text = cli_flag(f.name), f.metadata["kind"], f"[engine] {f.metadata['doc']}"
     if kind == "flag":
         return click.option(f"{flag}/--no-{flag[2:]}", f.name, default=None, help=help_text)
     return click.option(flag, *f.metadata["aliases"], f.name, type=_KNOB_TYPES[kind], default=None, help=help_text)
-
-
-def planning_options(fn: Callable) -> Callable:
-    """GPU, serving and engine-mode options of the report command."""
-    options = [
-        click.option("--gpu", help="GPU preset, NAME[:COUNT] (e.g. H200:8): the KV budget is what the engine leaves after "
-                                          "its weights and reserve (vLLM's rule unless --engine sglang)."),
-        click.option("--engine", type=click.Choice(["theory", "sglang", "vllm"]), default="theory", show_default=True,
-                     help="theory: hfkv's exact per-request figures; sglang/vllm: the engine's own pool arithmetic."),
-        click.option("--no-weights", is_flag=True, help="Do not fetch parameter counts from the Hub."),
-        click.option("--weights-bytes", callback=_size,
-                     help="Model weights (e.g. 16GB), for budgets when the Hub has no metadata (local files)."),
-        click.option("--weights-read-bytes", callback=_size,
-                     help="Weights one decode step reads per GPU (MoE: the active experts), for the decode bound."),
-    ]
-    options += [_knob_option(f) for f in knob_fields() if f.metadata["cli"]]
-    return functools.reduce(lambda f, opt: opt(f), reversed(options), fn)
-
-
-LAYOUT_KNOBS = ("data_parallel_size", "enable_dp_attention", "enable_expert_parallel", "pipeline_parallel_size")
-
-
-def reserve_options(fn: Callable) -> Callable:
-    """The engine knobs that are not a layout (memory fractions, scheduler sizes, graphs, backends): for
-    a command that chooses the layouts itself (``plan``)."""
-    options = [_knob_option(f) for f in knob_fields() if f.metadata["cli"] and f.name not in LAYOUT_KNOBS]
-    return functools.reduce(lambda f, opt: opt(f), reversed(options), fn)
 
 
 def engine_knobs(params: dict[str, Any]) -> dict[str, Any]:

@@ -11,7 +11,8 @@ from typing import Any
 
 import click
 
-from hfkv.commands.options import _size, engine_knobs, fail, hub_options, reserve_options
+from hfkv.commands.deploy import reserve_options
+from hfkv.commands.options import engine_knobs, fail, hub_options, size_option
 from hfkv.errors import HfkvError
 from hfkv.units import parse_tokens
 
@@ -30,7 +31,7 @@ SHOWN = 10  # layouts printed after the best one, in the table
               help="Tensor parallelism stays within a node.")
 @click.option("--kv-cache-dtype", type=click.Choice(["auto", "fp8", "both"]), default="both", show_default=True,
               help="KV cache dtypes tried.")
-@click.option("--weights-bytes", callback=_size, help="Model weights (e.g. 16GB), when the Hub has no metadata.")
+@click.option("--weights-bytes", callback=size_option, help="Model weights (e.g. 16GB), when the Hub has no metadata.")
 @click.option("--no-weights", is_flag=True, help="Do not fetch parameter counts from the Hub.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 @reserve_options

@@ -14,43 +14,36 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from hfkv.commands.compare import collect_reports
-from hfkv.commands.options import (accounting_options, build_hub, build_options, engine_knobs, fail, hub_options,
-                                   planning_options)
+from hfkv.commands.deploy import Deployment, deployment_options
+from hfkv.commands.options import accounting_options, build_hub, build_options, fail, hub_options
 from hfkv.errors import HfkvError
 
 if TYPE_CHECKING:
     from hfkv.planning.compare import Collected
-    from hfkv.render.plot import Deployment
+    from hfkv.render.plot import DeploymentCurve
 
 MISSING_EXTRA = "install hfkv[plot] for plots"
 FORMATS = (".png", ".svg")
 
 
-def deployment(cfg: Any, model: str, xs: list[int], params: dict[str, Any], hub: Any) -> Deployment:
-    """Plan serving ``cfg`` on ``params``' GPU and layout at the contexts ``xs`` (the same knobs as the
-    report command; weights from the Hub, ``--weights-bytes`` or the config's parameter count)."""
+def deployment(cfg: Any, model: str, xs: list[int], params: dict[str, Any], hub: Any) -> DeploymentCurve:
+    """Plan serving ``cfg`` on ``params``' GPU and layout at the contexts ``xs`` as the report command
+    plans it (``Deployment.apply``; weights from the Hub, ``--weights-bytes`` or the config's shapes)."""
     from hfkv.inspection import inspect_loaded
-    from hfkv.planning.enrich import enrich
-    from hfkv.planning.serving import plan_serving
     from hfkv.planning.verdict import layout_label
-    from hfkv.render.plot import Deployment
+    from hfkv.render.plot import DeploymentCurve
 
     from_hub = None if params.get("no_weights") else hub
     report = inspect_loaded(cfg, build_options(params).model_copy(update={"contexts": tuple(xs)}), hub=from_hub)
-    enrich(report, weights_bytes=params.get("weights_bytes"))
-    plan = plan_serving(
-        report, gpu=params["gpu"],
-        weights_bytes=report.extra.get("weights_bytes"), weights_read_bytes=params.get("weights_read_bytes"),
-        layout_knobs=engine_knobs(params), engine=params.get("engine") or "theory",
-    )
-    return Deployment(
+    plan = Deployment.from_params(params).apply(report).extra["serving"]
+    return DeploymentCurve(
         xs=[c["tokens"] for c in plan["contexts"]], requests=[c["max_concurrency_total"] for c in plan["contexts"]],
         verdict=plan["verdict"], layout=layout_label(plan), where=f"{plan['gpu_count']} × {plan['gpu']}",
     )
 
 
-def deployments(out: Collected, grid: list[int], params: dict[str, Any]) -> list[Deployment]:
-    """One ``Deployment`` per model on its usable part of ``grid``; a refused layout: one line, exit 2."""
+def deployments(out: Collected, grid: list[int], params: dict[str, Any]) -> list[DeploymentCurve]:
+    """One ``DeploymentCurve`` per model on its usable part of ``grid``; a refused layout: one line, exit 2."""
     from hfkv.render.curves import usable
 
     hub = build_hub(params) if any(getattr(c, "source", None) == "hub" for c in out.configs) else None
@@ -77,7 +70,7 @@ def context_range(out: Collected, params: dict[str, Any]) -> tuple[int, int]:
 @click.option("--output", "-o", required=True, type=click.Path(dir_okay=False),
               help="Image file to write: .png or .svg.")
 @accounting_options
-@planning_options
+@deployment_options
 @hub_options
 def plot_command(models: tuple[str, ...], output: str, **params: Any) -> None:
     """Plot memory per request and the requests that fit against context length for MODELS.

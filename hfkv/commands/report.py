@@ -9,8 +9,8 @@ from typing import Any
 
 import click
 
-from hfkv.commands.options import (accounting_options, build_hub, build_options, engine_knobs, hub_options,
-                                   planning_options)
+from hfkv.commands.deploy import Deployment, deployment_options
+from hfkv.commands.options import accounting_options, build_hub, build_options, hub_options
 from hfkv.errors import HfkvError
 
 VERDICT_FAILED_EXIT = 3  # a model that does not fit, or that every engine refuses, on the given GPUs
@@ -20,7 +20,7 @@ VERDICT_NO = ("does-not-fit", "refused")
 @click.command("report")
 @click.argument("models", nargs=-1, required=True)
 @accounting_options
-@planning_options
+@deployment_options
 @hub_options
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "markdown", "html"]), default="table",
               show_default=True, help="html: one self-contained page (several models: one section each).")
@@ -33,22 +33,17 @@ def report_command(models: tuple[str, ...], fmt: str, **params: Any) -> None:
     """
     # Deferred: the pipeline (pydantic, the mappers) loads when a report is asked for, not for --help.
     from hfkv.inspection import inspect_loaded
-    from hfkv.planning.enrich import enrich
     from hfkv.sources import load_config, looks_like_repo_id
 
     options = build_options(params)
+    deployment = Deployment.from_params(params)
     hub = build_hub(params) if any(looks_like_repo_id(m) for m in models) else None
     reports, rows, code, failed = [], [], 0, False  # rows: JSON objects in the order the models were given
     for model in models:
         try:
             loaded = load_config(model, hub=hub, revision=params.get("revision"))
             report = inspect_loaded(loaded, options, hub=None if params.get("no_weights") else hub)
-            enrich(
-                report, gpu=params.get("gpu"),
-                weights_bytes=params.get("weights_bytes"),
-                weights_read_bytes=params.get("weights_read_bytes"), engine=params["engine"],
-                max_model_len=params.get("max_model_len"), engine_knobs=engine_knobs(params),
-            )
+            deployment.apply(report)
         except HfkvError as err:
             click.echo(f"hfkv: error: {err}", err=True)
             rows.append({"model": model, "error": err.row_text()})

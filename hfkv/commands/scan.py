@@ -26,6 +26,7 @@ import click
 
 from hfkv.runtime import fetchers
 from hfkv.model import defaults as tfdefaults
+from hfkv.commands.deploy import Deployment, deployment_options
 from hfkv.commands.options import accounting_options, build_hub, build_options, fail, hub_options
 from hfkv.errors import HfkvError, UsageError, one_line
 from hfkv.runtime.files import write_atomic
@@ -149,6 +150,7 @@ class Job:
     hub: Any = None
     revision: str | None = None
     weights: bool = False
+    deployment: Deployment | None = None  # every report planned on it (--gpu, --engine, knobs)
 
     def run(self, entry: str) -> Row:
         """Fetch and report one model. Never raises (apart from KeyboardInterrupt and the like)."""
@@ -191,6 +193,8 @@ class Job:
         report = inspect_loaded(fetched.loaded, self.options, model=fetched.entry)
         if self.weights and fetched.weights is not None:
             attach_weights(report, fetched.weights)  # the Hub's figures over the estimate
+        if self.deployment is not None:
+            self.deployment.apply(report)  # an engine's refusal is the row's error, in its words
         return report
 
 
@@ -209,26 +213,36 @@ class Columns:
     contexts: tuple[int, ...]
     with_max: bool
     with_weights: bool = False
+    with_requests: bool = False  # requests that fit per context: B_max in --budget, or served on --gpu
+    with_plan: bool = False  # the verdict, weights per GPU and their source (--gpu)
 
     @classmethod
-    def for_options(cls, options: Any, weights: bool = False) -> "Columns":
+    def for_options(cls, options: Any, weights: bool = False, deployment: Deployment | None = None) -> "Columns":
         from hfkv.model.options import DEFAULT_CONTEXTS
 
+        planned = deployment is not None and deployment.planned
+        extra = dict(with_weights=weights or planned, with_requests=planned or options.budget_bytes is not None,
+                     with_plan=planned)
         if options.contexts:
-            return cls(tuple(options.contexts), with_max=False, with_weights=weights)
-        return cls(tuple(DEFAULT_CONTEXTS), with_max=True, with_weights=weights)
+            return cls(tuple(options.contexts), with_max=False, **extra)
+        return cls(tuple(DEFAULT_CONTEXTS), with_max=True, **extra)
 
     def names(self) -> list[str]:
         ctx = [f"bytes@{format_tokens(c)}" for c in self.contexts]
+        ctx += [f"requests@{format_tokens(c)}" for c in self.contexts] if self.with_requests else []
         tail = ["max_context", "bytes@max"] if self.with_max else []
         tail += ["total_parameters", "weights_bytes"] if self.with_weights else []
+        tail += ["weights_bytes_per_gpu", "weights_source", "kv_budget_bytes", "verdict_status", "verdict"] \
+            if self.with_plan else []
         return ["model", "model_type", "mapper", "kv_dtype", "alpha_bytes_per_token", "gamma_bytes_per_request",
                 "crossover_tokens", *ctx, *tail, "error"]
 
     def titles(self) -> list[str]:
         ctx = [f"{format_tokens(c)}" for c in self.contexts]
+        ctx += [f"requests {format_tokens(c)}" for c in self.contexts] if self.with_requests else []
         tail = ["max context", "at max"] if self.with_max else []
         tail += ["parameters", "weights"] if self.with_weights else []
+        tail += ["weights/GPU", "source", "KV budget/GPU", "status", "verdict"] if self.with_plan else []
         return ["model", "model_type", "mapper", "KV dtype", "α (B/token)", "γ (B/request)", "S* (tokens)",
                 *ctx, *tail, "error"]
 
@@ -242,12 +256,19 @@ class Columns:
         cells = [r.model, r.model_type, r.mapper, r.kv_cache_dtype, r.alpha_bytes_per_token,
                  r.gamma_bytes_per_request, r.crossover_tokens]
         cells += [per_context.get(c) for c in self.contexts]
+        plan = r.extra.get("serving") or {}
+        if self.with_requests:
+            cells += [_requests(r, plan, c) for c in self.contexts]
         if self.with_max:
             top = r.max_position_embeddings
             cells += [top, per_context.get(top) if top else None]
         if self.with_weights:
             found = r.extra.get("weights") or {}
             cells += [found.get("total_parameters"), found.get("weights_bytes")]
+        if self.with_plan:
+            detail = plan.get("verdict_detail") or {}
+            cells += [plan.get("weights_bytes_per_gpu"), plan.get("weights_source"), plan.get("kv_budget_bytes"),
+                      detail.get("status"), plan.get("verdict")]
         return cells + [None]
 
     def human(self, row: Row) -> list[str]:
@@ -255,11 +276,29 @@ class Columns:
         return [_human_cell(name, value) for name, value in zip(self.names(), self.values(row))]
 
 
+def _requests(report: Any, plan: dict[str, Any], tokens: int) -> int | None:
+    """Requests of ``tokens`` that fit: across the deployment on --gpu (0 when the weights fill the
+    engine's budget), else B_max in --budget; None past the model's maximum or without a budget."""
+    limit = report.max_position_embeddings
+    if limit and tokens > limit:
+        return None
+    if plan:
+        if plan.get("weights_fit") is False:
+            return 0
+        found = next((c for c in plan.get("contexts", []) if c["tokens"] == tokens), None)
+        return None if found is None else found.get("max_concurrency_total")
+    found = next((c for c in report.contexts if c.tokens == tokens), None)
+    return None if found is None else found.max_concurrency
+
+
 def _human_cell(name: str, value: Any) -> str:
     if value is None:
         return "" if name == "error" else "-"
-    if name.startswith("bytes@") or name in ("gamma_bytes_per_request", "weights_bytes"):
-        return format_bytes(value)
+    if name.startswith("bytes@") or name in ("gamma_bytes_per_request", "weights_bytes", "weights_bytes_per_gpu",
+                                             "kv_budget_bytes"):
+        return format_bytes(max(value, 0)) if name == "kv_budget_bytes" else format_bytes(value)
+    if name.startswith("requests@"):
+        return f"{value:,}"
     if name in ("crossover_tokens", "max_context", "total_parameters"):
         return f"{round(value):,}"
     if name == "alpha_bytes_per_token":
@@ -311,15 +350,28 @@ class JsonlWriter(Writer):
         return data["model"], str(data["error"]) if "error" in data else None
 
 
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_text(value: Any) -> str:
+    """A text cell made inert: control characters escaped (``one_line``), so a newline in a config's
+    text cannot split a row (which ``--resume`` reads line by line) or reach a terminal; and a cell a
+    spreadsheet would run as a formula (starting with = + - @, a tab or CR) prefixed with a quote."""
+    text = one_line(value)
+    return "'" + text if text.startswith(_FORMULA_STARTS) or str(value).startswith(_FORMULA_STARTS) else text
+
+
 class CsvWriter(Writer):
     def header(self) -> list[str]:
         return [self._join(self.columns.names())]
 
     def line(self, row: Row) -> str:
-        """One csv line: text cells with control characters escaped (``one_line``), so a newline in a
-        config's text cannot split a row (which ``--resume`` reads line by line) or reach a terminal."""
-        return self._join(["" if v is None else _plain(v) if isinstance(v, (int, float)) else one_line(v)
+        """One csv line: numbers as numbers, text through ``csv_text``."""
+        return self._join(["" if v is None else _plain(v) if isinstance(v, (int, float)) else csv_text(v)
                            for v in self.columns.values(row)])
+
+    def key(self, entry: str) -> str:
+        return csv_text(entry)
 
     @staticmethod
     def _join(cells: list[Any]) -> str:
@@ -341,7 +393,8 @@ class MarkdownWriter(Writer):
         from hfkv.render.terminal import md_escape
 
         titles = self.columns.titles()
-        rule = ["---" if t in ("model", "model_type", "mapper", "KV dtype", "error") else "---:" for t in titles]
+        text = ("model", "model_type", "mapper", "KV dtype", "source", "status", "verdict", "error")
+        rule = ["---" if t in text else "---:" for t in titles]
         return ["| " + " | ".join(md_escape(t) for t in titles) + " |", "|" + "|".join(rule) + "|"]
 
     def line(self, row: Row) -> str:
@@ -472,13 +525,16 @@ def _read_fingerprint(fd: int) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
-def fingerprint(options: Any, weights: bool, revision: str | None = None) -> dict[str, Any]:
-    """What a row's figures depend on besides the model: the report options, ``--weights`` and the
-    ``--revision`` the configs were read at (recorded only when given, so files of runs without one
-    keep matching)."""
+def fingerprint(options: Any, weights: bool, revision: str | None = None,
+                deployment: Deployment | None = None) -> dict[str, Any]:
+    """What a row's figures depend on besides the model: the report options, ``--weights``, the
+    ``--revision`` the configs were read at and the deployment (each recorded only when given, so
+    files of runs without one keep matching)."""
     data = {**options.model_dump(mode="json"), "weights": weights}
     if revision is not None:
         data["revision"] = revision
+    if deployment is not None and deployment.planned:
+        data["deployment"] = deployment.fingerprint()
     return json.loads(json.dumps(data, default=str))  # as read back from the file
 
 
@@ -661,6 +717,7 @@ def choose_format(fmt: str | None, output: str | None) -> str:
 @click.command("scan")
 @click.argument("list_name", metavar="FILE|-")
 @accounting_options
+@deployment_options
 @hub_options
 @click.option("--jobs", "-j", type=click.IntRange(min=1, max=256), default=16, show_default=True,
               help="Concurrent fetches.")
@@ -669,14 +726,18 @@ def choose_format(fmt: str | None, output: str | None) -> str:
 @click.option("--output", "-o", type=click.Path(dir_okay=False, writable=True),
               help="Write rows to PATH as they complete (flushed per row).")
 @click.option("--resume", is_flag=True, help="Skip models already in --output PATH and append the rest.")
-@click.option("--weights", is_flag=True, help="Also fetch parameter counts (one more Hub request per repo).")
+@click.option("--weights", is_flag=True, help="Also fetch parameter counts (one more Hub request per repo; "
+              "implied by --gpu unless --no-weights).")
 def scan_command(list_name: str, jobs: int, fmt: str | None, output: str | None, resume: bool,
                  weights: bool, **params: Any) -> None:
     """One row per model listed in FILE (or stdin with -): org/name[@rev] or a local path per line.
 
-    Blank lines and # comments are skipped; a model listed twice is fetched once. Exit code 0 when
-    every model succeeded, 1 when some failed (their rows say why) or the output could not be
-    written, 2 on bad usage, 130 when interrupted (rows written so far stay).
+    Blank lines and # comments are skipped; a model listed twice is fetched once. With --gpu (and
+    the report's engine and layout options) every model is planned on that deployment: the rows gain
+    the requests served per context, the verdict, the weights per GPU and their source; with
+    --budget alone, B_max per context. Exit code 0 when every model succeeded, 1 when some failed
+    (their rows say why) or the output could not be written, 2 on bad usage, 130 when interrupted
+    (rows written so far stay). A verdict of "does NOT fit" is a row, not a failure.
     """
     fmt = choose_format(fmt, output)
     if resume and not output:
@@ -684,20 +745,25 @@ def scan_command(list_name: str, jobs: int, fmt: str | None, output: str | None,
     if fmt == "table" and output:
         raise click.UsageError("--format table is for the terminal; use jsonl, csv or markdown with --output")
     options = build_options(params)
-    columns = Columns.for_options(options, weights)
+    deployment = Deployment.from_params(params)
+    if deployment.planned:
+        weights = weights or not params.get("no_weights")
+    columns = Columns.for_options(options, weights, deployment)
     writer = WRITERS[fmt](columns) if fmt in WRITERS else None
     lock = None
     try:
         try:
             if output:
                 check_not_the_list(list_name, output)
-                lock = claim_output(Path(output), fingerprint(options, weights, params.get("revision")), resume)
+                lock = claim_output(Path(output), fingerprint(options, weights, params.get("revision"), deployment),
+                                    resume)
             entries = read_list(list_name)
             done = resume_file(Path(output), writer) if resume else {}
             stream = open_output(output, resume) if output else sys.stdout
         except UsageError as err:
             fail(str(err), err.exit_code)
-        failed = _scan_entries(entries, done, writer, columns, stream, output, options, weights, jobs, params)
+        failed = _scan_entries(entries, done, writer, columns, stream, output, options, weights, jobs, params,
+                               deployment if deployment.planned else None)
     finally:
         if lock is not None:
             os.close(lock)
@@ -708,7 +774,7 @@ def scan_command(list_name: str, jobs: int, fmt: str | None, output: str | None,
 
 def _scan_entries(entries: list[str], done: dict[str, bool], writer: Writer | None, columns: Columns,
                   stream: IO[str], output: str | None, options: Any, weights: bool, jobs: int,
-                  params: dict[str, Any]) -> int:
+                  params: dict[str, Any], deployment: Deployment | None = None) -> int:
     """Scan the entries not ``done``, write (or print) their rows; the number of failed rows."""
     from hfkv.sources import looks_like_repo_id
 
@@ -717,7 +783,7 @@ def _scan_entries(entries: list[str], done: dict[str, bool], writer: Writer | No
     hub = build_hub(params) if any(looks_like_repo_id(e) for e in todo) else None
     if hub is not None:
         hub.prefetch_weights = weights  # the parameter-count request goes out with the config GET
-    job = Job(options=options, hub=hub, revision=params.get("revision"), weights=weights)
+    job = Job(options=options, hub=hub, revision=params.get("revision"), weights=weights, deployment=deployment)
     out = Output(writer=writer, stream=stream, columns=columns, name=output or "<stdout>")
     scan_rows(todo, job, out, jobs=jobs, fresh=output is None or stream.tell() == 0)
     if writer is None:

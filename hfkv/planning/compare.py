@@ -1,6 +1,10 @@
 """Which of several models fits more requests where: exact bytes per request at any context
 (``RequestCost``), the winner per context and the contexts where the lead changes (found on the exact
-M(S), not on the α·S + γ line, so that windows shorter than the crossing are honoured)."""
+M(S), not on the α·S + γ line, so that windows shorter than the crossing are honoured).
+
+On a deployment (reports planned on GPUs) the winner at a shown context is the model that serves more
+requests there in its engine's budget, after its own weights and reserve (``served``, ``ranking``):
+no lead change is then computed between the shown contexts (the ranking gives each context's)."""
 
 from __future__ import annotations
 
@@ -97,7 +101,38 @@ class PairVerdict:
     identical: bool = False
 
 
-def _context_winner(ca: Any, cb: Any, cost_a: RequestCost, cost_b: RequestCost, budget: int | None) -> int:
+def served(report: Report) -> dict[int, int] | None:
+    """{context: requests the report's deployment serves there, across every rank} when it was planned
+    on GPUs (hfkv's exact count in the engine's own budget; 0 when the weights fill it), else None."""
+    plan = report.extra.get("serving")
+    if not plan or plan.get("kv_budget_bytes") is None:
+        return None
+    if plan.get("weights_fit") is False:
+        return {c.tokens: 0 for c in report.contexts}
+    return {c["tokens"]: c.get("max_concurrency_total") or 0 for c in plan.get("contexts", [])}
+
+
+def ranking(reports: list[Report]) -> list[tuple[int, list[tuple[int, int]]]]:
+    """Per context, (index of a model, requests it serves) from most to fewest, for the models planned
+    on GPUs that serve that context (within their maximum); empty when none was planned."""
+    counts = [served(r) for r in reports]
+    if not reports or not any(counts):
+        return []
+    out = []
+    for ctx in reports[0].contexts:
+        row = [(i, c[ctx.tokens]) for i, (r, c) in enumerate(zip(reports, counts))
+               if c is not None and ctx.tokens in c
+               and not (r.max_position_embeddings and ctx.tokens > r.max_position_embeddings)]
+        if row:
+            out.append((ctx.tokens, sorted(row, key=lambda item: (-item[1], item[0]))))
+    return out
+
+
+def _context_winner(ca: Any, cb: Any, cost_a: RequestCost, cost_b: RequestCost, budget: int | None,
+                    served_a: dict[int, int] | None = None, served_b: dict[int, int] | None = None) -> int:
+    if served_a is not None and served_b is not None and ca.tokens in served_a and cb.tokens in served_b:
+        n_a, n_b = served_a[ca.tokens], served_b[cb.tokens]
+        return -1 if n_a == n_b else (0 if n_a > n_b else 1)
     if budget and ca.max_concurrency is not None and cb.max_concurrency is not None:
         n_a, n_b = ca.max_concurrency, cb.max_concurrency
         return -1 if n_a == n_b else (0 if n_a > n_b else 1)
@@ -108,13 +143,16 @@ def compare_pair(reports: list[Report], i: int, j: int, budget: int | None) -> P
     a, b = reports[i], reports[j]
     cost_a, cost_b = RequestCost(a), RequestCost(b)
     limit = served_limit(a, b)
+    served_a, served_b = served(a), served(b)
     winners: list[int | None] = [
-        None if limit and ca.tokens > limit else _context_winner(ca, cb, cost_a, cost_b, budget)
+        None if limit and ca.tokens > limit else _context_winner(ca, cb, cost_a, cost_b, budget, served_a, served_b)
         for ca, cb in zip(a.contexts, b.contexts)
     ]
     # Where the lead changes: between 1 token and the first context, then between shown contexts,
-    # never past the longest context both models serve.
-    points = [1] + [c.tokens for c in a.contexts if not limit or c.tokens <= limit]
+    # never past the longest context both models serve. On a deployment the winners are the requests
+    # served, which each model's weights also decide: the byte-per-request crossings would not say it.
+    points = [] if served_a is not None and served_b is not None else \
+        [1] + [c.tokens for c in a.contexts if not limit or c.tokens <= limit]
     changes = []
     for lo, hi in zip(points, points[1:]):
         if lo < hi and _winner(cost_a, cost_b, lo) != _winner(cost_a, cost_b, hi):

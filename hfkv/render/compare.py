@@ -7,7 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from hfkv.planning.compare import Collected, PairVerdict, extra_state
+from hfkv.planning.compare import Collected, PairVerdict, extra_state, ranking, served
+from hfkv.planning.verdict import layout_label
 from hfkv.model.report import Report
 from hfkv.render.terminal import console_for, md_escape, print_table, terminal_text
 from hfkv.units import exact_bytes, format_bytes, format_tokens
@@ -119,6 +120,8 @@ def table_rows(reports: list[Report], budget: int | None) -> list[tuple[str, lis
             "unbounded" if r.max_context_for_batch is None else f"{r.max_context_for_batch:,} tokens" + _past_max(r, r.max_context_for_batch)
             for r in reports
         ]))
+    rows += deployment_rows(reports)
+    counts = [served(r) for r in reports]
     for k, ctx in enumerate(reports[0].contexts):
         label = format_tokens(ctx.tokens)
         marks = [_past_max(r, ctx.tokens) for r in reports]
@@ -131,10 +134,66 @@ def table_rows(reports: list[Report], budget: int | None) -> list[tuple[str, lis
                 ("-" if r.contexts[k].max_concurrency is None else f"{r.contexts[k].max_concurrency:,}") + m
                 for r, m in zip(reports, marks)
             ]))
+        if any(c is not None for c in counts):
+            rows.append((f"{label}: requests served", [
+                ("-" if c is None or ctx.tokens not in c else f"{c[ctx.tokens]:,}") + m
+                for c, m in zip(counts, marks)
+            ]))
         rows.append((f"{label}: read/decode step", [
             format_bytes(r.contexts[k].read_bytes_per_step) + m for r, m in zip(reports, marks)
         ]))
     return rows
+
+
+def deployment_rows(reports: list[Report]) -> list[tuple[str, list[str]]]:
+    """Where each model was planned on GPUs: the verdict, weights per GPU and their source, the KV
+    budget per GPU (none when no model was)."""
+    plans = [r.extra.get("serving") for r in reports]
+    if not any(plans):
+        return []
+
+    def cell(plan: dict | None, text: str) -> str:
+        return "-" if not plan else text
+
+    rows = [
+        ("deployment", [cell(p, f"{p['gpu_count']} × {p['gpu']} {layout_label(p)}" if p and p.get("gpu")
+                             else layout_label(p) if p else "") for p in plans]),
+        ("verdict", [cell(p, _short_verdict(p)) for p in plans]),
+        ("weights per GPU", [cell(p, "unknown" if p and p.get("weights_bytes_per_gpu") is None else
+                                  f"{format_bytes(p['weights_bytes_per_gpu'])} ({p.get('weights_source')})" if p else "")
+                             for p in plans]),
+        ("KV budget per GPU", [cell(p, "-" if p and p.get("kv_budget_bytes") is None else
+                                    format_bytes(max(p["kv_budget_bytes"], 0)) if p else "") for p in plans]),
+    ]
+    return rows
+
+
+def _short_verdict(plan: dict) -> str:
+    """'fits: 13 at 128K', 'does NOT fit', 'refused', 'unknown: ≤ 20 at 128K' (the full line is printed below)."""
+    detail = plan.get("verdict_detail") or {}
+    status, count, tokens = detail.get("status"), detail.get("requests"), detail.get("tokens")
+    at = f"{count:,} at {format_tokens(tokens)}" if count is not None and tokens else ""
+    if status == "fits":
+        return f"fits: {at}"
+    if status == "unknown":
+        return f"unknown: ≤ {at}" if at else "unknown"
+    return {"does-not-fit": "does NOT fit", "refused": "refused"}.get(status or "", "-")
+
+
+def verdict_lines(out: Collected) -> list[str]:
+    """'MODEL: its verdict line' for every model planned on GPUs."""
+    return [f"{label}: {r.extra['serving']['verdict']}" for label, r in zip(out.labels, out.reports)
+            if (r.extra.get("serving") or {}).get("verdict")]
+
+
+def ranking_lines(out: Collected) -> list[str]:
+    """Per context, the models from most to fewest requests served on their deployment."""
+    lines = []
+    for tokens, row in ranking(out.reports):
+        ranked = " > ".join(f"{out.labels[i]} {n:,}" for i, n in row) if len(row) > 1 else \
+            f"{out.labels[row[0][0]]} {row[0][1]:,}"
+        lines.append(f"requests served at {format_tokens(tokens)}: {ranked}")
+    return lines
 
 
 def _past_max(report: Report, tokens: int) -> str:
@@ -164,6 +223,8 @@ def render_table(out: Collected, pairs: list[PairVerdict], budget: int | None) -
     print_table(console, "KV cache and state per request", columns, rows)
     for note in footnotes(out.reports):
         console.print(terminal_text(note))
+    for line in verdict_lines(out) + ranking_lines(out):
+        console.print(terminal_text(line))
     for verdict in pairs:
         console.print(terminal_text(pair_line(verdict, out.reports, out.labels)))
 
@@ -174,7 +235,7 @@ def render_markdown(out: Collected, pairs: list[PairVerdict], budget: int | None
     for title, cells in table_rows(out.reports, budget):
         lines.append(f"| {md_escape(title)} | " + " | ".join(md_escape(c) for c in cells) + " |")
     lines.append("")
-    lines += [f"- {md_escape(n)}" for n in footnotes(out.reports)]
+    lines += [f"- {md_escape(n)}" for n in footnotes(out.reports) + verdict_lines(out) + ranking_lines(out)]
     lines += [f"- {md_escape(pair_line(v, out.reports, out.labels))}" for v in pairs]
     return "\n".join(lines) + "\n"
 
@@ -184,7 +245,8 @@ def to_json(out: Collected, pairs: list[PairVerdict]) -> str:
 
     A pair's ``more_requests`` ({tokens, model: the one that fits more, null on a tie}) covers only
     contexts both models serve; ``not_compared`` lists the others; ``identical`` is true when the
-    two need the same bytes per request at every context compared.
+    two need the same bytes per request at every context compared. ``ranking`` (on a deployment:
+    ``--gpu``): per context, the models from most to fewest requests served, each with its count.
     """
 
     def name(w: int, v: PairVerdict) -> str | None:
@@ -201,8 +263,10 @@ def to_json(out: Collected, pairs: list[PairVerdict]) -> str:
         }
         for v in pairs
     ]
+    ranked = [{"tokens": tokens, "models": [{"model": out.reports[i].model, "requests": n} for i, n in row]}
+              for tokens, row in ranking(out.reports)]
     data = {
         "models": [r.to_dict() for r in out.reports], "contexts": out.contexts,
-        "errors": out.errors, "pairs": pair_rows,
+        "errors": out.errors, "pairs": pair_rows, "ranking": ranked,
     }
     return json.dumps(data, indent=2)

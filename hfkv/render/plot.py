@@ -165,7 +165,7 @@ def draw_bands_log(ax: Any, c: Curves) -> None:
 
 
 @dataclass(frozen=True)
-class Deployment:
+class DeploymentCurve:
     """Requests in flight across a deployment at each context (``hfkv.planning.serving.plan_serving``'s totals)."""
 
     xs: list[int]
@@ -175,7 +175,7 @@ class Deployment:
     where: str  # "8 × H200-141GB"
 
 
-def draw_deployment(ax: Any, labels: list[str], plans: list[Deployment]) -> None:
+def draw_deployment(ax: Any, labels: list[str], plans: list[DeploymentCurve]) -> None:
     """Requests that fit across the deployment against the context, one line per model, with its verdict."""
     from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
 
@@ -192,10 +192,10 @@ def draw_deployment(ax: Any, labels: list[str], plans: list[Deployment]) -> None
 
 
 def build_figure(out: Collected, lo: int, hi: int, budget: int | None,
-                 deploy: Callable[[list[int]], list[Deployment]] | None = None) -> Any:
+                 deploy: Callable[[list[int]], list[DeploymentCurve]] | None = None) -> Any:
     """The figure (a matplotlib ``Figure``, not attached to pyplot): memory per request, then for one
     model each kind of storage on a log scale, then requests that fit: the deployment's when ``deploy``
-    (the context grid → one ``Deployment`` per model) is given, else within ``budget``."""
+    (the context grid → one ``DeploymentCurve`` per model) is given, else within ``budget``."""
     from matplotlib.figure import Figure
 
     reports, labels = out.reports, out.labels

@@ -349,10 +349,12 @@ _UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u206
 
 
 def md_escape(text: Any) -> str:
-    """Model-provided text made safe for a Markdown table cell: no HTML, no pipes, no control or
-    bidi-override characters, one line."""
-    value = _UNSAFE.sub("", str(text))
+    """Model-provided text made safe for a Markdown table cell: no HTML, no pipes, no live link or
+    image (``[text](url)``, ``![](url)``: the brackets escaped), no control or bidi-override
+    characters, one line."""
+    value = _UNSAFE.sub("", str(text)).replace("\\", "\\\\")  # a backslash cannot undo the escapes below
     value = html.escape(value, quote=False).replace("|", "\\|")
+    value = value.replace("[", "\\[").replace("]", "\\]")
     return " ".join(value.split())
 
 
