@@ -177,8 +177,7 @@ class ArchFacts:
     """The model build asserts the config's ``mla_use_nope`` (``vllm/models/kimi_k3/nvidia/model.py``,
     "Kimi-K3 MLA (MultiHeadLatentAttention) is NoPE-only"), which its config class defaults to False.
     ``KimiK3ForConditionalGeneration`` builds the same decoder layers on a ``KimiLinearConfig`` text
-    config, so it asserts too; its row still says ``no`` because ``fixtures/moonshotai__Kimi-K3``, which
-    the tests serve, leaves ``mla_use_nope`` out (the Hub's config sets it true)."""
+    config, so it asserts too (the Hub's config, and ``fixtures/moonshotai__Kimi-K3``, set it true)."""
     required_config_attr: ConfigAttribute | None
     """An attribute the model reads off its config with no default (``chatglm.py``:
     ``config.original_rope``); None (``none``) when there is none to check."""

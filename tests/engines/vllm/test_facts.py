@@ -228,6 +228,8 @@ def test_mixed_heads_fa4(arch, expected):
     # models/kimi_k3/nvidia/model.py:744 assert mla_use_nope; transformers_utils/configs/kimi_linear.py:47
     # defaults it to False
     ("KimiLinearForCausalLM", True),
+    # models/kimi_k3: the same decoder layers on the KimiLinearConfig text config
+    ("KimiK3ForConditionalGeneration", True),
     ("DeepseekV3ForCausalLM", False),
 ])
 def test_nope_only_mla(arch, expected):
