@@ -5,7 +5,9 @@
 module, ``tp_asserts``, then one column per rule SGLang keys by architecture (each field's docstring
 below says where in SGLang's code), and ``supports_pp`` last. A name SGLang does not register gets no
 architecture rule (its transformers fallback, ``fallback.py``, decides whether it serves at all):
-every architecture SGLang 0.5.23's own lists name is registered.
+every architecture SGLang 0.5.23's own lists name is registered, but for two names of
+``multimodal_model_archs`` no model file defines (``Grok1VForCausalLM``, ``Grok1AForCausalLM``: the
+``multimodal`` field).
 
 ``0.5.23-model-types.tsv``: the rules SGLang keys by ``hf_config.model_type`` (its config classes, and
 the checks that compare ``model_type``), one ``ModelTypeFacts`` per model type they name
@@ -26,10 +28,12 @@ engine's tables"):
 - ``supports_pp``: asked of SGLang in its oracle venv (``ModelRunner``'s test, docs/sglang.md).
 - The other columns began (0.5.23) as hand lists in code; a script wrote them once from those lists
   and checked them equal to the old membership for every registered architecture (git history), so
-  no figure changed. ``tablegen`` (without ``--write``) lists the cells that differ from SGLang's own
-  lists: six ``hybrid_swa`` cells, kept as hfkv had them (``tests/engines/sglang/test_facts.py``,
-  ``HYBRID_SWA_GAPS``). A cell nobody has read cannot be written: no parser below accepts ``?``
-  (``tp_asserts``' own ``?`` means "not read" and makes no claim).
+  no figure changed; six ``hybrid_swa`` cells of draft classes were then set to SGLang's own set.
+  ``multimodal`` and ``multimodal_prefill_graph`` were written by ``tablegen`` from
+  ``configs/model_config.py``. ``tablegen`` (without ``--write``) lists the cells that differ from
+  SGLang's own lists: none for 0.5.23 (``tests/engines/sglang/test_facts.py`` asserts it). A cell
+  nobody has read cannot be written: no parser below accepts ``?`` (``tp_asserts``' own ``?`` means
+  "not read" and makes no claim).
 """
 
 from __future__ import annotations
@@ -73,6 +77,25 @@ class ConfigDefault(NamedTuple):
     value: int
 
 
+class Multimodal(NamedTuple):
+    """What ``configs/model_config.py`` ``ModelConfig.__init__`` knows of an architecture when it decides
+    ``is_multimodal`` (the ``multimodal`` column, ``parse_multimodal``)."""
+
+    listed: bool
+    """In ``multimodal_model_archs``: ``is_multimodal_model`` holds when any of the config's
+    architectures is."""
+    text_only: bool
+    """In ``mm_disabled_models``: as the config's first architecture, ``enable_multimodal`` defaults to
+    False (multimodal only with ``--enable-multimodal`` or ``--model-impl transformers``)."""
+    needs_vision_and_audio: bool
+    """In ``MIMO_V2_MULTIMODAL_ARCHS``: as the config's first architecture, ``enable_multimodal``
+    defaults to False unless the config has both ``vision_config`` and ``audio_config``."""
+
+
+MULTIMODAL_FLAGS = ("listed", "text_only", "needs_vision_and_audio")
+NOT_MULTIMODAL = Multimodal(False, False, False)
+
+
 class Rename(NamedTuple):
     """An architecture name SGLang's config class rewrites before the registry lookup."""
 
@@ -99,6 +122,26 @@ def parse_tp_asserts(value: str) -> tuple[TpAssert, ...] | None:
             raise ValueError(f"malformed tp_asserts entry {item!r}")
         out.append(TpAssert(frozenset(kinds.split("+")), None if tp == "?" else tp, cls))
     return tuple(out)
+
+
+def parse_multimodal(value: str) -> Multimodal:
+    """One ``multimodal`` cell: ``no``, or the flags that hold joined by ``+`` in the order of
+    ``MULTIMODAL_FLAGS`` (``listed``, ``listed+text_only``, ``text_only``,
+    ``listed+needs_vision_and_audio``); ``text_only`` and ``needs_vision_and_audio`` exclude each other.
+    ValueError on anything else."""
+    if value == "no":
+        return NOT_MULTIMODAL
+    flags = value.split("+")
+    if not set(flags) <= set(MULTIMODAL_FLAGS) or flags != sorted(set(flags), key=MULTIMODAL_FLAGS.index):
+        raise ValueError(f"{value!r} is neither no nor flags among {'+'.join(MULTIMODAL_FLAGS)}")
+    if {"text_only", "needs_vision_and_audio"} <= set(flags):
+        raise ValueError(f"{value!r}: text_only and needs_vision_and_audio exclude each other")
+    return Multimodal(*(flag in flags for flag in MULTIMODAL_FLAGS))
+
+
+def multimodal_cell(value: Multimodal) -> str:
+    """The cell ``parse_multimodal`` reads back as ``value``."""
+    return "+".join(flag for flag, on in zip(MULTIMODAL_FLAGS, value) if on) or "no"
 
 
 def _choice(*allowed: str) -> Callable[[str], str]:
@@ -226,6 +269,32 @@ class ArchFacts:
     ``model_type`` (``PP_REFUSAL_BY_MODEL_TYPE``) for ``DeepseekV4ForCausalLM``, whose
     ``arg_groups/model_hook.py`` branch runs ``deepseek_v4_hook.validate_deepseek_v41_features``, a
     check keyed by the model type (``ModelTypeFacts.pp_refusal``); None (``none``)."""
+    multimodal: Multimodal
+    """How ``configs/model_config.py`` ``ModelConfig.__init__`` counts the architecture when it sets
+    ``is_multimodal`` = ``enable_multimodal`` and not language-model-only (``--language-model-only`` or
+    the config's ``language_model_only``) and (``is_multimodal_model(architectures)`` or
+    ``has_multimodal_subconfig`` or ``has_dsv41_vision``). ``listed``: in ``multimodal_model_archs``
+    (``is_multimodal_model``: any of the config's architectures); ``text_only``: in the
+    ``mm_disabled_models`` of the ``enable_multimodal is None`` branch, checked against
+    ``hf_config.architectures[0]`` only (Gemma3, Llama4 and Step3VL ``ForConditionalGeneration``, also
+    listed; ``InklingForConditionalGeneration``, not listed): served text-only by default;
+    ``needs_vision_and_audio``: the ``MIMO_V2_MULTIMODAL_ARCHS`` branch (``MiMoV2ForCausalLM``, listed),
+    also on ``architectures[0]``: text-only unless the config has ``vision_config`` and ``audio_config``.
+    What the rule reads besides the architecture: ``has_multimodal_subconfig`` (the config has a text
+    sub-config ``get_hf_text_config`` returns: ``thinker_config``, ``llm_config``, ``language_config`` or
+    ``text_config``, unless ``architectures[0]`` is a ``Llava*ForCausalLM``: a ``no`` architecture such
+    as ``KimiK3ForConditionalGeneration`` is multimodal through it) and ``has_dsv41_vision``
+    (``ModelTypeFacts.flat_multimodal``) are the config's. ``Grok1VForCausalLM`` and
+    ``Grok1AForCausalLM`` are listed but not registered, so have no row. A multimodal model's default
+    ``mem_fraction_static`` is scaled for its vision tower (``arg_groups/memory_hook.py``
+    ``adjust_mem_fraction_for_vlm``), and its breakable prefill CUDA graph is off unless
+    ``multimodal_prefill_graph``."""
+    multimodal_prefill_graph: bool
+    """In ``configs/model_config.py:multimodal_breakable_cuda_graph_supported_model_archs``
+    (``is_multimodal_breakable_cuda_graph_supported``: any of the config's architectures, while
+    ``enable_multimodal``): a multimodal model keeps the default breakable prefill CUDA graph;
+    otherwise ``arg_groups/cuda_graph_hook.py:disable_breakable_cudagraph_if_incompatible`` turns it
+    off for a multimodal model (its "multimodal model" rule)."""
     supports_pp: bool
     """The model's ``forward`` takes ``pp_proxy_tensors`` (``model_runner.py``: ``assert
     self.support_pp``, "Pipeline Parallel is not compatible with this model." when ``pp_size`` > 1)."""
@@ -242,6 +311,8 @@ PARSERS: dict[str, Callable[[str], Any]] = {
     "sm100_attention_backend": _or_default(_choice("trtllm_mla", "triton", "fa4/trtllm_mha")),
     "page_size": _or_default(_positive_int),
     "pp_refusal": _message,
+    "multimodal": parse_multimodal,
+    "multimodal_prefill_graph": _yes_no,
     "supports_pp": _yes_no,
 }
 
@@ -286,6 +357,15 @@ class ModelTypeFacts:
     pp_refusal: str | None
     """The message a model-type check raises for ``--pp-size`` > 1, where the architecture's
     ``pp_refusal`` hands over to it: ``deepseek_v4_hook.validate_deepseek_v41_features``."""
+    flat_multimodal: str | None
+    """The key that makes the model multimodal when its config class folds the sub-configs into the
+    root: ``configs/deepseek_v41.py:normalize_deepseek_v41_config`` merges ``text_config`` into the root
+    and copies ``vision_config``'s fields to ``vision_*`` keys (``num_hidden_layers`` to
+    ``vision_n_layers``, class default 0), dropping both; ``configs/model_config.py``
+    ``ModelConfig.__init__`` then finds no text sub-config (``has_multimodal_subconfig`` False) and
+    calls the model multimodal when ``model_type == "deepseek_v41"`` and ``vision_n_layers > 0``
+    (``has_dsv41_vision``), while ``adjust_mem_fraction_for_vlm`` finds no ``vision_config`` (the
+    fraction is left as it is). None (``none``): the config as written."""
 
 
 MODEL_TYPE_PARSERS: dict[str, Callable[[str], Any]] = {
@@ -299,11 +379,12 @@ MODEL_TYPE_PARSERS: dict[str, Callable[[str], Any]] = {
     "ssm_dtype_from_config": _yes_no,
     "swa_cap_mode": _yes_no,
     "pp_refusal": _message,
+    "flat_multimodal": _key,
 }
 DEFAULT_MODEL_TYPE = ModelTypeFacts(
     model_type="", architecture_rename=None, kv_heads_default=None, sizes_no_op_layers=False,
     refuses_variable_gqa=False, even_layers_unless=None, whole_hidden_conv=False, ssm_dtype_from_config=True,
-    swa_cap_mode=False, pp_refusal=None,
+    swa_cap_mode=False, pp_refusal=None, flat_multimodal=None,
 )
 
 

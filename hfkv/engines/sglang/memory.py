@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from hfkv.engines.contract import Device, EngineInput, EngineKnobs, MemoryBudget, Term
 from hfkv.engines.layout import Layout
-from hfkv.engines.sglang import facts
+from hfkv.engines.sglang import registry
 from hfkv.model.specs import CompressedKV, LinearAttentionState, MLALatent
 
 MIB = 1 << 20
@@ -101,20 +101,56 @@ def mem_fraction_static(device: Device, layout: Layout, knobs: EngineKnobs, trai
     return fraction, how
 
 
+TEXT_SUB_CONFIGS = ("thinker_config", "llm_config", "language_config", "text_config")  # get_hf_text_config's keys
+
+
+def is_multimodal(model: EngineInput) -> bool:
+    """``ModelConfig.is_multimodal`` with SGLang's defaults (``facts.ArchFacts.multimodal``):
+    ``enable_multimodal``, off when the first architecture is served text-only by default
+    (``text_only``; ``needs_vision_and_audio`` without both towers), and not language-model-only (the
+    config's ``language_model_only``), and any architecture in ``multimodal_model_archs``, or a text
+    sub-config (``has_multimodal_subconfig``: one of ``TEXT_SUB_CONFIGS``, unless the first architecture
+    is a ``Llava*ForCausalLM``), or, for a model type whose config class folds its towers into the root
+    (``flat_multimodal``), that key above 0 (``has_dsv41_vision``). The config is read as written: a
+    key SGLang's config class would add or drop (beyond ``flat_multimodal``) is not seen."""
+    root = model.root_config or {}
+    first = registry.first_arch_facts(model)
+    if first and first.multimodal.text_only:
+        return False
+    if first and first.multimodal.needs_vision_and_audio and not ("vision_config" in root and "audio_config" in root):
+        return False
+    if root.get("language_model_only"):
+        return False
+    if any(found.multimodal.listed for found in registry.arch_facts(model)):
+        return True
+    flat = registry.model_type(model).flat_multimodal
+    if flat:  # the config class's setdefault: the root's own key first, then the tower's layers, else 0
+        tower = root.get("vision_config") or {}
+        layers = root[flat] if flat in root else tower.get("num_hidden_layers", 0)
+        return isinstance(layers, int) and layers > 0
+    names = registry.native_architectures(model)
+    llava = bool(names) and names[0].startswith("Llava") and names[0].endswith("ForCausalLM")
+    return not llava and any(key in root for key in TEXT_SUB_CONFIGS)
+
+
 def traits(model: EngineInput) -> Traits:
     """What the fraction rule asks of ``model``: MLA from its specs (SGLang's ``attention_arch``), the
     prefill graph off for DeepSeek V4 (compressed attention) and KDA models (its compatibility rules),
-    and the vision tower of a model SGLang serves as multimodal (``facts.multimodal``)."""
+    and, for a model SGLang serves as multimodal (``is_multimodal``), the prefill graph off unless one
+    of its architectures is on SGLang's allow-list (``facts.ArchFacts.multimodal_prefill_graph``) and
+    the vision tower (``vision_config``'s ``(num_hidden_layers, hidden_size)``, 24 and 1,024 when
+    absent) that scales the fraction, when the config SGLang sees has one."""
     parts = [part for layer in model.layer_specs for part in layer.parts]
     mla = any(isinstance(part, MLALatent) for part in parts)
     graph = not any(isinstance(part, CompressedKV) for part in parts)
     graph = graph and not any(isinstance(part, LinearAttentionState) and part.variant == "kda" for part in parts)
     vision = None
-    known = [facts.facts(arch) for arch in model.architectures if arch in facts.architectures()]
-    if known and getattr(known[0], "multimodal", False):
-        tower = (model.root_config or {}).get("vision_config") or {}
-        vision = (int(tower.get("num_hidden_layers") or 24), int(tower.get("hidden_size") or 1024))
-        graph = graph and getattr(known[0], "multimodal_prefill_graph", False)
+    if is_multimodal(model):
+        graph = graph and any(found.multimodal_prefill_graph for found in registry.arch_facts(model))
+        tower = (model.root_config or {}).get("vision_config")
+        if isinstance(tower, dict) and not registry.model_type(model).flat_multimodal:
+            layers, hidden = tower.get("num_hidden_layers", 24), tower.get("hidden_size", 1024)
+            vision = (layers if isinstance(layers, int) else 24, hidden if isinstance(hidden, int) else 1024)
     cap = 4096 if "llama-2" in (model.model or "").lower() else None  # memory_hook: "llama-2" in the model path
     return Traits(mla=mla, prefill_graph=graph, vision=vision, prefill_graph_cap=cap)
 

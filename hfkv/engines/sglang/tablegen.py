@@ -11,7 +11,8 @@ new name's cells taken from SGLang's lists where a list decides them (``source_c
 which no parser of ``facts.py`` accepts: ``tp_asserts`` comes from ``tests/oracles/sglang-tp-asserts.py
 --write``, ``supports_pp`` from SGLang's own test in its venv (docs/sglang.md).
 
-The lists read (``LISTS``) are those each column's docstring in ``facts.py`` names. The values their
+The lists read (``hybrid_swa_lists``, ``multimodal_lists``, ``LISTS``) are those each column's docstring
+in ``facts.py`` names. The values their
 members get (0.1, 128, ``trtllm_mla``, a message) were read from the same functions by hand; a new
 version that changes one of them changes ``LISTS`` too.
 """
@@ -71,6 +72,42 @@ def hybrid_swa_lists(source: Path) -> tuple[set[str], set[str]]:
     return names, conditional
 
 
+def _resolved(source: Path, node: ast.AST, *parts: str) -> set[str]:
+    """The names of a literal, each ``*NAME`` spread resolved to the module-level set of ``srt/<parts>``."""
+    spread = {n.value.id for n in ast.walk(node) if isinstance(n, ast.Starred) and isinstance(n.value, ast.Name)}
+    return _strings(node).union(*(module_set(source, s, *parts) for s in spread))
+
+
+def multimodal_lists(source: Path) -> tuple[set[str], set[str], set[str]]:
+    """``configs/model_config.py``: (``multimodal_model_archs``, read by ``is_multimodal_model``; the names
+    ``ModelConfig.__init__`` serves text-only as ``hf_config.architectures[0]`` when ``enable_multimodal``
+    is not given (``mm_disabled_models``); those it serves text-only there unless the config has
+    ``vision_config`` and ``audio_config`` (``MIMO_V2_MULTIMODAL_ARCHS``)). The two branches are told
+    apart by whether their test names ``audio_config``; anything else there is an error to read."""
+    parts = ("configs", "model_config.py")
+    tree = _tree(source, *parts)
+    listed = next(_resolved(source, n.value, *parts) for n in tree.body if isinstance(n, ast.Assign)
+                  and [getattr(t, "id", None) for t in n.targets] == ["multimodal_model_archs"])
+    config = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "ModelConfig")
+    init = next(n for n in config.body if isinstance(n, ast.FunctionDef) and n.name == "__init__")
+    local = {n.targets[0].id: n.value for n in ast.walk(init)
+             if isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name)}
+    text_only: set[str] = set()
+    vision_and_audio: set[str] = set()
+    branches = [n for n in ast.walk(init) if isinstance(n, ast.If) and any(
+        isinstance(c, ast.Compare) and isinstance(c.ops[0], ast.In) and isinstance(c.left, ast.Subscript)
+        and ast.unparse(c.left) == "self.hf_config.architectures[0]" for c in ast.walk(n.test))]
+    for branch in branches:
+        compare = next(c for c in ast.walk(branch.test) if isinstance(c, ast.Compare) and isinstance(c.ops[0], ast.In)
+                       and ast.unparse(c.left) == "self.hf_config.architectures[0]")
+        name = compare.comparators[0].id
+        names = _resolved(source, local[name], *parts) if name in local else module_set(source, name, *parts)
+        (vision_and_audio if "audio_config" in _strings(branch.test) else text_only).update(names)
+    if not text_only or not vision_and_audio:
+        raise KeyError("ModelConfig.__init__: the enable_multimodal branches on architectures[0] not found")
+    return listed, text_only, vision_and_audio
+
+
 def registered_for(source: Path, module: str, function: str | None = None) -> set[str]:
     """The names ``arg_groups/model_overrides/<module>.py`` passes to ``_register_for`` (on ``function``
     only, when given)."""
@@ -105,13 +142,19 @@ DEFAULTS = {"mamba_extra_buffer": "no", "swa_full_tokens_ratio": facts.DEFAULT,
 
 
 def source_cells(source: Path, names: list[str]) -> dict[str, dict[str, str]]:
-    """architecture -> {column: cell} for the columns SGLang's lists decide (``hybrid_swa`` and ``LISTS``)."""
+    """architecture -> {column: cell} for the columns SGLang's lists decide (``hybrid_swa``,
+    ``multimodal``, ``multimodal_prefill_graph`` and ``LISTS``)."""
     hybrid, conditional = hybrid_swa_lists(source)
+    listed, text_only, vision_and_audio = multimodal_lists(source)
+    prefill_graph = module_set(source, "multimodal_breakable_cuda_graph_supported_model_archs", "configs", "model_config.py")
     lists = {column: [(cell, read(source)) for cell, read in entries] for column, entries in LISTS.items()}
     out = {}
     for name in names:
         cells = {"hybrid_swa": facts.HYBRID_SWA_IF_SLIDING if name in conditional
-                 else facts.HYBRID_SWA if name in hybrid else facts.NOT_HYBRID_SWA}
+                 else facts.HYBRID_SWA if name in hybrid else facts.NOT_HYBRID_SWA,
+                 "multimodal": facts.multimodal_cell(facts.Multimodal(
+                     name in listed, name in text_only, name in vision_and_audio)),
+                 "multimodal_prefill_graph": "yes" if name in prefill_graph else "no"}
         for column, entries in lists.items():
             cells[column] = next((cell for cell, members in entries if name in members), DEFAULTS[column])
         out[name] = cells

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from hfkv.engines.sglang import facts, tablegen
-from hfkv.engines.sglang.facts import ConfigDefault, Rename
+from hfkv.engines.sglang.facts import ConfigDefault, Multimodal, Rename
 
 ROOT = Path(__file__).resolve().parents[3]
 SHARED_ARCHS = ROOT.parent / "shared" / "engine-archs" / "sglang-0.5.23.tsv"
@@ -72,15 +72,27 @@ def test_the_scripts_find_their_columns_where_they_write_them():
     assert header[:3] == ["architecture", "sglang_module", "tp_asserts"] and header[-1] == "supports_pp"
 
 
-@pytest.mark.parametrize("cell", ["?", "", "maybe", "0.8 ", "yes?"])
-def test_an_unread_cell_is_refused(cell, tmp_path):
+@pytest.mark.parametrize("column, cell", [
+    *(("hybrid_swa", cell) for cell in ["?", "", "maybe", "0.8 ", "yes?"]),
+    # multimodal: no, or flags of facts.MULTIMODAL_FLAGS in their order, text_only and
+    # needs_vision_and_audio never together
+    *(("multimodal", cell) for cell in ["?", "yes", "", "text_only+listed", "listed+listed", "listed+vision",
+                                        "listed+text_only+needs_vision_and_audio", "no+listed"]),
+    *(("multimodal_prefill_graph", cell) for cell in ["?", "", "listed", "true"]),
+])
+def test_an_unread_cell_is_refused(column, cell, tmp_path):
     header, rows = facts.read_table(facts.TABLE)
     broken = [list(row) for row in rows[:2]]
-    broken[1][header.index("hybrid_swa")] = cell
+    broken[1][header.index(column)] = cell
     path = tmp_path / "0.5.23.tsv"
     path.write_text("\n".join("\t".join(r) for r in [header, *broken]) + "\n", encoding="utf-8")
-    with pytest.raises(ValueError, match="line 3, column hybrid_swa"):
+    with pytest.raises(ValueError, match=f"line 3, column {column}"):
         list(facts.parse_rows(path, facts.PARSERS, facts.ArchFacts))
+
+
+@pytest.mark.parametrize("cell", ["no", "listed", "text_only", "listed+text_only", "listed+needs_vision_and_audio"])
+def test_a_multimodal_cell_reads_back_as_written(cell):
+    assert facts.multimodal_cell(facts.parse_multimodal(cell)) == cell
 
 
 def test_a_model_type_no_rule_names_gets_sglangs_general_behaviour():
@@ -118,6 +130,14 @@ ROWS = [
     ("BeamForCausalLM", "hybrid_swa", "if_sliding"),
     ("Gemma3ForConditionalGeneration", "hybrid_swa", "no"),  # not in the set: full KV on every layer
     ("Qwen2ForCausalLM", "hybrid_swa", "no"),
+    # ... the draft classes of that set: DeepSeek V4's NextN and DSpark drafts, Inkling's MTP head,
+    # IQuestQ1MTP (SWA_SINK_ARCHS); Gemma 4's assistant drafts are not in it
+    ("DeepseekV4ForCausalLMNextN", "hybrid_swa", "yes"),
+    ("DeepseekV4ForCausalLMDSpark", "hybrid_swa", "yes"),
+    ("InklingForConditionalGenerationMTP", "hybrid_swa", "yes"),
+    ("IQuestQ1MTP", "hybrid_swa", "yes"),
+    ("Gemma4AssistantForCausalLM", "hybrid_swa", "no"),
+    ("Gemma4UnifiedAssistantForCausalLM", "hybrid_swa", "no"),
     # arg_groups/model_overrides/inkling.py: _register_for("InklingForConditionalGeneration",
     # "InklingForConditionalGenerationMTP"), swa_full_tokens_ratio and mamba_full_memory_ratio 0.1
     ("InklingForConditionalGeneration", "swa_full_tokens_ratio", Fraction(1, 10)),
@@ -150,6 +170,30 @@ ROWS = [
     ("IQuestCoderForCausalLM", "pp_refusal", None),
     # arg_groups/model_hook.py: the "DeepseekV4ForCausalLM" branch runs validate_deepseek_v41_features
     ("DeepseekV4ForCausalLM", "pp_refusal", facts.PP_REFUSAL_BY_MODEL_TYPE),
+    # configs/model_config.py: multimodal_model_archs (is_multimodal_model, any architecture)
+    ("Qwen3_5MoeForConditionalGeneration", "multimodal", Multimodal(listed=True, text_only=False, needs_vision_and_audio=False)),
+    ("Gemma4ForConditionalGeneration", "multimodal", Multimodal(True, False, False)),
+    ("WhisperForConditionalGeneration", "multimodal", Multimodal(True, False, False)),
+    # ... ModelConfig.__init__, enable_multimodal is None: mm_disabled_models = [Gemma3, Llama4, Step3VL,
+    # Inkling ...ForConditionalGeneration], tested against hf_config.architectures[0]
+    ("Gemma3ForConditionalGeneration", "multimodal", Multimodal(True, True, False)),
+    ("Llama4ForConditionalGeneration", "multimodal", Multimodal(True, True, False)),
+    ("Step3VLForConditionalGeneration", "multimodal", Multimodal(True, True, False)),
+    ("InklingForConditionalGeneration", "multimodal", Multimodal(False, True, False)),  # not in the list
+    # ... elif architectures[0] in MIMO_V2_MULTIMODAL_ARCHS and not (vision_config and audio_config)
+    ("MiMoV2ForCausalLM", "multimodal", Multimodal(True, False, True)),
+    # not in multimodal_model_archs ("structurally multimodal" through the text sub-config, per the
+    # comment over the breakable allow-list); text-only classes
+    ("KimiK3ForConditionalGeneration", "multimodal", facts.NOT_MULTIMODAL),
+    ("Qwen3_5MoeForCausalLM", "multimodal", facts.NOT_MULTIMODAL),
+    ("Gemma4ForCausalLM", "multimodal", facts.NOT_MULTIMODAL),
+    # configs/model_config.py: multimodal_breakable_cuda_graph_supported_model_archs
+    ("Qwen3_5MoeForConditionalGeneration", "multimodal_prefill_graph", True),
+    ("KimiK3ForConditionalGeneration", "multimodal_prefill_graph", True),
+    ("MiniMaxM3SparseForCausalLM", "multimodal_prefill_graph", True),
+    ("PaddleOCRVLForConditionalGeneration", "multimodal_prefill_graph", True),
+    ("Gemma4ForConditionalGeneration", "multimodal_prefill_graph", False),
+    ("Qwen3VLForConditionalGeneration", "multimodal_prefill_graph", False),
     # models/llama.py: LlamaForCausalLM.forward(..., pp_proxy_tensors=None); models/olmo2.py: no such parameter
     ("LlamaForCausalLM", "supports_pp", True),
     ("Olmo2ForCausalLM", "supports_pp", False),
@@ -185,6 +229,11 @@ MODEL_TYPE_ROWS = [
     ("granitemoehybrid", "ssm_dtype_from_config", False),  # Mamba2CacheParams(shape, layers): the default dtype
     ("qwen3_next", "ssm_dtype_from_config", True),
     ("nemotron_h", "ssm_dtype_from_config", True),
+    # configs/deepseek_v41.py:normalize_deepseek_v41_config folds text_config and vision_config into the
+    # root (vision_n_layers, class default 0); model_config.py: has_dsv41_vision =
+    # model_type == "deepseek_v41" and vision_n_layers > 0
+    ("deepseek_v41", "flat_multimodal", "vision_n_layers"),
+    ("qwen3_next", "flat_multimodal", None),
 ]
 
 
@@ -195,36 +244,37 @@ def test_model_type_rows_say_what_sglangs_source_says(model_type, column, expect
 
 # -- whole columns against the lists in SGLang's source ----------------------------------------------
 
-# Registered names where the table keeps hfkv's earlier hand list rather than is_hybrid_swa_model's set
-# (the column was written from that list, behaviour unchanged); to be settled by editing the cells.
-HYBRID_SWA_GAPS = {
-    "DeepseekV4ForCausalLMNextN": "in SGLang's set; hfkv's list did not have it (a draft class)",
-    "DeepseekV4ForCausalLMDSpark": "in SGLang's set; hfkv's list did not have it (a draft class)",
-    "IQuestQ1MTP": "in SWA_SINK_ARCHS; hfkv's list had only IQuestQ1ForCausalLM",
-    "InklingForConditionalGenerationMTP": "in SGLang's set; hfkv's list had InklingForCausalLM instead",
-    "Gemma4AssistantForCausalLM": "not in SGLang's set; hfkv's Gemma4 prefix matched it",
-    "Gemma4UnifiedAssistantForCausalLM": "not in SGLang's set; hfkv's Gemma4 prefix matched it",
-}
-
-
 def with_value(column: str, value) -> set[str]:
     return {arch for arch, f in facts.table().items() if getattr(f, column) == value}
 
 
 @needs_source
-def test_hybrid_swa_is_is_hybrid_swa_models_set_but_for_the_listed_gaps():
-    # A gap settled by editing its cell must leave HYBRID_SWA_GAPS; a new difference must be read.
+def test_hybrid_swa_is_is_hybrid_swa_models_set():
     listed, conditional = tablegen.hybrid_swa_lists(SOURCE)
-    differ = {arch for arch, f in facts.table().items() if (f.hybrid_swa != "no") != (arch in listed)}
-    assert differ == set(HYBRID_SWA_GAPS)
+    assert {arch for arch, f in facts.table().items() if f.hybrid_swa != "no"} == listed
     assert with_value("hybrid_swa", "if_sliding") == conditional == {"LagunaForCausalLM", "BeamForCausalLM"}
 
 
 @needs_source
+def test_multimodal_is_model_configs_lists():
+    listed, text_only, vision_and_audio = tablegen.multimodal_lists(SOURCE)
+    table = facts.table()
+    assert {arch for arch, f in table.items() if f.multimodal.listed} == listed & set(table)
+    assert {arch for arch, f in table.items() if f.multimodal.text_only} == text_only == {
+        "Gemma3ForConditionalGeneration", "Llama4ForConditionalGeneration", "Step3VLForConditionalGeneration",
+        "InklingForConditionalGeneration"}
+    assert {arch for arch, f in table.items() if f.multimodal.needs_vision_and_audio} == vision_and_audio == {
+        "MiMoV2ForCausalLM"}
+    assert with_value("multimodal_prefill_graph", True) == tablegen.module_set(
+        SOURCE, "multimodal_breakable_cuda_graph_supported_model_archs", "configs", "model_config.py")
+
+
+@needs_source
 def test_every_other_column_is_what_sglangs_lists_say():
-    # tablegen.check compares each list-decided column (tablegen.LISTS: _MAMBA_EXTRA_BUFFER_ARCHS, the
-    # model overrides' _register_for lists) and the names and modules with the EntryClass names.
-    assert tablegen.check(SOURCE) == {"hybrid_swa": sorted(HYBRID_SWA_GAPS)}
+    # tablegen.check compares each list-decided column (hybrid_swa, multimodal, multimodal_prefill_graph,
+    # tablegen.LISTS: _MAMBA_EXTRA_BUFFER_ARCHS, the model overrides' _register_for lists) and the names
+    # and modules with the EntryClass names.
+    assert tablegen.check(SOURCE) == {}
 
 
 @needs_source
@@ -234,4 +284,8 @@ def test_every_name_sglangs_lists_hold_is_registered():
         SOURCE, "_MAMBA_EXTRA_BUFFER_ARCHS", "arg_groups", "overrides.py")
     for module in ("inkling", "deepseek_v2", "kimi_k3", "qwen3_5", "minimax_m3", "iquest_q1"):
         lists |= tablegen.registered_for(SOURCE, module)
+    multimodal = set().union(*tablegen.multimodal_lists(SOURCE), tablegen.module_set(
+        SOURCE, "multimodal_breakable_cuda_graph_supported_model_archs", "configs", "model_config.py"))
     assert lists <= set(facts.table())
+    # but two names of multimodal_model_archs no models/*.py defines (the multimodal field says so)
+    assert multimodal - set(facts.table()) == {"Grok1VForCausalLM", "Grok1AForCausalLM"}

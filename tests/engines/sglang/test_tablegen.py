@@ -19,7 +19,21 @@ FILES = {
         '        if "LagunaForCausalLM" in model_architectures and not hf_text_config.sliding_window:\n'
         "            return False\n"
         "        return True\n"
-        "    return False\n"),
+        "    return False\n"
+        'MIMO_V2_MULTIMODAL_ARCHS = ("NewMambaForCausalLM",)\n'
+        'multimodal_model_archs = ["NewSwaForCausalLM", *MIMO_V2_MULTIMODAL_ARCHS]\n'
+        'multimodal_breakable_cuda_graph_supported_model_archs = ["NewSwaForCausalLM"]\n'
+        "class ModelConfig:\n"
+        "    def __init__(self, enable_multimodal=None):\n"
+        "        if enable_multimodal is None:\n"
+        '            mm_disabled_models = ["LlamaForCausalLM"]\n'
+        "            if self.hf_config.architectures[0] in mm_disabled_models and self.model_impl != 1:\n"
+        "                enable_multimodal = False\n"
+        "            elif self.hf_config.architectures[0] in MIMO_V2_MULTIMODAL_ARCHS and not (\n"
+        '                hasattr(self.hf_config, "vision_config") and hasattr(self.hf_config, "audio_config")):\n'
+        "                enable_multimodal = False\n"
+        "            else:\n"
+        "                enable_multimodal = True\n"),
     "arg_groups/overrides.py": '_MAMBA_EXTRA_BUFFER_ARCHS = frozenset({"NewMambaForCausalLM"})\n',
     "arg_groups/model_overrides/inkling.py": '@_register_for("NewMambaForCausalLM")\ndef _inkling_overrides(a, b):\n    return {}\n',
     "arg_groups/model_overrides/deepseek_v2.py": (
@@ -50,6 +64,10 @@ def test_readers_find_the_names_in_sglangs_lists(source):
     assert conditional == {"LagunaForCausalLM"}
     assert tablegen.registered_for(source, "deepseek_v2", "_deepseek_family_overrides") == {"DeepseekV3ForCausalLM"}
     assert tablegen.registered_for(source, "deepseek_v2") == {"DeepseekV3ForCausalLM", "NewSwaForCausalLM"}
+    # multimodal_model_archs with its *MIMO_V2_MULTIMODAL_ARCHS spread; ModelConfig.__init__'s two
+    # branches on architectures[0], told apart by the one that asks for the audio tower
+    assert tablegen.multimodal_lists(source) == ({"NewSwaForCausalLM", "NewMambaForCausalLM"}, {"LlamaForCausalLM"},
+                                                 {"NewMambaForCausalLM"})
 
 
 def test_a_new_entry_class_gets_the_cells_sglangs_lists_decide_and_the_rest_unread(source):
@@ -64,6 +82,8 @@ def test_a_new_entry_class_gets_the_cells_sglangs_lists_decide_and_the_rest_unre
     assert swa["pp_refusal"] == "IQuest Q1 does not support pipeline parallelism." and mamba["pp_refusal"] == "none"
     assert mamba["mamba_extra_buffer"] == "yes" and mamba["mamba_full_memory_ratio"] == "0.1"
     assert mamba["sm100_attention_backend"] == "triton" and swa["sm100_attention_backend"] == "default"
+    assert (swa["multimodal"], swa["multimodal_prefill_graph"]) == ("listed", "yes")
+    assert (mamba["multimodal"], mamba["multimodal_prefill_graph"]) == ("listed+needs_vision_and_audio", "no")
     # What no list decides is left for a person (tp_asserts: the tp-asserts script; supports_pp: SGLang's venv).
     assert swa["tp_asserts"] == swa["supports_pp"] == tablegen.UNREAD
 
