@@ -42,6 +42,8 @@ JSON-able dict meant for ``report.extra["serving"]``; its keys are stable:
 ``decode_includes_weights``   whether the decode bound counts weight reads
 ``verdict``                   the one line every output prints (``hfkv.planning.verdict``), and
 ``verdict_detail``            its ``Verdict.to_dict()`` (status, requests, the estimates' range, engines)
+``engines``                   theory mode on a GPU: each engine's view of the same deployment, {engine:
+                              {"refused", "requests", "tokens", "kv_budget_bytes", "weights_fit"}}
 ``estimates``                 sentences naming every term that is an estimate or left out
 ``notes``                     other remarks
 
@@ -51,8 +53,9 @@ peak bandwidth; it ignores compute, communication and every overhead.
 
 from __future__ import annotations
 
+import copy
 from fractions import Fraction
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from hfkv.engines import check_layout, memory_budget
 from hfkv.engines import layout as lay
@@ -60,7 +63,7 @@ from hfkv.engines.contract import EngineInput, EngineKnobs, MemoryBudget
 from hfkv.errors import UsageError
 from hfkv.model import accounting as acc
 from hfkv.planning import weights as est
-from hfkv.planning.gpus import GpuPreset, get_gpu, parse_gpu
+from hfkv.planning.gpus import GpuPreset, parse_gpu
 from hfkv.planning.verdict import verdict
 
 _ESTIMATE_PAGES = (
@@ -369,19 +372,28 @@ def _warn_once(report, text: str) -> None:
         report.warnings.append(text)
 
 
-def gpu_plans(names: Iterable[str], report, **options: Any) -> dict[str, dict[str, Any]]:
-    """{preset name: its serving plan} for one GPU of each named preset (the release reports' columns)."""
-    return {get_gpu(name).name: plan_serving(report, gpu=name, **options) for name in names}
+def gpu_plans(specs: Iterable[str], report, plan: Callable[[Any, str], Any]) -> dict[str, dict[str, Any]]:
+    """{GPU spec: the serving plan of ``report`` on it}, for outputs that show several deployments side
+    by side (``hfkv watch``'s columns, one per ``--gpu``).
 
+    Each spec is planned by ``plan(twin, spec)`` on its own copy of the report (``twin``: the report
+    with its own ``extra``, notes and warnings), e.g. ``hfkv.commands.deploy.Deployment.apply``: the
+    one planning path and the one verdict; no figure is computed here. ``report`` itself is left
+    unplanned; the warnings a plan adds (the weights do not fit on that GPU, ...) are carried to it.
+    A spec the engine refuses (``UnsupportedModelError``) gives ``{"gpu": spec, "refused": reason}``.
+    """
+    from hfkv.errors import UnsupportedModelError
 
-def gpu_budgets(names: Iterable[str], report, weights_bytes: int | None = None,
-                gpu_memory_utilization: float | str | None = None) -> dict[str, int]:
-    """{column name: KV budget per GPU} for ``render_markdown(report, budgets=...)``: each named GPU's
-    plan (one GPU, hfkv's count in vLLM's budget). The column says when the weights are unknown
-    (``"H200-141GB (weights unknown)"``: B_max is then an upper bound); a GPU the weights fill gets 0."""
-    budgets: dict[str, int] = {}
-    for name, plan in gpu_plans(names, report, weights_bytes=weights_bytes,
-                                gpu_memory_utilization=gpu_memory_utilization).items():
-        suffix = " (weights unknown)" if plan["budget_source"] == "gpu-without-weights" else ""
-        budgets[name + suffix] = max(plan["kv_budget_bytes"] or 0, 0) if plan["weights_fit"] is not False else 0
-    return budgets
+    plans: dict[str, dict[str, Any]] = {}
+    for spec in specs:
+        twin = copy.copy(report)
+        twin.extra, twin.notes, twin.warnings = dict(report.extra), list(report.notes), list(report.warnings)
+        try:
+            plan(twin, spec)
+        except UnsupportedModelError as err:
+            plans[spec] = {"gpu": spec, "refused": err.message}
+            continue
+        plans[spec] = twin.extra.get("serving") or {"gpu": spec, "refused": "no serving plan"}
+        for warning in twin.warnings:
+            _warn_once(report, warning)
+    return plans

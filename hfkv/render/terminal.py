@@ -14,6 +14,7 @@ from typing import Any, Iterable
 from hfkv.errors import one_line
 from hfkv.model import accounting as acc
 from hfkv.model.report import Report
+from hfkv.planning.verdict import ENGINE_LABELS
 from hfkv.units import format_bytes, format_tokens
 
 
@@ -285,7 +286,7 @@ def _budget_text(serving: dict[str, Any]) -> str:
 def memory_lines(memory: dict[str, Any]) -> list[str]:
     """The engine's budget term by term: what it may use, then each term with its source and band."""
     fraction = "gpu_memory_utilization" if memory.get("engine") == "vllm" else "mem_fraction_static"
-    lines = [f"  {memory['engine']} may use {format_bytes(memory['usable_bytes'])} per GPU ({fraction} "
+    lines = [f"  {ENGINE_LABELS.get(memory['engine'], memory['engine'])} may use {format_bytes(memory['usable_bytes'])} per GPU ({fraction} "
              f"{memory['fraction']:.3g}, {memory['fraction_source']})"]
     for term in memory.get("terms", []):
         if not term["bytes"] and not term["error_bytes"]:
