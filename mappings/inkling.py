@@ -86,5 +86,5 @@ def inkling(cfg: ConfigView) -> Layout:
     }
     if kernel is not None:
         warnings.append("Inkling short-conv state: (w − 1)·(2·K·hd + 2·hidden) values per layer at the conv dtype "
-                        "(transformers' four convs; engines.md marks it optional)")
+                        "(transformers' four convs)")
     return hybrid_layout(cfg, roles, parts, notes, warnings)

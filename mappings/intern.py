@@ -23,6 +23,6 @@ def qwen_next_like(cfg: ConfigView) -> Layout:
     layout = qwen_gdn(cfg)
     layout.warnings.append(
         f"{cfg.model_type}: no published config class; mapped as a Qwen3-Next GDN hybrid "
-        "(linear_* keys, layer_types or full_attention_interval), as engines.md describes it"
+        "(linear_* keys, layer_types or full_attention_interval)"
     )
     return layout

@@ -1,4 +1,4 @@
-"""SGLang 0.5.23's pool sizes for a KV budget, in its own order and arithmetic (engines.md §3.1).
+"""SGLang 0.5.23's pool sizes for a KV budget, in its own order and arithmetic (``mem_cache/kv_cache_configurator.py``).
 
 The budget is SGLang's ``rest`` (``mem_cache/kv_cache_configurator.py``): first the Mamba state pool
 (``mamba_pool.reserve``) for models with state; then the token pools from what is left, by the

@@ -54,7 +54,7 @@ def part_token_bytes(part: Any, kv: str, tp: int, packed: bool) -> Fraction:
 def draft_bytes(layers: list[LayerSpec], kv: str, tp: int, packed: bool, knobs: EngineKnobs,
                 assumptions: list[str], windowed: bool) -> Fraction:
     """The EAGLE/MTP draft pool's bytes per token: ``cell·draft/target``, the DSA indexer scaled by its
-    own layer count (a draft layer always has one) (engines.md §3.1.4). ``windowed``: the target has
+    own layer count (a draft layer always has one) (``DefaultPoolConfigurator``). ``windowed``: the target has
     windowed parts, which a draft layer is priced like at full size."""
     draft = int(knobs.speculative_draft_layers or 0)
     if not draft:

@@ -1,4 +1,4 @@
-"""SGLang 0.5.23's DeepSeek V4 pools (``DSV4PoolConfigurator``, engines.md §2.6c, §3.1).
+"""SGLang 0.5.23's DeepSeek V4 pools (``DSV4PoolConfigurator``, ``mem_cache/kv_cache_configurator.py``).
 
 Every layer keeps a sliding-window latent in fp8 rows of the v4 layout (584 B, pages padded to
 576 B); compressed layers add a pool per compression ratio (c4 with its indexer, c128), and the

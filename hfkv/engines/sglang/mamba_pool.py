@@ -1,5 +1,5 @@
 """SGLang 0.5.23's Mamba / linear-attention state pool (``KVCacheConfigurator._handle_max_mamba_cache``),
-reserved before any token pool (engines.md §2.8d, §3.1).
+reserved before any token pool (``mem_cache/kv_cache_configurator.py``, ``_handle_max_mamba_cache``).
 
 One request slot holds the recurrent state of every linear / Mamba / conv layer: SSM state in fp32
 (or ``--mamba-ssm-dtype``, or the config's ``mamba_ssm_dtype`` where SGLang's config class reads it),

@@ -1,5 +1,5 @@
 """What SGLang 0.5.23's pools share: page alignment, the page-size default, the refusal when a budget
-holds no page, and the running-request cap every pool ends with (engines.md §3.1).
+holds no page, and the running-request cap every pool ends with (``mem_cache/kv_cache_configurator.py``).
 
 Each pool owns its cell and sizing in its own module: ``default_pool`` (``DefaultPoolConfigurator``),
 ``swa_pool`` (``HybridSWAPoolConfigurator``, ``SWARequestCapPoolConfigurator``), ``mamba_pool`` (the

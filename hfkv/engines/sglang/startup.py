@@ -1,4 +1,4 @@
-"""SGLang 0.5.23's start-up, replayed over a report's layer specs (engines.md §2, §3.1).
+"""SGLang 0.5.23's start-up, replayed over a report's layer specs (``model_executor/model_runner.py``, ``mem_cache/kv_cache_configurator.py``).
 
 SGLang sizes a token pool: one *cell* of bytes per token over every attention layer, so
 ``max_total_num_tokens = floor(rest / cell)`` floored to the page size. Before that, models with

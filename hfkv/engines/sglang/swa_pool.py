@@ -1,5 +1,5 @@
 """SGLang 0.5.23's hybrid sliding-window pools: ``HybridSWAPoolConfigurator`` and, with the radix cache
-off and a running-request cap, ``SWARequestCapPoolConfigurator`` (engines.md §2.4c, §3.1).
+off and a running-request cap, ``SWARequestCapPoolConfigurator`` (``mem_cache/kv_cache_configurator.py``).
 
 Only the architectures ``is_hybrid_swa_model`` admits (``ArchFacts.hybrid_swa``) get a second, smaller
 pool for their windowed layers; any other windowed model gets full KV on every layer. The cell is

@@ -1,4 +1,4 @@
-"""vLLM 0.33.0's block size and KV-cache groups over the specs of a model's layers (engines.md §3.2.3–§3.2.4).
+"""vLLM 0.33.0's block size and KV-cache groups over the specs of a model's layers (``v1/core/kv_cache_utils.py``, ``platforms/interface.py``).
 
 The specs are ``specs``' kinds (one per layer part vLLM builds); ``block_size`` replays
 ``Platform.update_block_size_for_backend`` (backend size, then ``_align_hybrid_block_size`` for

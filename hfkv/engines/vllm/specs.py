@@ -26,7 +26,7 @@ from hfkv.errors import UnsupportedModelError
 from hfkv.model import dtypes
 from hfkv.model.dtypes import block_scaled_bytes, ceil_div
 
-# Packed fp8 / fp4 latents of the FlashMLA-sparse backend (DSA), engines.md §2.2d.
+# Packed fp8 / fp4 latents of the FlashMLA-sparse backend (DSA): ``v1/attention/backends/mla/flashmla_sparse.py``.
 FP8_DS_MLA = 656
 NVFP4_DS_MLA = 352
 

@@ -1,4 +1,4 @@
-"""vLLM 0.33.0 block arithmetic (engines.md §2, §3.2), over a report's layer specs.
+"""vLLM 0.33.0 block arithmetic (``v1/worker/gpu_worker.py``, ``v1/core/kv_cache_utils.py``), over a report's layer specs.
 
 Every attention-like layer part gets a KV-cache spec of ``specs``' kinds (``part_spec``; parts that
 read another layer's KV get none). The hybrid manager groups the specs so that every group has the
