@@ -1,4 +1,5 @@
-"""Print the registry facts ``hfkv/engines/vllm/transformers.py`` and ``vllm_models.POOLING_ARCHS`` hold, read
+"""Print the registry facts ``hfkv/engines/vllm/0.33.0-other-architectures.tsv`` holds (the Transformers
+backend's registered and fallback classes, and the pooling-only names: ``facts.pooling_only()``), read
 from vLLM 0.33.0 and the transformers its venv resolves (5.20.2). Run in the vLLM oracle venv, from the
 repository root:
 
