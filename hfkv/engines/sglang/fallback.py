@@ -8,7 +8,7 @@ Transformers implementation is not compatible with SGLang". Not found and no ``A
 config's ``auto_map``: "Cannot find model module". The tables below list, for every class name of that
 transformers release ending in ``ForCausalLM``, ``LMHeadModel`` or ``ForConditionalGeneration`` that is
 not an SGLang ``EntryClass``, which side it falls on; they were read by importing each class in the
-SGLang oracle's environment (``/work/shared/tools/sglang-oracle``) and calling
+SGLang oracle's environment (``../shared/tools/sglang-oracle``) and calling
 ``is_backend_compatible()``. Regenerate them the same way when the pinned versions move.
 """
 
