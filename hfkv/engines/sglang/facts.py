@@ -38,17 +38,18 @@ engine's tables"):
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, Iterable, NamedTuple
+from typing import Any, Callable, NamedTuple
+
+from hfkv.engines.tables import choice, parse_rows, yes_no
 
 VERSION = "0.5.23"
 HERE = Path(__file__).resolve().parent
 TABLE = HERE / f"{VERSION}.tsv"
 MODEL_TYPES_TABLE = HERE / f"{VERSION}-model-types.tsv"
-PP_VALUES = {"yes": True, "no": False}  # kept for callers that parse supports_pp themselves
 NONE = "none"  # the cell of a rule that does not apply to the row
 DEFAULT = "default"  # the cell of a setting the row leaves at SGLang's general default
 
@@ -144,18 +145,6 @@ def multimodal_cell(value: Multimodal) -> str:
     return "+".join(flag for flag, on in zip(MULTIMODAL_FLAGS, value) if on) or "no"
 
 
-def _choice(*allowed: str) -> Callable[[str], str]:
-    def parse(cell: str) -> str:
-        if cell not in allowed:
-            raise ValueError(f"{cell!r} is not one of {', '.join(allowed)}")
-        return cell
-    return parse
-
-
-def _yes_no(cell: str) -> bool:
-    if cell not in PP_VALUES:
-        raise ValueError(f"{cell!r} is not yes or no")
-    return PP_VALUES[cell]
 
 
 def _or_default(parse: Callable[[str], Any]) -> Callable[[str], Any]:
@@ -304,16 +293,16 @@ PARSERS: dict[str, Callable[[str], Any]] = {
     "architecture": str,
     "sglang_module": str,
     "tp_asserts": parse_tp_asserts,
-    "hybrid_swa": _choice(HYBRID_SWA, NOT_HYBRID_SWA, HYBRID_SWA_IF_SLIDING),
+    "hybrid_swa": choice(HYBRID_SWA, NOT_HYBRID_SWA, HYBRID_SWA_IF_SLIDING),
     "swa_full_tokens_ratio": _or_default(_ratio),
     "mamba_full_memory_ratio": _or_default(lambda cell: float(_ratio(cell))),
-    "mamba_extra_buffer": _yes_no,
-    "sm100_attention_backend": _or_default(_choice("trtllm_mla", "triton", "fa4/trtllm_mha")),
+    "mamba_extra_buffer": yes_no,
+    "sm100_attention_backend": _or_default(choice("trtllm_mla", "triton", "fa4/trtllm_mha")),
     "page_size": _or_default(_positive_int),
     "pp_refusal": _message,
     "multimodal": parse_multimodal,
-    "multimodal_prefill_graph": _yes_no,
-    "supports_pp": _yes_no,
+    "multimodal_prefill_graph": yes_no,
+    "supports_pp": yes_no,
 }
 
 
@@ -372,12 +361,12 @@ MODEL_TYPE_PARSERS: dict[str, Callable[[str], Any]] = {
     "model_type": str,
     "architecture_rename": _rename,
     "kv_heads_default": _config_default,
-    "sizes_no_op_layers": _yes_no,
-    "refuses_variable_gqa": _yes_no,
+    "sizes_no_op_layers": yes_no,
+    "refuses_variable_gqa": yes_no,
     "even_layers_unless": _key,
-    "whole_hidden_conv": _yes_no,
-    "ssm_dtype_from_config": _yes_no,
-    "swa_cap_mode": _yes_no,
+    "whole_hidden_conv": yes_no,
+    "ssm_dtype_from_config": yes_no,
+    "swa_cap_mode": yes_no,
     "pp_refusal": _message,
     "flat_multimodal": _key,
 }
@@ -390,30 +379,6 @@ DEFAULT_MODEL_TYPE = ModelTypeFacts(
 
 # -- loading ----------------------------------------------------------------------------------------
 
-
-def read_table(path: Path) -> tuple[list[str], list[list[str]]]:
-    """The header and the rows of a TSV table (cells as text)."""
-    lines = path.read_text(encoding="utf-8").splitlines()
-    return lines[0].split("\t"), [line.split("\t") for line in lines[1:] if line.strip()]
-
-
-def parse_rows(path: Path, parsers: dict[str, Callable[[str], Any]], record: type) -> Iterable[Any]:
-    """One ``record`` per row, each cell through its column's parser; a ValueError names the table,
-    the line and the column of a bad cell, or the header that does not hold the record's fields."""
-    header, rows = read_table(path)
-    wanted = [f.name for f in fields(record)]
-    if sorted(header) != sorted(wanted):
-        raise ValueError(f"{path.name}: columns {header} are not {wanted}")
-    for number, row in enumerate(rows, start=2):
-        if len(row) != len(header):
-            raise ValueError(f"{path.name} line {number}: {len(row)} cells for {len(header)} columns")
-        values = {}
-        for column, cell in zip(header, row):
-            try:
-                values[column] = parsers[column](cell)
-            except ValueError as error:
-                raise ValueError(f"{path.name} line {number}, column {column}: {error}") from None
-        yield record(**values)
 
 
 @lru_cache(maxsize=None)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hfkv.engines.contract import Device, EngineInput, EngineKnobs, MemoryBudget, Term
+from hfkv.engines.contract import Device, EngineInput, EngineKnobs, MemoryBudget, Term, weights_term
 from hfkv.engines.layout import Layout
 from hfkv.engines.sglang import registry
 from hfkv.model.specs import CompressedKV, LinearAttentionState, MLALatent
@@ -169,14 +169,7 @@ def budget(device: Device, weights_per_gpu: int | None, weights_source: str | No
     context = CONTEXT_TP1 + (CONTEXT_PER_TP if layout.tp * layout.pp > 1 else 0)
     pre = device.cuda_total_bytes - context
     usable = int(pre * fraction)
-    terms = []
-    if weights_per_gpu is None:
-        terms.append(Term("weights", 0, "unknown", note="weights unknown: nothing subtracted for them"))
-    elif weights_source in ("metadata", "headers", "given"):
-        terms.append(Term("weights", weights_per_gpu, "checkpoint", note=f"per GPU, from the checkpoint ({weights_source})"))
-    else:
-        terms.append(Term("weights", weights_per_gpu, "estimate", error_bytes=weights_per_gpu // 100,
-                          note="per GPU, estimated from the config's shapes (within 1% where checked)"))
+    terms = [weights_term(weights_per_gpu, weights_source)]
     terms.append(Term("load leftovers", LOAD_OVERHEAD, "estimate", error_bytes=LOAD_OVERHEAD,
                       note="memory loading keeps besides the weights (0.13 GiB for Llama-3.1-8B on H100)"))
     band = int(0.2 * GIB) + (int(0.4 * GIB) if context > CONTEXT_TP1 else 0)

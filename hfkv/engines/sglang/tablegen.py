@@ -24,6 +24,7 @@ import ast
 import sys
 from pathlib import Path
 
+from hfkv.engines import tables
 from hfkv.engines.sglang import facts
 
 UNREAD = "?"
@@ -164,7 +165,7 @@ def source_cells(source: Path, names: list[str]) -> dict[str, dict[str, str]]:
 def check(source: Path) -> dict[str, list[str]]:
     """column -> the rows whose cell differs from what SGLang's lists say (``architecture`` for names
     the table and the ``EntryClass`` names do not share, ``sglang_module`` for a moved class)."""
-    header, rows = facts.read_table(facts.TABLE)
+    header, rows = tables.read_table(facts.TABLE)
     table = {row[0]: dict(zip(header, row)) for row in rows}
     entries = entry_classes(source)
     out = {"architecture": sorted(set(entries) ^ set(table)),
@@ -178,7 +179,7 @@ def check(source: Path) -> dict[str, list[str]]:
 
 def rewritten(source: Path) -> list[list[str]]:
     """The table's rows for the ``EntryClass`` names of ``source`` (module docstring), header first."""
-    header, rows = facts.read_table(facts.TABLE)
+    header, rows = tables.read_table(facts.TABLE)
     known = {row[0]: row for row in rows}
     entries = entry_classes(source)
     derived = source_cells(source, sorted(set(entries) - set(known)))

@@ -36,10 +36,12 @@ its oracle rows.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, Iterable
+
+from hfkv.engines.tables import choice, parse_rows, yes_no
 
 from hfkv.model import dtypes
 
@@ -48,30 +50,17 @@ HERE = Path(__file__).resolve().parent
 TABLE = HERE / f"{VERSION}.tsv"
 MODEL_TYPES_TABLE = HERE / f"{VERSION}-model-types.tsv"
 OTHER_TABLE = HERE / f"{VERSION}-other-architectures.tsv"
-PP_VALUES = {"yes": True, "no": False}  # kept for callers that parse supports_pp themselves
 NONE = "none"  # the cell of a fact that does not apply (no config hook, no backend, never dropped)
 
 
 # -- cell parsers: each takes one cell and returns the typed value, or raises ValueError ----------
 
 
-def _choice(*allowed: str) -> Callable[[str], str]:
-    def parse(cell: str) -> str:
-        if cell not in allowed:
-            raise ValueError(f"{cell!r} is not one of {', '.join(allowed)}")
-        return cell
-    return parse
-
-
-def _yes_no(cell: str) -> bool:
-    if cell not in PP_VALUES:
-        raise ValueError(f"{cell!r} is not yes or no")
-    return PP_VALUES[cell]
 
 
 def _tri(cell: str) -> bool | None:
     """yes / no, or ``no_gdn`` (the fact is about a layer the class does not build)."""
-    return None if cell == "no_gdn" else _yes_no(cell)
+    return None if cell == "no_gdn" else yes_no(cell)
 
 
 @dataclass(frozen=True)
@@ -188,21 +177,21 @@ class ArchFacts:
 
 PARSERS: dict[str, Callable[[str], Any]] = {
     "architecture": str,
-    "registry": _choice("text_generation", "multimodal", "speculative_decoding"),
+    "registry": choice("text_generation", "multimodal", "speculative_decoding"),
     "vllm_module": str,
-    "attention_free": _yes_no,
-    "is_hybrid": _yes_no,
+    "attention_free": yes_no,
+    "is_hybrid": yes_no,
     "ssm_dtype": SsmDtypeRule.parse,
     "gdn_prefill_checkpoint": _tri,
-    "kv_dtype": _choice("cache", "model"),
-    "attention_sinks": _choice("all", "config", "no"),
-    "alibi": _choice("always", "config", "sqrt", "no"),
-    "sparse_128_blocks": _yes_no,
-    "forced_fa4": _yes_no,
-    "mixed_heads_fa4": _yes_no,
-    "nope_only_mla": _yes_no,
+    "kv_dtype": choice("cache", "model"),
+    "attention_sinks": choice("all", "config", "no"),
+    "alibi": choice("always", "config", "sqrt", "no"),
+    "sparse_128_blocks": yes_no,
+    "forced_fa4": yes_no,
+    "mixed_heads_fa4": yes_no,
+    "nope_only_mla": yes_no,
     "required_config_attr": ConfigAttribute.parse,
-    "supports_pp": _yes_no,
+    "supports_pp": yes_no,
 }
 
 
@@ -248,7 +237,7 @@ class ModelTypeFacts:
 
 MODEL_TYPE_PARSERS: dict[str, Callable[[str], Any]] = {
     "model_type": str,
-    "float16": _yes_no,
+    "float16": yes_no,
     "mm_prefix": MmPrefixRule.parse,
 }
 DEFAULT_MODEL_TYPE = ModelTypeFacts(model_type="", float16=True, mm_prefix=None)
@@ -299,7 +288,7 @@ class OtherArchFacts:
 
 OTHER_PARSERS: dict[str, Callable[[str], Any]] = {
     "architecture": str,
-    "pooling_only": _yes_no,
+    "pooling_only": yes_no,
     "transformers_backend": _transformers_route,
     "supported_until": _version,
 }
@@ -307,30 +296,6 @@ OTHER_PARSERS: dict[str, Callable[[str], Any]] = {
 
 # -- loading ----------------------------------------------------------------------------------------
 
-
-def read_table(path: Path) -> tuple[list[str], list[list[str]]]:
-    """The header and the rows of a TSV table (cells as text)."""
-    lines = path.read_text(encoding="utf-8").splitlines()
-    return lines[0].split("\t"), [line.split("\t") for line in lines[1:] if line.strip()]
-
-
-def parse_rows(path: Path, parsers: dict[str, Callable[[str], Any]], record: type) -> Iterable[Any]:
-    """One ``record`` per row, each cell through its column's parser; a ValueError names the table,
-    the row and the column of a bad cell, or the header that does not hold the record's fields."""
-    header, rows = read_table(path)
-    wanted = [f.name for f in fields(record)]
-    if sorted(header) != sorted(wanted):
-        raise ValueError(f"{path.name}: columns {header} are not {wanted}")
-    for number, row in enumerate(rows, start=2):
-        if len(row) != len(header):
-            raise ValueError(f"{path.name} line {number}: {len(row)} cells for {len(header)} columns")
-        values = {}
-        for column, cell in zip(header, row):
-            try:
-                values[column] = parsers[column](cell)
-            except ValueError as error:
-                raise ValueError(f"{path.name} line {number}, column {column}: {error}") from None
-        yield record(**values)
 
 
 @lru_cache(maxsize=None)

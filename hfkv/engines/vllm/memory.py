@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 
-from hfkv.engines.contract import Device, EngineInput, EngineKnobs, MemoryBudget, Term
+from hfkv.engines.contract import Device, EngineInput, EngineKnobs, MemoryBudget, Term, weights_term
 from hfkv.engines.layout import Layout, expert_count
 
 GIB = 1 << 30
@@ -86,7 +86,7 @@ def memory_budget(model: EngineInput, device: Device, weights_per_gpu: int | Non
     rows = min(seqs, batched)
     hidden, vocab = _int(config, "hidden_size", "d_model", "n_embd"), _int(config, "vocab_size", "padded_vocab_size")
     tp = layout.tp
-    terms = [_weights(weights_per_gpu, weights_source)]
+    terms = [weights_term(weights_per_gpu, weights_source)]
     terms.append(Term("sampler buffers", seqs * vocab * 4 + (1 + decode) * seqs * -(-vocab // 32) * 4, "code",
                       note=f"penalty counts and grammar bitmask for {seqs} sequences × {vocab:,} tokens "
                            "(PenaltiesState, StructuredOutputsWorker)"))
@@ -115,15 +115,6 @@ def memory_budget(model: EngineInput, device: Device, weights_per_gpu: int | Non
                           note=f"{unmodelled}: vLLM keeps up to ~1.5 GiB more than estimated"))
     return MemoryBudget("vllm", util, "given" if knobs.gpu_memory_utilization else "vLLM's default",
                         requested, tuple(terms), tuple(notes))
-
-
-def _weights(weights_per_gpu: int | None, source: str | None) -> Term:
-    if weights_per_gpu is None:
-        return Term("weights", 0, "unknown", note="weights unknown: nothing subtracted for them")
-    if source in ("metadata", "headers", "given"):
-        return Term("weights", weights_per_gpu, "checkpoint", note=f"per GPU, from the checkpoint ({source})")
-    return Term("weights", weights_per_gpu, "estimate", error_bytes=max(weights_per_gpu // 100, 0),
-                note="per GPU, estimated from the config's shapes (within 1% where checked)")
 
 
 def _activation(config: dict, rows: int, batched: int, hidden: int, vocab: int, tp: int) -> Term:

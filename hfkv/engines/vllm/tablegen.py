@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
+from hfkv.engines import tables
 from hfkv.engines.vllm import facts
 
 UNKNOWN = "?"
@@ -277,7 +278,7 @@ def _literal_dict_names(tree: SourceTree, dotted: str, name: str) -> dict[str, s
 def merged(path: Path, derived: dict[str, dict[str, str]], key: str, sort: tuple[str, ...]) -> str:
     """The table at ``path`` with its rows replaced by ``derived``'s names: derived cells win, the
     other cells are carried over by name, ``?`` where a new name has none."""
-    header, rows = facts.read_table(path)
+    header, rows = tables.read_table(path)
     current = {row[header.index(key)]: dict(zip(header, row)) for row in rows}
     out = []
     for name, cells in derived.items():

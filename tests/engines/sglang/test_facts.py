@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from hfkv.engines import tables
 from hfkv.engines.sglang import facts, tablegen
 from hfkv.engines.sglang.facts import ConfigDefault, Multimodal, Rename
 
@@ -54,7 +55,7 @@ needs_source = pytest.mark.skipif(SOURCE is None, reason="SGLang 0.5.23's source
 @pytest.mark.parametrize("path, record", [(facts.TABLE, facts.ArchFacts),
                                           (facts.MODEL_TYPES_TABLE, facts.ModelTypeFacts)])
 def test_every_row_fills_every_column(path, record):
-    header, rows = facts.read_table(path)
+    header, rows = tables.read_table(path)
     assert header == [f.name for f in dataclasses.fields(record)]  # the records list the columns in order
     assert rows and all(len(row) == len(header) and all(cell.strip() == cell != "" for cell in row) for row in rows)
     assert [row[0] for row in rows] == sorted(row[0] for row in rows)
@@ -68,7 +69,7 @@ def test_every_cell_parses_to_a_known_value():
 
 def test_the_scripts_find_their_columns_where_they_write_them():
     # tests/oracles/sglang-tp-asserts.py rewrites column 3; supports_pp stays last (test_pp_support.py).
-    header, _ = facts.read_table(facts.TABLE)
+    header, _ = tables.read_table(facts.TABLE)
     assert header[:3] == ["architecture", "sglang_module", "tp_asserts"] and header[-1] == "supports_pp"
 
 
@@ -81,13 +82,13 @@ def test_the_scripts_find_their_columns_where_they_write_them():
     *(("multimodal_prefill_graph", cell) for cell in ["?", "", "listed", "true"]),
 ])
 def test_an_unread_cell_is_refused(column, cell, tmp_path):
-    header, rows = facts.read_table(facts.TABLE)
+    header, rows = tables.read_table(facts.TABLE)
     broken = [list(row) for row in rows[:2]]
     broken[1][header.index(column)] = cell
     path = tmp_path / "0.5.23.tsv"
     path.write_text("\n".join("\t".join(r) for r in [header, *broken]) + "\n", encoding="utf-8")
     with pytest.raises(ValueError, match=f"line 3, column {column}"):
-        list(facts.parse_rows(path, facts.PARSERS, facts.ArchFacts))
+        list(tables.parse_rows(path, facts.PARSERS, facts.ArchFacts))
 
 
 @pytest.mark.parametrize("cell", ["no", "listed", "text_only", "listed+text_only", "listed+needs_vision_and_audio"])

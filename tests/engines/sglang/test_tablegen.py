@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from hfkv.engines import tables
 from hfkv.engines.sglang import facts, tablegen
 
 FILES = {
@@ -72,11 +73,11 @@ def test_readers_find_the_names_in_sglangs_lists(source):
 
 def test_a_new_entry_class_gets_the_cells_sglangs_lists_decide_and_the_rest_unread(source):
     header, *rows = tablegen.rewritten(source)
-    assert header == facts.read_table(facts.TABLE)[0]
+    assert header == tables.read_table(facts.TABLE)[0]
     by_name = {row[0]: dict(zip(header, row)) for row in rows}
     assert list(by_name) == ["LlamaForCausalLM", "NewMambaForCausalLM", "NewSwaForCausalLM"]
     # A known name keeps its row as it is.
-    assert rows[0] == next(row for row in facts.read_table(facts.TABLE)[1] if row[0] == "LlamaForCausalLM")
+    assert rows[0] == next(row for row in tables.read_table(facts.TABLE)[1] if row[0] == "LlamaForCausalLM")
     swa, mamba = by_name["NewSwaForCausalLM"], by_name["NewMambaForCausalLM"]
     assert swa["sglang_module"] == "newcomer" and swa["hybrid_swa"] == "yes" and mamba["hybrid_swa"] == "no"
     assert swa["pp_refusal"] == "IQuest Q1 does not support pipeline parallelism." and mamba["pp_refusal"] == "none"
@@ -92,4 +93,4 @@ def test_a_table_with_an_unread_cell_does_not_load(source, tmp_path):
     path = tmp_path / "table.tsv"
     path.write_text("\n".join("\t".join(row) for row in tablegen.rewritten(source)) + "\n", encoding="utf-8")
     with pytest.raises(ValueError, match="column supports_pp"):
-        list(facts.parse_rows(path, facts.PARSERS, facts.ArchFacts))
+        list(tables.parse_rows(path, facts.PARSERS, facts.ArchFacts))

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from hfkv.engines import tables
 from hfkv.engines.vllm import facts as vf
 from hfkv.engines.vllm import tablegen
 
@@ -29,7 +30,7 @@ TABLES = [(vf.TABLE, vf.PARSERS, vf.ArchFacts, ("registry", "architecture")),
 
 @pytest.mark.parametrize("path, parsers, record, order", TABLES, ids=lambda v: getattr(v, "name", ""))
 def test_every_cell_is_filled_with_a_value_its_column_knows(path, parsers, record, order):
-    header, rows = vf.read_table(path)
+    header, rows = tables.read_table(path)
     assert sorted(header) == sorted(f.name for f in fields(record)) == sorted(parsers)
     bad = []
     for row in rows:
@@ -46,13 +47,13 @@ def test_every_cell_is_filled_with_a_value_its_column_knows(path, parsers, recor
 
 @pytest.mark.parametrize("path, parsers, record, order", TABLES, ids=lambda v: getattr(v, "name", ""))
 def test_rows_are_sorted_and_unique(path, parsers, record, order):
-    header, rows = vf.read_table(path)
+    header, rows = tables.read_table(path)
     keys = [tuple(row[header.index(column)] for column in order) for row in rows]
     assert keys == sorted(keys) and len(set(keys)) == len(keys)
 
 
 def test_supports_pp_stays_the_last_column():
-    header, _ = vf.read_table(vf.TABLE)
+    header, _ = tables.read_table(vf.TABLE)
     assert header[:3] == ["registry", "architecture", "vllm_module"] and header[-1] == "supports_pp"
 
 
@@ -63,7 +64,7 @@ def test_the_architectures_are_vllms_registry_names():
             registries.count("speculative_decoding")) == (124, 127, 68)
     if not SHARED_ARCHS.is_file():
         pytest.skip(f"{SHARED_ARCHS} not present")
-    header, rows = vf.read_table(SHARED_ARCHS)
+    header, rows = tables.read_table(SHARED_ARCHS)
     assert {(row[0], row[1], row[2]) for row in rows} == {
         (f.registry, f.architecture, f.vllm_module) for f in vf.table().values()}
 
@@ -79,11 +80,11 @@ def test_the_other_names_lie_outside_the_generation_registries():
 
 
 def test_a_bad_cell_is_named_with_its_table_line_and_column(tmp_path):
-    header, rows = vf.read_table(vf.MODEL_TYPES_TABLE)
+    header, rows = tables.read_table(vf.MODEL_TYPES_TABLE)
     broken = tmp_path / "model-types.tsv"
     broken.write_text("\t".join(header) + "\n" + "gemma2\tmaybe\tno\n")
     with pytest.raises(ValueError, match=r"model-types.tsv line 2, column float16: 'maybe' is not yes or no"):
-        list(vf.parse_rows(broken, vf.MODEL_TYPE_PARSERS, vf.ModelTypeFacts))
+        list(tables.parse_rows(broken, vf.MODEL_TYPE_PARSERS, vf.ModelTypeFacts))
 
 
 @pytest.mark.skipif(not (VLLM_SRC / "vllm" / "model_executor" / "models" / "registry.py").is_file(),
