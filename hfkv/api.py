@@ -122,5 +122,8 @@ def plan(model: "str | os.PathLike[str]", *, requests: int, context: int, gpu: s
             attach_weights(report, section)  # the checkpoint's figures, fetched once
         return report
 
+    args = (["--weights-bytes", str(int(weights_bytes))] if weights_bytes is not None else []) + \
+        (["--revision", revision] if revision else []) + ([] if weights else ["--no-weights"])
     return search(inspect_at, loaded.name, requests=requests, context=context, gpu=gpu, engine=engine,
-                  max_gpus=max_gpus, gpus_per_node=gpus_per_node, kv_dtypes=kv_cache_dtypes, extra_knobs=knobs)
+                  max_gpus=max_gpus, gpus_per_node=gpus_per_node, kv_dtypes=kv_cache_dtypes, extra_knobs=knobs,
+                  extra_args=args)

@@ -41,8 +41,9 @@ def plan_command(model: str, requests: int, context_text: str, gpu: str, engine:
                  **params: Any) -> None:
     """Find the fewest GPUs, and the layouts, that hold REQUESTS requests of CONTEXT tokens for MODEL.
 
-    Exit codes: 0 a layout holds them; 3 none of those tried does; 1 the model could not be fetched;
-    2 bad usage or a config hfkv cannot take.
+    Exit codes: 0 a layout holds them; 3 none of those tried is known to (none does, or the weights
+    are unknown: the first line says which); 1 the model could not be fetched; 2 bad usage or a
+    config hfkv cannot take.
     """
     from hfkv.api import plan  # deferred: the report stack loads for a plan, not for --help
     from hfkv.commands.options import build_hub
@@ -70,8 +71,19 @@ def _print(found: Any) -> None:
     from hfkv.units import format_tokens
 
     console = console_for()
-    head = f"{found.model}: {found.requests:,} requests of {format_tokens(found.context)} tokens on {found.gpu}"
+    asked = f"{found.requests:,} request{'s' if found.requests != 1 else ''} of {format_tokens(found.context)} tokens"
+    head = f"{found.model}: {asked} on {found.gpu}"
     if not found.best:
+        upper = [o for o in found.dropped if o.status == "unknown" and (o.requests or 0) >= found.requests]
+        if upper:  # not a "no": the weights are unknown, and without them these layouts would hold them
+            first = min(upper, key=lambda o: (o.layout.gpus, -o.requests_per_gpu))
+            console.print(terminal_text(f"unknown: no layout is known to hold {head}: the weights are unknown; "
+                                        f"give --weights-bytes", "bold yellow"))
+            console.print(terminal_text(f"  without them, {len(upper)} layouts would, the fewest GPUs: "
+                                        f"{first.layout.gpus}, {first.layout.describe()} "
+                                        f"({ENGINE_LABELS[first.layout.engine]})"))
+            console.print(terminal_text(f"  {first.verdict}"))
+            return
         closest = max(found.dropped, key=lambda o: (o.requests or 0), default=None)
         console.print(terminal_text(f"does NOT fit: no layout of up to {found.max_gpus} GPUs tried holds {head}",
                                     "bold red"))
@@ -81,8 +93,7 @@ def _print(found: Any) -> None:
             console.print(terminal_text(f"  {closest.command}"))
         return
     best = found.best
-    console.print(terminal_text(f"{best.layout.gpus} × {found.gpu} hold {found.requests:,} requests of "
-                                f"{format_tokens(found.context)} tokens: {best.layout.describe()} "
+    console.print(terminal_text(f"{best.layout.gpus} × {found.gpu} hold {asked}: {best.layout.describe()} "
                                 f"({ENGINE_LABELS[best.layout.engine]})", "bold green"))
     console.print(terminal_text(f"  {best.verdict}"))
     console.print(terminal_text(f"  {best.command}"))

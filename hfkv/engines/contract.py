@@ -124,6 +124,21 @@ def cli_flag(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
+def knob_args(knobs: Mapping[str, Any]) -> list[str]:
+    """The command-line arguments that set ``knobs`` (``EngineKnobs`` names), as ``hfkv`` parses them."""
+    by_name = {f.name: f for f in knob_fields()}
+    args: list[str] = []
+    for name, value in knobs.items():
+        if value is None or name not in by_name:
+            continue
+        flag = cli_flag(name)
+        if by_name[name].metadata["kind"] == "flag":
+            args.append(flag if value else f"--no-{flag[2:]}")
+        else:
+            args += [flag, str(value)]
+    return args
+
+
 def knobs_markdown() -> str:
     """The engine options as a Markdown table (docs/engine-modes.md), from ``EngineKnobs``."""
     lines = ["| option | default | meaning |", "|---|---|---|"]

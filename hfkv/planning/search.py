@@ -8,16 +8,18 @@ budget at ``--max-model-len`` = ``context`` (weights, reserve, pools: the verdic
 ``hfkv.planning.verdict``). A layout is kept when the engine starts it and it holds ``requests`` even
 at the low end of the reserve's estimate band; the others are listed with why they were dropped
 (``marginal``: it holds them only within the band). The first kept layout is the one with the fewest
-GPUs (the most requests per GPU among those); the alternatives follow by requests per GPU (ties: fewer
-GPUs, fewer pipeline stages, smaller TP).
+GPUs (among those, the KV cache at the model's dtype before fp8, then the most requests per GPU); the
+alternatives follow by requests per GPU (ties: fewer GPUs, fewer pipeline stages, smaller TP).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import shlex
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
+from hfkv.engines.contract import knob_args
 from hfkv.engines.layout import expert_count
 from hfkv.errors import HfkvError
 from hfkv.model.report import Report
@@ -146,36 +148,41 @@ def layouts(engines: Iterable[str], max_gpus: int, gpus_per_node: int, moe: bool
 
 def search(inspect_at: Callable[..., Report], model: str, *, requests: int, context: int, gpu: str | GpuPreset,
            engine: str = "both", max_gpus: int = 8, gpus_per_node: int = 8,
-           kv_dtypes: Iterable[str] = KV_DTYPES, extra_knobs: dict[str, Any] | None = None) -> Search:
+           kv_dtypes: Iterable[str] = KV_DTYPES, extra_knobs: dict[str, Any] | None = None,
+           extra_args: Iterable[str] = ()) -> Search:
     """Try every layout (``layouts``) for ``requests`` requests of ``context`` tokens on ``gpu``.
 
     ``inspect_at(tensor_parallel_size=, kv_cache_dtype=, contexts=, ...)`` builds the model's report for
     one layout (the config loaded once, the weights attached); ``extra_knobs`` are engine knobs every
-    layout keeps (the reserve's, ``max_num_seqs``, …)."""
+    layout keeps (the reserve's, ``max_num_seqs``, …); ``extra_args`` end every printed command (the
+    given weights, the knobs, a revision), so that it prints the same verdict."""
     preset = get_gpu(gpu.split(":")[0] if isinstance(gpu, str) else gpu)
     probe = inspect_at(tensor_parallel_size=1, contexts=(context,))
     moe = bool(expert_count(probe.config or {}))
     result = Search(model=model, requests=requests, context=context, gpu=preset.name, max_gpus=max_gpus)
     for layout in layouts(ENGINE_CHOICES[engine], max_gpus, gpus_per_node, moe, kv_dtypes):
-        outcome = _try(inspect_at, model, layout, preset, requests, context, extra_knobs or {})
+        outcome = _try(inspect_at, model, layout, preset, requests, context, extra_knobs or {},
+                       [*extra_args, *knob_args(extra_knobs or {})])
         (result.kept if outcome.status == "kept" else result.dropped).append(outcome)
     result.kept = rank(result.kept)
     return result
 
 
 def rank(kept: list[Outcome]) -> list[Outcome]:
-    """The fewest GPUs first, then every other layout by requests per GPU."""
+    """The fewest GPUs first (among those, the KV cache at the model's dtype before fp8, which trades
+    accuracy for room, then the most requests per GPU), then every other layout by requests per GPU."""
     by_density = sorted(kept, key=lambda o: (-o.requests_per_gpu, o.layout.gpus, o.layout.pp, o.layout.tp))
     if not by_density:
         return []
     fewest = min(o.layout.gpus for o in by_density)
-    first = next(o for o in by_density if o.layout.gpus == fewest)
+    first = next(o for o in sorted(by_density, key=lambda o: o.layout.kv_cache_dtype != "auto")
+                 if o.layout.gpus == fewest)
     return [first] + [o for o in by_density if o is not first]
 
 
 def _try(inspect_at: Callable[..., Report], model: str, layout: Layout, preset: GpuPreset, requests: int,
-         context: int, extra_knobs: dict[str, Any]) -> Outcome:
-    command = reproduce(model, layout, preset, context)
+         context: int, extra_knobs: dict[str, Any], args: list[str]) -> Outcome:
+    command = reproduce(model, layout, preset, context, args)
     try:
         report = inspect_at(tensor_parallel_size=layout.tp, kv_cache_dtype=layout.kv_cache_dtype, contexts=(context,),
                             data_parallel_size=layout.dp, enable_dp_attention=layout.dp_attention,
@@ -203,8 +210,9 @@ def _try(inspect_at: Callable[..., Report], model: str, layout: Layout, preset: 
     return Outcome(layout, "kept", held, low, "", line, command)
 
 
-def reproduce(model: str, layout: Layout, preset: GpuPreset, context: int) -> str:
-    """The ``hfkv`` command that prints this layout's verdict (the engine sized at ``--max-model-len``)."""
+def reproduce(model: str, layout: Layout, preset: GpuPreset, context: int, args: Iterable[str] = ()) -> str:
+    """The ``hfkv`` command that prints this layout's verdict (the engine sized at ``--max-model-len``;
+    ``args`` appended: the search's given weights and knobs)."""
     length = f"{context // 1024}k" if context % 1024 == 0 else str(context)  # as hfkv parses it back
     parts = ["hfkv", model, "--gpu", f"{preset.name}:{layout.gpus}", "--tp", str(layout.tp), "--engine", layout.engine,
              "--context", length, "--max-model-len", length]
@@ -218,4 +226,4 @@ def reproduce(model: str, layout: Layout, preset: GpuPreset, context: int) -> st
         parts.append("--enable-dp-attention")
     if layout.ep:
         parts.append("--enable-expert-parallel")
-    return " ".join(parts)
+    return shlex.join(parts + list(args))

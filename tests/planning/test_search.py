@@ -111,3 +111,29 @@ def test_cli_bad_input_is_one_line(args, word):
     result = CliRunner().invoke(cli, ["plan", LLAMA, "--requests", "4", "--context", "8k", *args])
     assert result.exit_code == 2
     assert word in result.output and "Traceback" not in result.output
+
+
+def test_the_command_carries_the_given_weights_and_knobs():
+    found = hfkv.plan(LLAMA, requests=4, context=CTX, gpu="H100", max_gpus=1, engine="vllm",
+                      kv_cache_dtypes=("auto",), weights_bytes=16 * 10**9, gpu_memory_utilization=0.8)
+    best = found.best
+    assert "--weights-bytes 16000000000" in best.command and "--gpu-memory-utilization 0.8" in best.command
+    result = CliRunner().invoke(cli, best.command.split()[1:] + ["--format", "json"])
+    serving = json.loads(result.output)["serving"]
+    assert serving["verdict"] == best.verdict
+    assert serving["usable_bytes"] == 68_023_327_130  # ceil(85,029,158,912 × 0.8)
+
+
+def test_the_fewest_gpus_keep_the_models_kv_dtype_when_it_suffices():
+    # One 4K request (512 MiB at bf16) fits one H100 either way: fp8 would trade accuracy for nothing.
+    found = hfkv.plan(LLAMA, requests=1, context=4096, gpu="H100", max_gpus=1)
+    assert found.best.layout.kv_cache_dtype == "auto"
+
+
+def test_unknown_weights_are_not_a_no():
+    # Gemma 3 4B: its config names a vision tower it does not describe, so the weights are unknown.
+    result = CliRunner().invoke(cli, ["plan", str(FIXTURES / "google__gemma-3-4b-it"), "--requests", "1",
+                                      "--context", "4k", "--gpu", "H100", "--max-gpus", "1"])
+    assert result.exit_code == 3
+    first = result.output.splitlines()[0]
+    assert first.startswith("unknown:") and "--weights-bytes" in first and "does NOT fit" not in result.output
