@@ -6,6 +6,7 @@ model id, as it would from the Hub.
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from html.parser import HTMLParser
@@ -16,6 +17,7 @@ import pytest
 import hfkv
 from hfkv.render.html import render_html, report_section
 from hfkv.render.site import write_site
+from hfkv.units import format_bytes
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 GIB = 2**30
@@ -125,32 +127,52 @@ def test_json_form_renders_the_same_figures():
     assert "through the report's contexts only" in from_json  # no layer specs: sampled charts, said so
 
 
-def watch_dict(report: hfkv.Report, created: str, budgets: dict[str, int]) -> dict:
+def plans_for(report: hfkv.Report, *specs: str) -> dict:
+    """The watch report's plans: one copy of ``report`` planned per GPU spec by ``Deployment.apply``."""
+    import dataclasses
+
+    from hfkv.commands.deploy import Deployment
+    from hfkv.planning.serving import gpu_plans
+
+    return gpu_plans(specs, report, lambda twin, spec: dataclasses.replace(Deployment(), gpu=spec).apply(twin))
+
+
+def watch_dict(report: hfkv.Report, created: str, plans: dict | None = None) -> dict:
     data = report.to_dict()
     data["model"] = "meta-llama/Meta-Llama-3.1-8B"  # as watch names it: the repo id
-    data["watch"] = {"created_at": created, "gpu_budgets": budgets}
+    data["watch"] = {"created_at": created, "plans": plans or {}}
     return data
 
 
-def test_site_index_newest_first_with_b_max(tmp_path):
-    old = watch_dict(llama(), "2025-01-01T00:00:00+00:00", {"H200-141GB": 60 * GIB})
+def test_site_index_newest_first_with_a_verdict_per_gpu(tmp_path):
+    base = llama()
+    old = watch_dict(base, "2025-01-01T00:00:00+00:00", plans_for(base, "H200-141GB", "L4-24GB"))
     new = hfkv.inspect(FIXTURES / "openai__gpt-oss-120b" / "config.json")
     new.model = "openai/gpt-oss-120b"
-    new.extra["watch"] = {"created_at": "2025-06-01T00:00:00+00:00", "gpu_budgets": {"H200-141GB": 60 * GIB}}
+    new.extra["watch"] = {"created_at": "2025-06-01T00:00:00+00:00", "plans": plans_for(new, "H200-141GB")}
     written = write_site(tmp_path, [old, new])
     assert {p.name for p in written} == {"index.html", "openai__gpt-oss-120b.html", "meta-llama__Meta-Llama-3.1-8B.html"}
     index = (tmp_path / "index.html").read_text()
     rows = re.findall(r"<tr><td>([^<]*)</td><td><a href=\"([^\"]+)\">", index)
     assert [href for _, href in rows] == ["openai__gpt-oss-120b.html", "meta-llama__Meta-Llama-3.1-8B.html"]
+    assert "<th>H200-141GB</th><th>L4-24GB</th>" in index  # a column per GPU spec of any row
     llama_row = index.split('meta-llama__Meta-Llama-3.1-8B.html">')[1].split("</tr>")[0]
-    cells = re.findall(r'<td class="num">([^<]*)</td>', llama_row)
-    # α 131,072; γ 0; S* 0; B_max on 60 GiB at 4K/32K/128K: 60·2^30 / (S × 2^17) = 120, 15, 3.
-    assert cells == ["131,072", "0", "0", "120", "15", "3"]
-    # gpt-oss-120b: 18 full + 18 sliding (W = 128) layers × 2 × 8 heads × 64 × 2 B = 2,048 B each per token;
-    # α = 18 × 2048 = 36,864 B, γ = 18 × 128 × 2048 = 4,718,592 B; at 4K: 4096 × 36,864 + γ = 155,713,536 B
-    # → floor(64,424,509,440 / 155,713,536) = 413.
+    # α 131,072; γ 0; S* 0; then each GPU's verdict at its context. H200: vLLM's budget 123,285,789,410 B less
+    # the estimated weights' reserve ... the plan's own count at 128K (17,179,869,184 B per request).
+    h200 = old["watch"]["plans"]["H200-141GB"]["verdict_detail"]
+    assert h200["status"] == "fits" and h200["tokens"] == 131072
+    cells = re.findall(r'<td class="num[^"]*"[^>]*>([^<]*)</td>', llama_row)
+    # L4 (24 GB): 16 GB of estimated weights leave not one 128K request (17.2 GB): the verdict counts the
+    # longest context that fits, and the cell names it.
+    l4 = old["watch"]["plans"]["L4-24GB"]["verdict_detail"]
+    assert l4["tokens"] == 4096 and "none at 128K" in old["watch"]["plans"]["L4-24GB"]["verdict"]
+    assert cells == ["131,072", "0", "0", f"✓ {h200['requests']} at 128K", f"✓ {l4['requests']} at 4K"]
+    assert 'class="num verdict fits" data-gpu="L4-24GB"' in llama_row
     oss_row = index.split('openai__gpt-oss-120b.html">')[1].split("</tr>")[0]
-    assert re.findall(r'<td class="num">([^<]*)</td>', oss_row)[:4] == ["36,864", "4,718,592", "128", "413"]
+    # gpt-oss-120b: 18 full + 18 sliding (W = 128) layers × 2 × 8 heads × 64 × 2 B = 2,048 B each per token;
+    # α = 18 × 2048 = 36,864 B, γ = 18 × 128 × 2048 = 4,718,592 B; S* = γ/α = 128; no L4 plan: "-".
+    assert re.findall(r'<td class="num[^"]*"[^>]*>([^<]*)</td>', oss_row)[:3] == ["36,864", "4,718,592", "128"]
+    assert re.findall(r'<td class="num[^"]*"[^>]*>([^<]*)</td>', oss_row)[-1] == "-"
 
 
 def test_site_keeps_a_page_drawn_from_layers(tmp_path):
@@ -181,42 +203,70 @@ def test_several_reports_in_one_file():
     assert field_cells(page, "alpha_bytes_per_token") == ["131,072 B (128.00 KiB)", "36,864 B (36.00 KiB)"]
 
 
-def test_watch_site_reads_the_watch_folder(tmp_path):
+def test_watch_site_is_drawn_from_the_state_alone(tmp_path):
     from hfkv.render.site import write_watch_site
-    from hfkv.render.terminal import to_json
 
-    old = watch_dict(llama(), "2025-01-01T00:00:00+00:00", {"H200-141GB": 60 * GIB})
-    (tmp_path / "meta-llama__Meta-Llama-3.1-8B.json").write_text(json.dumps(old))
-    fresh = hfkv.inspect(FIXTURES / "openai__gpt-oss-120b" / "config.json")
-    fresh.model = "openai/gpt-oss-120b"
-    fresh.extra["watch"] = {"created_at": "2025-06-01T00:00:00+00:00", "gpu_budgets": {}}
-    (tmp_path / "openai__gpt-oss-120b.json").write_text(to_json(fresh))
     models = {
-        "meta-llama/Meta-Llama-3.1-8B": {"status": "done", "file": "meta-llama__Meta-Llama-3.1-8B"},
-        "openai/gpt-oss-120b": {"status": "done", "file": "openai__gpt-oss-120b"},
+        "org/new": {"status": "done", "file": "org__new", "created_at": "2025-06-01T00:00:00+00:00",
+                    "model_type": "llama", "alpha_bytes_per_token": 131072, "gamma_bytes_per_request": 0,
+                    "crossover_tokens": 0, "gpus": {"H200-141GB": {"status": "fits", "requests": 6, "tokens": 131072}}},
+        "org/older": {"status": "done", "file": "org__older", "created_at": "2025-01-01T00:00:00+00:00"},
         "org/failed": {"status": "error", "error": "network: down"},
         "org/<b>skipped</b>": {"status": "skipped", "error": "too-large: not retried"},
-        "org/lost": {"status": "done", "file": "org__lost"},  # its JSON is gone: left out
-        "org/escape": {"status": "done", "file": "../../etc/passwd"},  # never read outside the folder
     }
-    written = write_watch_site(tmp_path, models, {"openai/gpt-oss-120b": fresh})
-    assert sorted(p.name for p in written) == ["index.html", "meta-llama__Meta-Llama-3.1-8B.html",
-                                                "openai__gpt-oss-120b.html"]
-    index = (tmp_path / "index.html").read_text()
-    assert index.index("openai__gpt-oss-120b.html") < index.index("meta-llama__Meta-Llama-3.1-8B.html")
-    assert "org/lost" not in index and index.count("org/failed") == 1 and "network: down" in index
+    path = write_watch_site(tmp_path, models)  # no report file exists: none is read
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["index.html"] and path == tmp_path / "index.html"
+    index = path.read_text()
+    assert index.index("org__new.html") < index.index("org__older.html")
+    assert "✓ 6 at 128K" in index and index.count("org/failed") == 1 and "network: down" in index
     assert "skipped" not in index
-    # The fresh report's page has exact curves (a stacked chart), the one read back says it is sampled.
-    assert "<polygon" in (tmp_path / "openai__gpt-oss-120b.html").read_text()
-    assert "contexts only" in (tmp_path / "meta-llama__Meta-Llama-3.1-8B.html").read_text()
+    older = index.split('org__older.html">')[1].split("</tr>")[0]
+    assert re.findall(r'<td class="num[^"]*"[^>]*>([^<]*)</td>', older) == ["-", "-", "-", "-"]
 
 
-def test_gpu_budgets_give_the_verdict_and_the_chart_budget():
-    # A watch page: B_max per GPU preset. 123,285,789,410 B (H200: ceil(141 GiB × 0.92) − 16e9 B of weights)
-    # / 17,179,869,184 B per 128K request = 7.18 → 7 requests.
-    page = render_html(llama(), budgets={"H100-SXM-80GB": 10**9, "H200-141GB": 123_285_789_410})
-    assert "On H200-141GB: KV budget 114.82 GiB per GPU → 7 requests at 128K" in page
-    assert "Requests that fit in 114.82 GiB (B_max)" in page
+def test_a_watch_report_of_an_earlier_version_is_read_once_and_keeps_its_page(tmp_path):
+    """A ``<name>.json`` written by the previous hfkv (``watch.gpu_budgets``, no plans) completes its
+    state entry (γ, S*) and gets a page when it has none; an existing page is left as it was."""
+    from hfkv.render.site import upgrade_entry
+
+    old = llama().to_dict()
+    old["model"] = "meta-llama/Meta-Llama-3.1-8B"
+    old["watch"] = {"created_at": "2025-01-01T00:00:00+00:00", "gpu_memory_utilization": 0.92,
+                    "gpu_budgets": {"H200-141GB": 60 * GIB}}
+    (tmp_path / "meta-llama__Meta-Llama-3.1-8B.json").write_text(json.dumps(old))
+    entry = {"status": "done", "file": "meta-llama__Meta-Llama-3.1-8B", "created_at": "2025-01-01T00:00:00+00:00",
+             "model_type": "llama", "alpha_bytes_per_token": 131072}
+    upgraded = upgrade_entry(tmp_path, entry)
+    assert upgraded["gamma_bytes_per_request"] == 0 and upgraded["crossover_tokens"] == 0 and upgraded["gpus"] == {}
+    page = tmp_path / "meta-llama__Meta-Llama-3.1-8B.html"
+    assert "contexts only" in page.read_text()  # drawn from the JSON: sampled curves, said so
+    page.write_text("kept")
+    assert upgrade_entry(tmp_path, entry) is not None and page.read_text() == "kept"
+    assert upgrade_entry(tmp_path, dict(entry, file="org__lost")) is None  # its JSON is gone: shown as it is
+
+
+def test_plans_give_a_verdict_and_requests_per_gpu():
+    report = llama()
+    plans = plans_for(report, "H100-SXM-80GB", "H200-141GB:8")
+    page = render_html(report, plans=plans)
+    headlines = re.findall(r'<p class="headline[^"]*" data-gpu="([^"]+)">([^<]*)</p>', page)
+    assert [spec for spec, _ in headlines] == ["H100-SXM-80GB", "H200-141GB:8"]
+    assert [html.unescape(line) for _, line in headlines] == [plans["H100-SXM-80GB"]["verdict"],
+                                                              plans["H200-141GB:8"]["verdict"]]
+    # Requests served, every rank counted: H200:8 at TP 1 is 8 replicas, 8 × the per-rank count.
+    h200 = plans["H200-141GB:8"]
+    assert h200["request_ranks"] == 8
+    assert field_cells(page, "requests_on.H200-141GB:8") == [
+        f"{c['max_concurrency_total']:,}" for c in h200["contexts"]]
+    assert all(c["max_concurrency_total"] == 8 * c["max_concurrency"] for c in h200["contexts"])
+    assert "<th>requests on 1 × H100-SXM-80GB</th><th>requests on 8 × H200-141GB</th>" in page
+    # Weights per GPU and their source; the chart in the H200 plan's KV budget per GPU.
+    assert field_cells(page, "weights_source") == ["estimated from the config&#x27;s shapes"] * 2
+    assert field_cells(page, "weights_bytes_per_gpu") == ["16,060,522,496 B (14.96 GiB)"] * 2
+    assert f"Requests that fit in {format_bytes(h200['kv_budget_bytes'])} (B_max)" in page
+    # A report read back from its JSON shows the same, from its watch.plans.
+    data = report.to_dict() | {"watch": {"plans": plans}}
+    assert field_cells(render_html(data), "requests_on.H200-141GB:8") == field_cells(page, "requests_on.H200-141GB:8")
 
 
 def test_chart_scales_and_ticks():

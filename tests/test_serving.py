@@ -14,7 +14,7 @@ from hfkv.errors import UsageError
 from hfkv.render.terminal import render_markdown
 from hfkv.inspection import inspect_config
 from hfkv.model.options import Options
-from hfkv.planning.serving import gpu_budgets, plan_serving
+from hfkv.planning.serving import gpu_plans, plan_serving
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
@@ -252,19 +252,27 @@ def test_windowed_model_is_unbounded_for_small_batches():
     assert three["max_context_for_batch"] == 2730 and three["max_context_unbounded"] is False
 
 
-def test_gpu_budgets_feed_the_markdown_columns(llama):
-    budgets = gpu_budgets(["h100", "MI300X"], llama, weights_bytes=LLAMA_WEIGHTS)
+def test_gpu_plans_feed_the_markdown_columns(llama):
+    import dataclasses
+
+    from hfkv.commands.deploy import Deployment
+
+    given = Deployment(weights_bytes=LLAMA_WEIGHTS)
+    plans = gpu_plans(["H100-SXM-80GB", "MI300X-192GB"], llama,
+                      lambda twin, spec: dataclasses.replace(given, gpu=spec).apply(twin))
     # MI300X: CUDA total 205,822,885,888 B (a vLLM log's 191.69 GiB); ceil(× 0.92) = 189,357,055,017. Its
     # 191.69 GiB puts it in vLLM's >= 160 GiB tier: 16,384 batched tokens, so the forward pass,
     # 16,384 × (4,096 + 4 × 14,336) × 2 = 2,013,265,920, outweighs the sampler warm-up (14 × 1,024 ×
     # 128,256 + 16,384 × 4,096 × 2 = 1,972,895,744): reserve 3,621,583,590 − 1,905,786,880 + 2,013,265,920
     # = 3,729,062,630; 189,357,055,017 − 16,060,522,496 − 3,729,062,630 = 169,567,469,891.
-    assert budgets == {"H100-SXM-80GB": H100_BUDGET_LLAMA, "MI300X-192GB": 169_567_469_891}
-    text = render_markdown(llama, budgets=budgets)
+    assert {spec: plan["kv_budget_bytes"] for spec, plan in plans.items()} == {
+        "H100-SXM-80GB": H100_BUDGET_LLAMA, "MI300X-192GB": 169_567_469_891}
+    assert llama.extra.get("serving") is None and llama.extra["weights"]["source"] == "estimate"  # copies planned
+    text = render_markdown(llama, plans=plans)
     # 32K row: 58,544,720,114 / 4,294,967,296 = 13.6 → 13 on H100; 169,567,469,891 / 4,294,967,296 = 39.5 → 39.
     assert "| 32K | 4.00 GiB | 4.00 GiB | 13 | 39 |" in text
-    unknown = gpu_budgets(["h100"], llama)
-    # No weights unknown here: the estimate is subtracted (16,060,522,496 B, as published).
-    assert unknown == {"H100-SXM-80GB": H100_BUDGET_LLAMA}
-    # Weights larger than the GPU: budget 0, never negative.
-    assert gpu_budgets(["l4"], llama, weights_bytes=10**11) == {"L4-24GB": 0}
+    assert "- **✓ 1 × H100-SXM-80GB**: fits on 1 × H100-SXM-80GB: 3 requests at 128K" in text
+    # Weights larger than the GPU: no KV budget, 0 requests at every context, the verdict a "no".
+    full = gpu_plans(["L4-24GB"], llama, lambda twin, spec: Deployment(gpu=spec, weights_bytes=10**11).apply(twin))
+    assert full["L4-24GB"]["weights_fit"] is False and full["L4-24GB"]["verdict"].startswith("does NOT fit")
+    assert "| 4K | 512.00 MiB | 512.00 MiB | 0 |" in render_markdown(llama, plans=full)

@@ -67,19 +67,31 @@ def test_first_run_writes_a_report_per_new_model_and_the_index(two_models, tmp_p
     #   − peak activation 14 × 1,024 × 128,256 + 8,192 × 4,096 × 2 = 1,905,786,880 − non-torch 2^30 / 4 = 268,435,456
     #   − CUDA graphs int(0.30 GiB) + int(0.15 MiB) × 32 layers × (51 + 51) graphs = 835,504,051
     #   − allocator slack int(0.05 GiB) = 53,687,091 → 74,603,242,610
-    assert report_a["watch"]["gpu_budgets"]["H100-SXM-80GB"] == 74_603_242_610
+    plans = report_a["watch"]["plans"]
+    assert list(plans) == ["H100-SXM-80GB", "H200-141GB", "B200-180GB", "MI300X-192GB"]  # COMMON_GPUS, one each
+    h100 = plans["H100-SXM-80GB"]
+    assert h100["kv_budget_bytes"] == 74_603_242_610 and h100["gpu_count"] == 1
+    assert h100["weights_bytes_per_gpu"] == 2_000_000 and h100["weights_source"] == "metadata"
+    # 4K: 74,603,242,610 / (4096 × 131,072 = 536,870,912) = 138.96 → 138; 128K: / 17,179,869,184 = 4.34 → 4.
+    assert [c["max_concurrency_total"] for c in h100["contexts"]] == [138, 17, 4]
+    assert h100["verdict"].startswith("fits on 1 × H100-SXM-80GB: 4 requests at 128K (hfkv, TP 1)")
+    assert report_a["serving"] is None  # the report itself is not planned: one plan per GPU, in watch.plans
     md_a = (out / f"{ORG}__new-a.md").read_text()
     assert "parameters: 1,000,000" in md_a and "weights: 2,000,000 B" in md_a
-    # 4K row: 74,603,242,610 / (4096 × 131,072 = 536,870,912) = 138.96 → 138 on the H100.
-    assert re.search(r"^\| 4K \| 512\.00 MiB \| 512\.00 MiB \| 138 \|", md_a, re.M)
+    assert re.search(r"^\| 4K \| 512\.00 MiB \| 512\.00 MiB \| 138 \| \d[\d,]* \| \d[\d,]* \| \d[\d,]* \|$", md_a, re.M)
+    assert f"- **✓ 1 × H100-SXM-80GB**: {h100['verdict']}" in md_a
+    assert "  - weights per GPU 1.91 MiB (the Hub's safetensors metadata); KV budget per GPU 69.48 GiB" in md_a
     md_b = (out / f"{ORG}__new-b.md").read_text()
-    assert "not listed by the Hub" in md_b and "estimated from the config's shapes" in md_b  # weights: the estimate
+    assert "not listed by the Hub" in md_b and "weights per GPU 14.96 GiB (estimated from the config's shapes)" in md_b
 
     index = (out / "index.md").read_text()
     assert index.index(f"{ORG}/new-b") < index.index(f"{ORG}/new-a")  # newest first
     assert f"{ORG}/old" not in index  # created before --since
+    assert "| H100-SXM-80GB | H200-141GB | B200-180GB | MI300X-192GB |" in index
+    assert re.search(rf"\| {ORG}/new-a \| llama \| 131,072 \| 1,000,000 \| 1\.91 MiB \| ✓ 4 at 128K \| ", index)
     state = json.loads((out / ".hfkv-watch.json").read_text())
     assert {k: v["status"] for k, v in state["models"].items()} == {f"{ORG}/new-a": "done", f"{ORG}/new-b": "done"}
+    assert state["models"][f"{ORG}/new-a"]["gpus"]["H100-SXM-80GB"] == {"status": "fits", "requests": 4, "tokens": 131072}
     assert state["since"].startswith(SINCE)
 
 

@@ -1,35 +1,41 @@
 """``hfkv watch``: a Markdown and JSON report for each new model of one or more Hub organisations.
 
     hfkv watch --author ORG [--author ORG ...] --out DIR [--once | --interval MINUTES]
-               [--since DATE] [--state FILE] [--limit N] [--gpu NAME ...]
+               [--since DATE] [--state FILE] [--limit N] [--html] [--gpu NAME[:COUNT] ...]
+               [report's deployment options: --engine, --tp, --dp, ..., --gpu-memory-utilization, ...]
 
 Each poll makes one ``list_models`` call per author (newest first, with ``createdAt``, ``sha``,
 ``config`` and ``safetensors``), compares the ids with a state file (default ``DIR/.hfkv-watch.json``),
-and for each model not yet reported fetches ``config.json`` and writes ``DIR/<name>.md`` (the report a
-person pastes into a release thread: parameters and weights from the listing, then
-``render_markdown`` with a B_max column per GPU preset) and ``DIR/<name>.json``, plus ``DIR/index.md``
-listing every report, newest first.
+and for each model not yet reported fetches ``config.json``, plans it on every ``--gpu`` spec as
+``hfkv report --gpu`` plans one (``hfkv.commands.deploy``: the same options, the one verdict; default
+one GPU of each of ``COMMON_GPUS``) and writes ``DIR/<name>.md`` (the report a person pastes into a
+release thread), ``DIR/<name>.json`` (with ``watch.plans``) and with ``--html`` ``DIR/<name>.html``,
+plus ``DIR/index.md`` (and ``index.html``) listing every report, newest first.
 
 Guarantees:
 * First run: models created since ``--since`` (default: the last 7 days); the cut-off is kept in
   the state, so later runs see every model created after it. The first run always writes the state
   and the index; a later run with nothing new writes nothing at all.
-* ``<name>`` comes from the repo id but is always a plain file name inside DIR (``safe_name``),
-  whatever the Hub returns (``..``, absolute paths, NUL, unicode, very long ids).
+* ``<name>`` comes from the repo id but is always a plain file name inside DIR, distinct from every
+  other report's even where the file system folds case (``watch_state.FileNames``).
 * Every write is atomic (a temporary file in the same folder, then ``os.replace``). Per model the order
-  is: report files, index, state. A model is recorded as done only after its files are written, so a
-  process killed at any point leaves complete files and a valid state, and the models not yet
-  recorded are redone next run.
+  is: report files, then (in batches) index and state. A model is recorded as done only after its
+  files are written, so a process killed at any point leaves complete files and a valid state, and
+  the models not yet recorded are redone next run. A write that fails (disk full, read-only folder)
+  is one error line and exit 1.
 * A model whose config cannot be fetched or read is recorded with its error and **retried on the next
   run**; it never gets a report file. A listing failure is reported and exits 1 with ``--once``.
 * Permanent failures are recorded once and **not retried**: a listed id that is not a Hub repo id
   (``org/name`` of word characters, ``.`` and ``-``; stored under its escaped form) or that the
   Hub's own id rules reject (``..``, ``--``, over 96 characters), and a config refused as too
-  large (retried only when the listing shows a new commit).
+  large or as not JSON (retried only when the listing shows a new commit).
 * Index and state are saved every ``COMMIT_SECONDS`` and at the end of each author's models, not
-  after every model; a model's entry is recorded only after its report files are written.
+  after every model. ``index.html`` is written once per poll from the state's entries (never by
+  reading the reports back): linear in the number of reports.
+* A damaged entry of the state is reported and dropped (the model is reported again) or repaired.
 * The listing follows "next" pages only on the endpoint's own origin (the token goes nowhere
-  else), at most ``hfkv.sources.hub.MAX_LISTING_PAGES`` pages.
+  else), at most ``hfkv.sources.hub.MAX_LISTING_PAGES`` pages; a listing that repeats a model it
+  listed already (a "next" page served twice) is a listing error.
 * Repo ids are printed and indexed with unprintable characters escaped (a newline becomes the two
   characters backslash-n), so an id from the Hub can never forge a line on stderr or in Markdown.
 * One watcher per state file (an advisory lock next to it).
@@ -37,127 +43,48 @@ Guarantees:
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import datetime as dt
-import json
 import os
 import re
 import sys
-import unicodedata
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 import click
 
+from hfkv.commands.deploy import Deployment, deployment_options
 from hfkv.commands.options import accounting_options, build_hub, build_options, fail, hub_options
+from hfkv.commands.watch_report import (SKIPPED, build_model_report, done_entry, error_entry, index_markdown,
+                                        model_markdown, sha_of)
+from hfkv.commands.watch_state import (STATE_FILE, STATE_VERSION, FileNames, OutputError, escape_id, iso,
+                                       load_state, output_error, parse_since, printable_text, repair_state,
+                                       save_state, state_lock)
 from hfkv.errors import HfkvError, UsageError
-from hfkv.planning.gpus import COMMON_GPUS, get_gpu
-from hfkv.runtime.files import inside, remove_stale_temporaries, safe_name, write_atomic
-from hfkv.units import format_bytes
+from hfkv.planning.gpus import COMMON_GPUS, parse_gpu
+from hfkv.runtime.files import inside, remove_stale_temporaries, write_atomic
 
-STATE_FILE = ".hfkv-watch.json"
-STATE_VERSION = 1
+__all__ = ["STATE_FILE", "STATE_VERSION", "WatchConfig", "PollSummary", "poll", "watch_command", "escape_id",
+           "printable_text", "state_lock", "load_state", "save_state", "parse_since", "OutputError"]
+
 DEFAULT_WINDOW = dt.timedelta(days=7)
 EXPAND = ["createdAt", "sha", "config", "safetensors"]
-_COMMIT = re.compile(r"[0-9a-f]{40}")
 _HUB_ID = re.compile(r"[\w.-]+/[\w.-]+")  # what the Hub accepts as a model id (\w: unicode letters too)
-PERMANENT_KINDS = frozenset({"too-large"})  # SourceError kinds a retry of the same commit cannot fix
-SKIPPED = "skipped"  # state status of a permanent failure: recorded, not retried
+# SourceError kinds a retry of the same commit cannot fix: recorded as skipped until a new sha is listed.
+PERMANENT_KINDS = frozenset({"too-large", "invalid-json"})
 COMMIT_SECONDS = 2.0  # index and state are saved at most this often while models are reported
-
-
-# -- file names and atomic writes -------------------------------------------------------------------
-
-
-def printable_text(text: str) -> str:
-    """``text`` with control and format characters (NUL, bidi overrides, ...) shown as ``\\uXXXX``; newlines kept.
-
-    Repo ids come from the Hub and end up in Markdown; ``md_escape`` handles pipes and HTML, this the rest.
-    """
-    return "".join(
-        c if c == "\n" or unicodedata.category(c) not in ("Cc", "Cf", "Cs", "Co") else f"\\u{ord(c):04x}"
-        for c in text
-    )
-
-
-def escape_id(text: Any) -> str:
-    """``text`` with every unprintable character (newline, NUL, ESC, bidi overrides, ...) as its Python escape.
-
-    For ids in terminal lines, state keys of invalid ids and Markdown: ``evil/x\\nInjected: 1`` stays
-    one line. Valid Hub ids are unchanged (they hold only word characters, ``.``, ``-`` and ``/``).
-    """
-    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in str(text))
 
 
 def is_hub_id(repo_id: str) -> bool:
     return bool(_HUB_ID.fullmatch(repo_id))
 
 
-@contextlib.contextmanager
-def state_lock(state_path: Path) -> Iterator[None]:
-    """An advisory lock beside the state file: a second watcher on the same state fails at once.
-    The lock file is opened without following a symlink (one planted there is an error)."""
-    try:
-        import fcntl
-    except ImportError:  # not POSIX: no lock
-        yield
-        return
-    lock_path = state_path.with_name(state_path.name + ".lock")
-    try:  # O_NOFOLLOW: a symlink planted at the lock path is refused, never followed and written
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
-    except OSError as err:
-        raise UsageError(f"cannot use the watch lock {lock_path}: {err.strerror or type(err).__name__}") from None
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            raise UsageError(f"another hfkv watch is using {state_path}") from None
-        try:
-            yield
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-    finally:
-        os.close(fd)
-
-
-# -- state ------------------------------------------------------------------------------------------
-
-
-def load_state(path: Path) -> dict[str, Any] | None:
-    """The saved state, or None when there is none yet. A damaged file is an error, never overwritten."""
-    try:
-        raw = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return None
-    except (OSError, UnicodeDecodeError) as err:
-        raise UsageError(f"cannot read the watch state {path}: {getattr(err, 'strerror', None) or type(err).__name__}") from None
-    try:
-        state = json.loads(raw)
-    except json.JSONDecodeError:
-        state = None
-    if not (isinstance(state, dict) and isinstance(state.get("models"), dict) and isinstance(state.get("since"), str)):
-        raise UsageError(f"{path} is not an hfkv watch state; move it away to start afresh")
-    return state
-
-
-def save_state(path: Path, state: dict[str, Any]) -> None:
-    write_atomic(path, json.dumps(state, indent=2, sort_keys=True, ensure_ascii=True) + "\n", durable=True)
-
-
-def parse_since(text: str) -> dt.datetime:
-    """A date (``2025-06-01``) or ISO time (``2025-06-01T12:00:00Z``); no zone means UTC."""
-    try:
-        value = dt.datetime.fromisoformat(str(text).strip().replace("Z", "+00:00"))
-    except ValueError:
-        raise UsageError(f"cannot read '{text}' as a date (try 2025-06-01 or 2025-06-01T12:00:00Z)") from None
-    return value if value.tzinfo else value.replace(tzinfo=dt.timezone.utc)
-
-
-def _iso(value: dt.datetime | None) -> str | None:
-    return value.astimezone(dt.timezone.utc).isoformat() if value else None
+def gpu_spec(text: str) -> str:
+    """A ``--gpu`` value as a plan's key: the preset's name, with ``:COUNT`` when more than one."""
+    preset, count = parse_gpu(text)
+    return preset.name if count == 1 else f"{preset.name}:{count}"
 
 
 # -- one poll ---------------------------------------------------------------------------------------
@@ -165,7 +92,8 @@ def _iso(value: dt.datetime | None) -> str | None:
 
 @dataclass
 class WatchConfig:
-    """What a poll needs besides the Hub client."""
+    """What a poll needs besides the Hub client. ``deployment``: the report's deployment options
+    (engine, layout and reserve knobs, weights); each report is planned on it once per ``gpus`` spec."""
 
     authors: tuple[str, ...]
     out_dir: Path
@@ -174,8 +102,8 @@ class WatchConfig:
     since: dt.datetime | None = None
     limit: int = 100
     gpus: tuple[str, ...] = COMMON_GPUS
-    gpu_memory_utilization: float = 0.92
-    html: bool = False  # also a static site: index.html and <name>.html per report (hfkv.render.html)
+    deployment: Deployment = field(default_factory=Deployment)
+    html: bool = False  # also a static site: index.html and <name>.html per report (hfkv.render.site)
 
 
 @dataclass
@@ -209,18 +137,30 @@ def _error_line(err: BaseException) -> str:
 
 def list_new_models(client: Any, author: str, since: dt.datetime, limit: int, summary: PollSummary) -> list[Any]:
     """One listing (``HubClient.list_models``): the author's models created at or after ``since``,
-    newest first.
+    newest first, each once.
 
     A listing that did not see everything it was asked to is a listing error (``summary.list_errors``,
     so ``--once`` exits 1), never a warning: a listing cut short (every message ``list_models``
-    returns names such a cut; the models listed before it are still returned and reported) and an
-    empty listing of an author the Hub does not know (a typo'd ``--author`` would otherwise give
-    green runs forever).
+    returns names such a cut; the models listed before it are still returned and reported), a
+    listing that lists a model again (a "next" page that repeats one already read: what follows it
+    was never seen), and an empty listing of an author the Hub does not know (a typo'd ``--author``
+    would otherwise give green runs forever).
     """
     listed, cuts = client.list_models(author, limit=limit, expand=EXPAND)
     summary.list_errors += [f"{cut}: listing incomplete, only the models listed before it were reported"
                             for cut in cuts]
-    fresh = [m for m in listed if getattr(m, "created_at", None) is None or m.created_at >= since]
+    seen: set[str] = set()
+    unique = []
+    for info in listed:
+        key = str(getattr(info, "id", ""))
+        if key not in seen:
+            seen.add(key)
+            unique.append(info)
+    if len(unique) < len(listed):
+        summary.list_errors.append(
+            f"{author}: the listing repeated {len(listed) - len(unique)} model(s) it had already listed (a 'next' "
+            "page served again): listing incomplete, only the models listed before it were reported")
+    fresh = [m for m in unique if getattr(m, "created_at", None) is None or m.created_at >= since]
     if len(listed) >= limit and len(fresh) == len(listed):
         summary.warnings.append(f"{author}: all {limit} models listed are newer than the cut-off; "
                                 "older new models may be missed: raise --limit")
@@ -239,194 +179,107 @@ def check_author(client: Any, author: str, summary: PollSummary) -> None:
         summary.warnings.append(f"{author}: nothing listed, and the Hub could not say whether {author} exists")
 
 
-def _weights(info: Any) -> dict[str, Any] | None:
-    """Parameters and weight bytes from the listing's ``safetensors`` field, or None."""
-    from hfkv.sources.weights import weights_summary
-
-    st = getattr(info, "safetensors", None)
-    parameters = getattr(st, "parameters", None)
-    if not isinstance(parameters, dict):
-        return None
-    try:
-        counts = {str(k): int(v) for k, v in parameters.items()}
-        total = getattr(st, "total", None)
-        if any(n < 0 for n in counts.values()) or (total is not None and int(total) < 0):
-            return None  # not a count: ignore rather than inflate a GPU budget
-        return weights_summary(counts, total, source="metadata")
-    except (TypeError, ValueError):
-        return None
-
-
-def build_model_report(client: Any, info: Any, cfg: WatchConfig) -> tuple[Any, dict[str, int], dict | None]:
-    """Fetch the config of a listed model and build its report with GPU budgets. Raises on failure."""
-    from hfkv.inspection import inspect_loaded
-    from hfkv.model.weights import attach as attach_weights
-    from hfkv.planning.serving import gpu_budgets
-
-    repo_id = str(info.id)
-    sha = getattr(info, "sha", None)
-    revision = sha if isinstance(sha, str) and _COMMIT.fullmatch(sha) else None
-    loaded = client.load_config(repo_id, revision=revision)
-    report = inspect_loaded(loaded, cfg.options, model=repo_id)
-    weights = _weights(info)
-    if weights is not None:
-        attach_weights(report, weights)  # the listing's safetensors counts over the estimate
-    weights_bytes = report.extra.get("weights_bytes")
-    budgets = gpu_budgets(cfg.gpus, report, weights_bytes, cfg.gpu_memory_utilization)
-    report.extra["watch"] = {
-        "created_at": _iso(getattr(info, "created_at", None)),
-        "listing_sha": sha if isinstance(sha, str) else None,
-        "gpu_memory_utilization": cfg.gpu_memory_utilization,
-        "gpu_budgets": budgets,
-    }
-    return report, budgets, weights
-
-
-def model_markdown(report: Any, budgets: dict[str, int], weights: dict | None, cfg: WatchConfig) -> str:
-    """The release-thread report: provenance, parameters and weights, then the KV report with B_max columns."""
-    from hfkv.render.terminal import md_escape, render_markdown
-
-    watch = report.extra.get("watch", {})
-    lines = [f"# KV cache: {md_escape(report.model)}", ""]
-    if watch.get("created_at"):
-        lines.append(f"- published: {watch['created_at'][:16].replace('T', ' ')} UTC")
-    if report.commit:
-        lines.append(f"- config commit: `{md_escape(report.commit)}`")
-    if weights:
-        by_dtype = ", ".join(f"{md_escape(d)} {n:,}" for d, n in sorted(weights["parameters"].items()))
-        approx = "" if weights.get("parameters_exact", True) else " (approximate: packed tensors)"
-        lines.append(f"- parameters: {weights['total_parameters']:,}{approx} ({by_dtype}), from the Hub's safetensors metadata")
-        if weights.get("weights_bytes") is not None:
-            lines.append(f"- weights: {weights['weights_bytes']:,} B ({format_bytes(weights['weights_bytes'])})")
-    else:
-        lines.append("- parameters: not listed by the Hub (no safetensors metadata)")
-    util = cfg.gpu_memory_utilization
-    if budgets:
-        subtracted = "the weights" if report.extra.get("weights_bytes") is not None else "(weights unknown, not subtracted)"
-        lines.append(f"- B_max columns: requests per GPU at each context in vLLM's budget on one GPU: memory × {util:g} "
-                     f"less {subtracted}, its sampler buffers, peak activation, non-torch memory and CUDA graphs "
-                     "(estimates, docs/deployments.md)")
-    return printable_text("\n".join(lines) + "\n\n" + render_markdown(report, budgets=budgets))
-
-
-def _done_entry(report: Any, info: Any, author: str, stem: str, weights: dict | None) -> dict[str, Any]:
-    return {
-        "status": "done", "author": author, "created_at": _iso(getattr(info, "created_at", None)),
-        "sha": _sha(info),
-        "file": stem, "model_type": report.model_type, "alpha_bytes_per_token": report.alpha_bytes_per_token,
-        "total_parameters": weights.get("total_parameters") if weights else None,
-        "weights_bytes": weights.get("weights_bytes") if weights else None,
-    }
-
-
-def _error_entry(info: Any, author: str, error: str, status: str = "error") -> dict[str, Any]:
-    return {
-        "status": status, "author": author, "created_at": _iso(getattr(info, "created_at", None)),
-        "sha": _sha(info),
-        "error": error,
-    }
-
-
-def index_markdown(state: dict[str, Any]) -> str:
-    """``index.md``: every report, newest first, then the models that failed (retried next run)."""
-    from hfkv.render.terminal import md_escape
-
-    models = state["models"]
-
-    def newest_first(items: Iterable[tuple[str, dict]]) -> list[tuple[str, dict]]:
-        return sorted(items, key=lambda kv: (kv[1].get("created_at") or "", kv[0]), reverse=True)
-
-    done = newest_first((k, v) for k, v in models.items() if v.get("status") == "done")
-    failed = newest_first((k, v) for k, v in models.items() if v.get("status") not in ("done", SKIPPED))
-    skipped = newest_first((k, v) for k, v in models.items() if v.get("status") == SKIPPED)
-    authors = sorted({str(v.get("author")) for v in models.values() if v.get("author")})
-    lines = [
-        "# hfkv watch: new models", "",
-        f"Authors: {md_escape(', '.join(authors)) or '-'}. Models created since {md_escape(state['since'][:10])}; "
-        f"{len(done)} report(s), newest first.", "",
-        "| published | model | model type | α (bytes/token) | parameters | weights | report |",
-        "|---|---|---|---:|---:|---:|---|",
-    ]
-    for repo_id, entry in done:
-        stem = entry["file"]
-        alpha = entry.get("alpha_bytes_per_token")
-        params = entry.get("total_parameters")
-        weights = entry.get("weights_bytes")
-        lines.append(
-            f"| {md_escape((entry.get('created_at') or '-')[:10])} | {md_escape(escape_id(repo_id))} | {md_escape(entry.get('model_type') or '?')} "
-            f"| {f'{alpha:,}' if isinstance(alpha, (int, float)) else '-'} | {f'{params:,}' if isinstance(params, int) else '-'} "
-            f"| {format_bytes(weights) if isinstance(weights, int) else '-'} | [md]({stem}.md) · [json]({stem}.json) |"
-        )
-    for title, entries in (("Not reported yet (retried on the next run)", failed), ("Skipped (not retried)", skipped)):
-        if entries:
-            lines += ["", f"## {title}", "", "| published | model | error |", "|---|---|---|"]
-            lines += [f"| {md_escape((entry.get('created_at') or '-')[:10])} | {md_escape(escape_id(repo_id))} "
-                      f"| {md_escape(escape_id(entry.get('error', '?')))} |" for repo_id, entry in entries]
-    return printable_text("\n".join(lines) + "\n")
-
-
 def _commit(cfg: WatchConfig, state: dict[str, Any]) -> None:
     """Index, then state: the index never lags a saved state (a kill in between redoes the model)."""
     write_atomic(inside(cfg.out_dir, "index.md"), index_markdown(state), durable=True)
-    if cfg.html:
-        from hfkv.render.site import write_watch_site
-
-        write_watch_site(cfg.out_dir, state["models"])  # index.html; pages of earlier runs kept as written
     save_state(cfg.state_path, state)
 
 
-def process_model(client: Any, info: Any, author: str, cfg: WatchConfig) -> dict[str, Any]:
+def process_model(client: Any, info: Any, author: str, cfg: WatchConfig, names: FileNames) -> dict[str, Any]:
     """Report one listed model: write its files and return its done entry, or return an error entry."""
-    from hfkv.render.terminal import to_json
+    import json
 
     repo_id = str(info.id)
     try:
-        report, budgets, weights = build_model_report(client, info, cfg)
+        report, plans, weights = build_model_report(client, info, cfg)
     except HfkvError as err:
         permanent = getattr(err, "kind", None) in PERMANENT_KINDS
-        return _error_entry(info, author, _error_line(err), SKIPPED if permanent else "error")
+        return error_entry(info, author, _error_line(err), SKIPPED if permanent else "error")
     except Exception as err:  # a bug or a hostile config must not stop the watcher: record and retry later
-        return _error_entry(info, author, "internal error: " + _error_line(err))
-    stem = safe_name(repo_id)
-    write_atomic(inside(cfg.out_dir, stem + ".json"), to_json(report) + "\n", durable=True)
-    write_atomic(inside(cfg.out_dir, stem + ".md"), model_markdown(report, budgets, weights, cfg), durable=True)
+        return error_entry(info, author, "internal error: " + _error_line(err))
+    stem = names.claim(repo_id)
+    write_atomic(inside(cfg.out_dir, stem + ".json"), json.dumps(report.to_dict(), indent=2) + "\n", durable=True)
+    write_atomic(inside(cfg.out_dir, stem + ".md"), model_markdown(report, plans, weights), durable=True)
     if cfg.html:
-        from hfkv.render.html import render_html
+        from hfkv.render.site import write_page
 
-        write_atomic(inside(cfg.out_dir, stem + ".html"), render_html(report, budgets=budgets), durable=True)
-    return _done_entry(report, info, author, stem, weights)
+        write_page(cfg.out_dir, stem, report)
+    return done_entry(report, info, author, stem, weights, plans)
 
 
 def poll(client: Any, cfg: WatchConfig, *, now: dt.datetime | None = None) -> PollSummary:
-    """One poll over every author. Writes only when something changed (or on the first run)."""
-    summary = PollSummary()
-    cfg.out_dir.mkdir(parents=True, exist_ok=True)
-    cfg.state_path.parent.mkdir(parents=True, exist_ok=True)
+    """One poll over every author. Writes only when something changed (or on the first run).
+    Raises ``OutputError`` (exit 1) when the folder or the state cannot be written."""
+    try:
+        cfg.out_dir.mkdir(parents=True, exist_ok=True)
+        cfg.state_path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise output_error(err, cfg.out_dir) from None
     with state_lock(cfg.state_path):
-        remove_stale_temporaries(cfg.out_dir)
-        remove_stale_temporaries(cfg.state_path.parent)
-        saved = load_state(cfg.state_path)
-        now = now or dt.datetime.now(dt.timezone.utc)
-        since = cfg.since or (parse_since(saved["since"]) if saved else now - DEFAULT_WINDOW)
-        state = copy.deepcopy(saved) if saved else {"version": STATE_VERSION, "since": _iso(since), "models": {}}
-        state["since"] = _iso(since)
-        if saved != state:  # first run, or a new --since: record the cut-off
-            _commit(cfg, state)
-            summary.wrote_anything = True
-        for author in cfg.authors:
-            try:
-                listed = list_new_models(client, author, since, cfg.limit, summary)
-            except Exception as err:
-                summary.list_errors.append(f"{author}: listing failed: {_error_line(err)}")
-                continue
-            batch = _Batch(cfg, state, summary)
-            for info in listed:
-                repo_id, entry = poll_one(client, info, author, cfg, state["models"])
-                if entry is not None:
-                    _tally(summary, repo_id, entry)
-                    batch.record(repo_id, entry)
-            batch.flush()
+        try:
+            return _poll(client, cfg, now)
+        except OSError as err:  # disk full, read-only: one line, never a traceback
+            raise output_error(err, cfg.out_dir) from None
+
+
+def _poll(client: Any, cfg: WatchConfig, now: dt.datetime | None) -> PollSummary:
+    summary = PollSummary()
+    remove_stale_temporaries(cfg.out_dir)
+    remove_stale_temporaries(cfg.state_path.parent)
+    saved = load_state(cfg.state_path)
+    now = now or dt.datetime.now(dt.timezone.utc)
+    since = cfg.since or (parse_since(saved["since"]) if saved else now - DEFAULT_WINDOW)
+    state = copy.deepcopy(saved) if saved else {"version": STATE_VERSION, "since": iso(since), "models": {}}
+    summary.warnings += repair_state(state, cfg.state_path)
+    state["since"] = iso(since)
+    if cfg.html:
+        _complete_site(cfg, state)
+    if saved != state:  # first run, a new --since, a repaired or completed state: record it
+        _commit(cfg, state)
+        summary.wrote_anything = True
+    names = FileNames(state["models"])
+    for author in cfg.authors:
+        try:
+            listed = list_new_models(client, author, since, cfg.limit, summary)
+        except Exception as err:
+            summary.list_errors.append(f"{author}: listing failed: {_error_line(err)}")
+            continue
+        batch = _Batch(cfg, state, summary)
+        for info in listed:
+            repo_id, entry = poll_one(client, info, author, cfg, state["models"], names)
+            if entry is not None:
+                _tally(summary, repo_id, entry)
+                batch.record(repo_id, entry)
+        batch.flush()
+    if cfg.html and (summary.wrote_anything or _site_behind(cfg)):
+        from hfkv.render.site import write_watch_site
+
+        write_watch_site(cfg.out_dir, state["models"])  # once per poll, from the entries in memory
     return summary
+
+
+def _site_behind(cfg: WatchConfig) -> bool:
+    """Whether ``index.html`` is missing or older than the state (a run killed before writing it)."""
+    try:
+        return os.stat(inside(cfg.out_dir, "index.html")).st_mtime_ns < os.stat(cfg.state_path).st_mtime_ns
+    except FileNotFoundError:
+        return True
+
+
+def _complete_site(cfg: WatchConfig, state: dict[str, Any]) -> None:
+    """Before ``--html`` writes the index: each done entry of an earlier run that has no page yet, or
+    whose entry lacks the index's figures (a state of an earlier hfkv), is completed from its
+    ``<name>.json``, read once (``site.upgrade_entry``). Entries of this version with a page cost a stat."""
+    from hfkv.render.site import upgrade_entry
+
+    for repo_id, entry in state["models"].items():
+        if entry.get("status") != "done":
+            continue
+        if "gamma_bytes_per_request" in entry and inside(cfg.out_dir, entry["file"] + ".html").exists():
+            continue
+        upgraded = upgrade_entry(cfg.out_dir, entry)
+        if upgraded is not None:
+            state["models"][repo_id] = upgraded
 
 
 def _tally(summary: PollSummary, repo_id: str, entry: dict[str, Any]) -> None:
@@ -468,8 +321,8 @@ class _Batch:
         self.saved_at = time.monotonic()
 
 
-def poll_one(client: Any, info: Any, author: str, cfg: WatchConfig,
-             models: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
+def poll_one(client: Any, info: Any, author: str, cfg: WatchConfig, models: dict[str, Any],
+             names: FileNames) -> tuple[str, dict[str, Any] | None]:
     """(state key, new entry) for one listed model; entry None when there is nothing to do.
 
     Nothing to do: already reported, or a permanent failure already recorded for this commit. An id
@@ -479,14 +332,14 @@ def poll_one(client: Any, info: Any, author: str, cfg: WatchConfig,
     repo_id = str(info.id)
     key = repo_id if is_hub_id(repo_id) else escape_id(repo_id)
     old = models.get(key)
-    if old and (old.get("status") == "done" or (old.get("status") == SKIPPED and old.get("sha") == _sha(info))):
+    if old and (old.get("status") == "done" or (old.get("status") == SKIPPED and old.get("sha") == sha_of(info))):
         return key, None
     if not is_hub_id(repo_id):
-        return key, _error_entry(info, author, "not a valid Hub repo id (org/name)", SKIPPED)
+        return key, error_entry(info, author, "not a valid Hub repo id (org/name)", SKIPPED)
     rejected = hub_rejects(repo_id)
     if rejected:
-        return key, _error_entry(info, author, f"not a valid Hub repo id ({rejected})", SKIPPED)
-    return key, process_model(client, info, author, cfg)
+        return key, error_entry(info, author, f"not a valid Hub repo id ({rejected})", SKIPPED)
+    return key, process_model(client, info, author, cfg, names)
 
 
 def hub_rejects(repo_id: str) -> str | None:
@@ -499,11 +352,6 @@ def hub_rejects(repo_id: str) -> str | None:
     except Exception as err:  # HFValidationError
         return _scrub(str(err).splitlines()[0] if str(err) else type(err).__name__)[:120]
     return None
-
-
-def _sha(info: Any) -> str | None:
-    sha = getattr(info, "sha", None)
-    return sha if isinstance(sha, str) else None
 
 
 # -- command line -----------------------------------------------------------------------------------
@@ -520,9 +368,9 @@ def _since_option(ctx: click.Context, param: click.Parameter, value: str | None)
 
 def _echo_summary(summary: PollSummary) -> None:
     for line in summary.warnings:
-        click.echo(f"hfkv: warning: {line}", err=True)
+        click.echo(f"hfkv: warning: {escape_id(line)}", err=True)
     for line in summary.list_errors:
-        click.echo(f"hfkv: error: {line}", err=True)
+        click.echo(f"hfkv: error: {escape_id(line)}", err=True)
     for repo_id, error in summary.failed:
         click.echo(f"hfkv: warning: {escape_id(repo_id)}: {escape_id(error)} (retried on the next run)", err=True)
     for repo_id, error in summary.skipped:
@@ -545,20 +393,21 @@ def _echo_summary(summary: PollSummary) -> None:
               help=f"State file (default: OUT/{STATE_FILE}).")
 @click.option("--limit", type=click.IntRange(min=1), default=100, show_default=True,
               help="Newest models listed per author per poll.")
-@click.option("--gpu", "gpus", multiple=True, help=f"GPU preset for a B_max column (repeatable; default {', '.join(COMMON_GPUS)}).")
-@click.option("--gpu-memory-utilization", type=click.FloatRange(min=0, max=1, min_open=True), default=0.92,
-              show_default=True, help="Fraction of GPU memory for weights + KV (vLLM default; SGLang --mem-fraction-static).")
 @click.option("--html", is_flag=True, help="Also write a static site: index.html and <name>.html per report.")
 @accounting_options
+@deployment_options(many_gpus=True)
 @hub_options
 def watch_command(authors: tuple[str, ...], out_dir: Path, once: bool, interval: float | None, since: dt.datetime | None,
-                  state_path: Path | None, limit: int, gpus: tuple[str, ...], gpu_memory_utilization: float,
-                  html: bool, **params: Any) -> None:
+                  state_path: Path | None, limit: int, html: bool, gpus: tuple[str, ...], **params: Any) -> None:
     """Write a KV-cache report for each new model of the --author organisations.
+
+    Each report is planned on every --gpu (repeatable; default one GPU of each of H100-SXM-80GB,
+    H200-141GB, B200-180GB, MI300X-192GB) with the deployment options of hfkv report: per GPU the
+    verdict, the requests served at each context, the weights per GPU and their source.
 
     Failed models are recorded in the state and retried on the next run. Exit 0 when every listing
     worked (even if some models failed), 1 when a listing failed, was cut short or named an author
-    the Hub does not know, 2 on bad usage.
+    the Hub does not know, or when the folder cannot be written; 2 on bad usage.
     """
     if once and interval:
         raise click.UsageError("--once and --interval exclude each other")
@@ -568,13 +417,13 @@ def watch_command(authors: tuple[str, ...], out_dir: Path, once: bool, interval:
         if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", author):
             raise click.BadParameter(f"'{author}' is not an organisation or user name", param_hint="--author")
     try:
-        presets = tuple(get_gpu(g).name for g in gpus) if gpus else COMMON_GPUS
+        specs = tuple(dict.fromkeys(gpu_spec(g) for g in gpus)) if gpus else COMMON_GPUS
     except UsageError as err:
         raise click.BadParameter(str(err), param_hint="--gpu") from None
     cfg = WatchConfig(
         authors=authors, out_dir=out_dir, state_path=state_path or out_dir / STATE_FILE,
-        options=build_options(params), since=since, limit=limit, gpus=presets,
-        gpu_memory_utilization=gpu_memory_utilization, html=html,
+        options=build_options(params), since=since, limit=limit, gpus=specs,
+        deployment=Deployment.from_params(params), html=html,
     )
     client = build_hub(params)
     while True:

@@ -380,7 +380,9 @@ def gpu_plans(specs: Iterable[str], report, plan: Callable[[Any, str], Any]) -> 
     with its own ``extra``, notes and warnings), e.g. ``hfkv.commands.deploy.Deployment.apply``: the
     one planning path and the one verdict; no figure is computed here. ``report`` itself is left
     unplanned; the warnings a plan adds (the weights do not fit on that GPU, ...) are carried to it.
-    A spec the engine refuses (``UnsupportedModelError``) gives ``{"gpu": spec, "refused": reason}``.
+    A spec the engine refuses (``UnsupportedModelError``), or whose GPUs cannot hold the layout or the
+    model (``UsageError``: ``H200:2`` for TP 8, PP over the model's layers), gives ``{"gpu": spec,
+    "refused": reason}``.
     """
     from hfkv.errors import UnsupportedModelError
 
@@ -390,7 +392,7 @@ def gpu_plans(specs: Iterable[str], report, plan: Callable[[Any, str], Any]) -> 
         twin.extra, twin.notes, twin.warnings = dict(report.extra), list(report.notes), list(report.warnings)
         try:
             plan(twin, spec)
-        except UnsupportedModelError as err:
+        except (UnsupportedModelError, UsageError) as err:
             plans[spec] = {"gpu": spec, "refused": err.message}
             continue
         plans[spec] = twin.extra.get("serving") or {"gpu": spec, "refused": "no serving plan"}

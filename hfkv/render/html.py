@@ -3,8 +3,10 @@
 ``render_html(report)`` returns a whole HTML document: inline CSS and inline SVG charts, no script,
 and a Content-Security-Policy that forbids every fetch, so the file opens anywhere without a
 network. ``report_section(report)`` is the same report as a fragment (the web page shows it).
-``write_site(folder, entries)`` writes ``index.html`` (releases newest first: α, γ, S* and B_max at
-common contexts) and one page per model, for ``hfkv watch --html``.
+``hfkv.render.site`` writes the static site of ``hfkv watch --html`` (``index.html``, releases newest
+first, and one page per model). A watch report carries one serving plan per GPU spec
+(``watch.plans``): its page shows each plan's verdict, the requests it serves at every context,
+weights per GPU and their source.
 
 Pages are drawn from the report's JSON form (``Report.to_dict()``, the stable contract), so a
 report read back from a ``.json`` file renders the same figures; a ``Report`` object adds exact
@@ -20,11 +22,11 @@ from types import SimpleNamespace
 from typing import Any, Iterable, Sequence
 
 from hfkv.render import axes, curves, svg
-from hfkv.model.accounting import max_concurrency
 from hfkv.model.report import Report
 from hfkv.planning.verdict import FAILED
 from hfkv.render.svg import esc
-from hfkv.render.terminal import extra_lines, layout_text
+from hfkv.render.terminal import (WEIGHTS_SOURCES, _budget_text, extra_lines, layout_text, plan_status, plan_verdict,
+                                  plan_where, requests_served)
 from hfkv.units import exact_bytes, format_bytes, format_tokens
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
@@ -48,6 +50,8 @@ STYLE = """
   background: #fff0f0; border-left: 4px solid #a00000; }
 .hfkv .charts { display: flex; flex-wrap: wrap; gap: 1em; } .hfkv svg.hfkv-chart { width: 510px; max-width: 100%; height: auto; }
 .hfkv code { background: #f3f3f3; padding: 0 0.3em; }
+.hfkv td.verdict.does-not-fit, .hfkv td.verdict.refused { color: #a00000; --body-text-color: #a00000; }
+.hfkv td.verdict.unknown { color: #7a4a00; --body-text-color: #7a4a00; }
 """
 Entry = Report | dict  # a report, or its JSON form
 
@@ -68,12 +72,20 @@ def document(title: str, body: str) -> str:
     )
 
 
-def render_html(report: Entry | Sequence[Entry], *, budgets: dict[str, int] | None = None) -> str:
-    """One self-contained HTML file for ``report``, or for several (one section each, in order);
-    ``budgets`` adds a B_max column per named budget."""
+def render_html(report: Entry | Sequence[Entry], *, plans: dict[str, dict[str, Any]] | None = None) -> str:
+    """One self-contained HTML file for ``report``, or for several (one section each, in order).
+    ``plans`` ({GPU spec: serving plan}; default: a watch report's own ``watch.plans``) adds per spec
+    the requests served at each context, and its verdict, weights per GPU and KV budget."""
     entries = list(report) if isinstance(report, (list, tuple)) else [report]
     title = ", ".join(str(split(e)[0].get("model")) for e in entries)
-    return document(f"KV cache: {title}", "".join(report_section(e, budgets=budgets) for e in entries))
+    return document(f"KV cache: {title}", "".join(report_section(e, plans=plans) for e in entries))
+
+
+def watch_plans(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The per-GPU plans a ``hfkv watch`` report carries (``watch.plans``); {} for any other report,
+    and for a watch report of an earlier hfkv (its ``watch.gpu_budgets`` held no plan: not shown)."""
+    plans = (data.get("watch") or {}).get("plans") if isinstance(data.get("watch"), dict) else None
+    return {str(k): v for k, v in plans.items() if isinstance(v, dict)} if isinstance(plans, dict) else {}
 
 
 # -- the report -----------------------------------------------------------------------------------
@@ -100,10 +112,9 @@ def _tokens(value: Any) -> str:
     return "-" if value is None else f"{round(value):,} tokens"
 
 
-def headline(data: dict[str, Any], budgets: dict[str, int] | None = None) -> str:
+def headline(data: dict[str, Any]) -> str:
     """The verdict line: the serving plan's own (``hfkv.planning.verdict``, the same line every output
-    prints); without a plan, how many requests fit at the longest context shown in ``--budget``, else in
-    the reference one of ``budgets``."""
+    prints); without a plan, how many requests fit at the longest context shown in ``--budget``."""
     serving = data.get("serving") or {}
     last = (data.get("contexts") or [None])[-1]
     if serving.get("verdict"):
@@ -111,10 +122,6 @@ def headline(data: dict[str, Any], budgets: dict[str, int] | None = None) -> str
     if data.get("budget_bytes") and last:
         return (f"In {format_bytes(data['budget_bytes'])} of KV memory per GPU: {_count(last.get('max_concurrency'))} "
                 f"requests at {format_tokens(last['tokens'])}")
-    picked = pick_budget(budgets or {})
-    if picked and last:
-        return (f"On {picked[0]}: KV budget {format_bytes(picked[1])} per GPU → "
-                f"{_count(max_concurrency(picked[1], per_request(last)))} requests at {format_tokens(last['tokens'])}")
     return (f"{exact_bytes(data.get('alpha_bytes_per_token'))} per token and "
             f"{exact_bytes(data.get('gamma_bytes_per_request'))} per request: give a GPU or a budget to see how many "
             "requests fit")
@@ -122,8 +129,33 @@ def headline(data: dict[str, Any], budgets: dict[str, int] | None = None) -> str
 
 def _headline_class(data: dict[str, Any]) -> str:
     """"headline", and "headline failed" when the verdict is a "no" (drawn red, as a failure)."""
-    status = (((data.get("serving") or {}).get("verdict_detail")) or {}).get("status")
+    return _status_class((((data.get("serving") or {}).get("verdict_detail")) or {}).get("status"))
+
+
+def _status_class(status: str | None) -> str:
     return "headline failed" if status in FAILED else "headline"
+
+
+def gpu_headlines(plans: dict[str, dict[str, Any]]) -> str:
+    """One verdict line per GPU spec (a "no" drawn red), in the order given."""
+    return "".join(f'<p class="{_status_class(plan_status(plan))}" data-gpu="{esc(spec)}">{esc(plan_verdict(spec, plan))}</p>'
+                   for spec, plan in plans.items())
+
+
+def gpus_table(plans: dict[str, dict[str, Any]]) -> str:
+    """Per GPU spec: the deployment, the verdict's status, weights per GPU and their source, the KV budget."""
+    rows = []
+    for spec, plan in plans.items():
+        refused = bool(plan.get("refused"))
+        layout = "-" if refused else (plan.get("layout") or {}).get("description") or "-"
+        source = plan.get("weights_source")
+        rows.append([cell(plan_where(spec, plan)), cell(layout), cell(plan_status(plan) or "-", field="verdict_status"),
+                     cell("-" if refused else exact_bytes(plan.get("weights_bytes_per_gpu")), num=True,
+                          field="weights_bytes_per_gpu"),
+                     cell("-" if refused else WEIGHTS_SOURCES.get(source, source or "-"), field="weights_source"),
+                     cell("-" if refused else _budget_text(plan), num=True, field="kv_budget_bytes")])
+    return table(["GPU", "layout", "verdict", "weights per GPU", "weights from", "KV budget per GPU"], rows,
+                 attrs=' class="gpus"')
 
 
 def summary_table(data: dict[str, Any]) -> str:
@@ -157,15 +189,17 @@ def per_request(ctx: dict[str, Any]) -> Any:
     return ctx["kv_bytes_per_request"] + (ctx.get("extra_state_bytes") or 0)
 
 
-def contexts_table(data: dict[str, Any], budgets: dict[str, int] | None = None) -> str:
-    """One row per context: bytes per request, reads per decode step, B_max per budget and per plan."""
+def contexts_table(data: dict[str, Any], plans: dict[str, dict[str, Any]] | None = None) -> str:
+    """One row per context: bytes per request, reads per decode step, B_max in ``--budget`` and in the
+    report's own plan, and the requests each of ``plans`` serves."""
     contexts = data.get("contexts") or []
     serving = data.get("serving") or {}
     planned = {c.get("tokens"): c for c in serving.get("contexts") or []} if serving.get("kv_budget_bytes") else {}
     extra = any(c.get("extra_state_bytes") for c in contexts)
     headers = ["context", "KV + state per request", "read per decode step"] + (["extra state copies"] if extra else [])
     headers += [f"B_max in {format_bytes(data['budget_bytes'])}"] if data.get("budget_bytes") else []
-    headers += [f"B_max {name}" for name in budgets or {}]
+    served = {spec: requests_served(plan) for spec, plan in (plans or {}).items()}
+    headers += [f"requests on {plan_where(spec, (plans or {})[spec])}" for spec in served]
     replicas = (serving.get("replicas") or 1) > 1
     headers += (["B_max per replica", "B_max in all"] if replicas else ["B_max per replica"]) if planned else []
     rows = []
@@ -175,7 +209,8 @@ def contexts_table(data: dict[str, Any], budgets: dict[str, int] | None = None) 
                cell(exact_bytes(c.get("read_bytes_per_step")), num=True, field="read_bytes_per_step")]
         row += [cell(exact_bytes(c.get("extra_state_bytes")), num=True, field="extra_state_bytes")] if extra else []
         row += [cell(_count(c.get("max_concurrency")), num=True, field="max_concurrency")] if data.get("budget_bytes") else []
-        row += [cell(_count(max_concurrency(b, per_request(c))), num=True) for b in (budgets or {}).values()]
+        row += [cell("refused" if (plans or {})[spec].get("refused") else _count(counts.get(c["tokens"])), num=True,
+                     field=f"requests_on.{spec}") for spec, counts in served.items()]
         if planned:
             plan = planned.get(c["tokens"], {})
             row.append(cell(_count(plan.get("max_concurrency")), num=True, field="serving.max_concurrency"))
@@ -231,9 +266,11 @@ def notes_list(data: dict[str, Any]) -> str:
 
 
 def report_section(report: Entry, *, engines: dict[str, dict[str, Any] | str] | None = None,
-                   budgets: dict[str, int] | None = None) -> str:
-    """The report as an HTML fragment (no ``<html>``): header, verdict, figures, charts, notes."""
+                   plans: dict[str, dict[str, Any]] | None = None) -> str:
+    """The report as an HTML fragment (no ``<html>``): header, verdict (one per GPU of ``plans``),
+    figures, the GPUs' table, charts, notes. ``plans`` defaults to a watch report's own."""
     data, _ = split(report)
+    plans = watch_plans(data) if plans is None else plans
     commit = data.get("commit")
     meta = (f"{data.get('model_type') or '?'} ({', '.join(data.get('architectures') or []) or '?'}) · "
             f"mapper {data.get('mapper')}" + (f" · commit {commit[:12]}" if commit else ""))
@@ -243,15 +280,21 @@ def report_section(report: Entry, *, engines: dict[str, dict[str, Any] | str] | 
                                                      "pipeline_parallel_size", "pipeline_stage", "layers")})))
     parts = [
         f'<h1 class="model">{esc(data.get("model"))}</h1>', f'<p class="meta">{esc(meta)}</p>',
-        f'<p class="meta">{esc(precision)}</p>', f'<p class="{_headline_class(data)}" id="hfkv-headline">{esc(headline(data, budgets))}</p>',
-        summary_table(data), "<h2>Layers by kind</h2>", groups_table(data),
-        "<h2>Per request</h2>", contexts_table(data, budgets),
+        f'<p class="meta">{esc(precision)}</p>',
     ]
+    if plans and not (data.get("serving") or {}).get("verdict"):
+        parts.append(f'<div id="hfkv-headline">{gpu_headlines(plans)}</div>')
+    else:
+        parts.append(f'<p class="{_headline_class(data)}" id="hfkv-headline">{esc(headline(data))}</p>')
+    parts += [summary_table(data), "<h2>Layers by kind</h2>", groups_table(data),
+              "<h2>Per request</h2>", contexts_table(data, plans)]
+    if plans:
+        parts += ["<h2>On each GPU</h2>", gpus_table(plans)]
     if engines:
         parts.append(engines_section(engines))
-    # The charts use the headline's budget: the plan's or --budget first, else the reference GPU's.
+    # The charts use the headline's budget: the plan's or --budget first, else the reference GPU's plan's.
     planned = data.get("budget_bytes") or (data.get("serving") or {}).get("kv_budget_bytes")
-    picked = None if planned else pick_budget(budgets or {})
+    picked = None if planned else pick_plan(plans or {})
     parts += ['<h2>Charts</h2><div class="charts">', *charts([report], [str(data.get("model"))], picked and picked[1]),
               "</div>",
               notes_list(data)]
@@ -328,12 +371,13 @@ def _bmax(totals: list[float], budget: int) -> list[float]:
     return [float(budget // t) if t > 0 and budget // t >= 1 else float("nan") for t in totals]
 
 
-REFERENCE_GPU = "H200-141GB"  # the budget B_max is shown for, when a report carries GPU budgets for it
+REFERENCE_GPU = "H200-141GB"  # the GPU whose KV budget the chart uses, when a report carries a plan for it
 
 
-def pick_budget(budgets: dict[str, int]) -> tuple[str, int] | None:
-    """(name, bytes) of the H200 budget among named GPU budgets, else the first one, else None."""
-    for name, value in budgets.items():
-        if name.startswith(REFERENCE_GPU):
-            return name, value
-    return next(iter(budgets.items()), None)
+def pick_plan(plans: dict[str, dict[str, Any]]) -> tuple[str, int] | None:
+    """(spec, KV budget per GPU) of the H200 plan among ``plans``, else of the first one with a positive
+    budget, else None: the budget the B_max chart is drawn in (per rank, as ``hfkv report --gpu``'s)."""
+    usable = [(spec, plan["kv_budget_bytes"]) for spec, plan in plans.items()
+              if not plan.get("refused") and isinstance(plan.get("kv_budget_bytes"), int) and plan["kv_budget_bytes"] > 0
+              and plan.get("weights_fit") is not False]
+    return next((item for item in usable if item[0].startswith(REFERENCE_GPU)), None) or next(iter(usable), None)

@@ -359,8 +359,52 @@ def md_escape(text: Any) -> str:
     return " ".join(value.split())
 
 
-def render_markdown(report: Report, *, budgets: dict[str, int] | None = None) -> str:
-    """A Markdown report; ``budgets`` adds a B_max column per named budget (e.g. GPU presets)."""
+def requests_served(plan: dict[str, Any]) -> dict[int, int | None]:
+    """{context: requests a serving plan's deployment serves there, every rank counted} as the plan
+    says (``max_concurrency_total``; 0 when the weights fill the engine's budget); {} when refused."""
+    if plan.get("refused"):
+        return {}
+    if plan.get("weights_fit") is False:
+        return {c["tokens"]: 0 for c in plan.get("contexts") or []}
+    return {c["tokens"]: c.get("max_concurrency_total") for c in plan.get("contexts") or []}
+
+
+def plan_status(plan: dict[str, Any]) -> str | None:
+    """A plan's verdict status (``hfkv.planning.verdict``), "refused" for a spec the engine refused."""
+    return "refused" if plan.get("refused") else (plan.get("verdict_detail") or {}).get("status")
+
+
+def plan_where(spec: str, plan: dict[str, Any]) -> str:
+    """The GPUs a plan deploys on ('8 × H100-SXM-80GB': a layout may need more than the spec's count);
+    the spec itself for a refused one."""
+    if plan.get("refused") or not plan.get("gpu"):
+        return spec
+    return f"{plan.get('gpu_count') or 1} × {plan['gpu']}"
+
+
+def plan_verdict(spec: str, plan: dict[str, Any]) -> str:
+    """The verdict line of a plan; a spec the engine refused says so with the engine's reason."""
+    if plan.get("refused"):
+        return f"refused on {spec}: {plan['refused']}"
+    return plan.get("verdict") or "no verdict"
+
+
+def plan_weights_text(plan: dict[str, Any]) -> str:
+    """'weights per GPU 14.96 GiB (estimated from the config's shapes); KV budget per GPU 54.52 GiB'."""
+    if plan.get("refused"):
+        return "-"
+    per_gpu = plan.get("weights_bytes_per_gpu")
+    source = plan.get("weights_source")
+    weights = ("weights per GPU unknown" if per_gpu is None else
+               f"weights per GPU {format_bytes(per_gpu)} ({WEIGHTS_SOURCES.get(source, source or 'source unknown')})")
+    return f"{weights}; KV budget per GPU {_budget_text(plan)}"
+
+
+def render_markdown(report: Report, *, plans: dict[str, dict[str, Any]] | None = None) -> str:
+    """A Markdown report. ``plans`` ({GPU spec: serving plan}, e.g. ``hfkv.planning.serving.gpu_plans``)
+    adds per spec a column of the requests its deployment serves at each context, then its verdict
+    line, weights per GPU (and their source) and KV budget. Every text from a config or the Hub passes
+    through ``md_escape``."""
     lines = [f"## {md_escape(report.model)}", ""]
     line = verdict_line(report)
     if line:
@@ -379,9 +423,10 @@ def render_markdown(report: Report, *, budgets: dict[str, int] | None = None) ->
     lines += [""] + [f"- {md_escape(line)}" for line in summary_lines(report)] + [""]
     header = "| context | KV + state per request | read per decode step |"
     rule = "|---:|---:|---:|"
-    names = list((budgets or {}).keys())
-    for name in names:
-        header += f" B_max {md_escape(name)} |"
+    plans = plans or {}
+    served = {spec: requests_served(plan) for spec, plan in plans.items()}
+    for spec, plan in plans.items():
+        header += f" requests on {md_escape(plan_where(spec, plan))} |"
         rule += "---:|"
     if report.budget_bytes:
         header += f" B_max {format_bytes(report.budget_bytes)} |"
@@ -389,12 +434,20 @@ def render_markdown(report: Report, *, budgets: dict[str, int] | None = None) ->
     lines += [header, rule]
     for c in report.contexts:
         row = f"| {format_tokens(c.tokens)} | {format_bytes(c.kv_bytes_per_request)} | {format_bytes(c.read_bytes_per_step)} |"
-        for name in names:
-            per = c.kv_bytes_per_request + (c.extra_state_bytes or 0)
-            row += f" {int(budgets[name] // per):,} |" if per else " - |"
+        for spec, plan in plans.items():
+            count = served[spec].get(c.tokens)
+            row += " refused |" if plan.get("refused") else f" {'-' if count is None else f'{count:,}'} |"
         if report.budget_bytes:
             row += f" {'-' if c.max_concurrency is None else f'{c.max_concurrency:,}'} |"
         lines.append(row)
+    if plans:
+        lines += ["", "On each GPU:", ""]
+        for spec, plan in plans.items():
+            mark = VERDICT_MARKS.get(plan_status(plan) or "", "")
+            lines.append(f"- **{mark + ' ' if mark else ''}{md_escape(plan_where(spec, plan))}**: "
+                         f"{md_escape(plan_verdict(spec, plan))}")
+            if not plan.get("refused"):
+                lines.append(f"  - {md_escape(plan_weights_text(plan))}")
     extras = extra_lines(report)
     if extras:
         lines += [""] + [f"- {md_escape(line.strip())}" for line in extras]
