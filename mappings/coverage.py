@@ -35,6 +35,8 @@ def coverage_rows() -> list[tuple[str, str, str, str, str]]:
         types = ", ".join(f"`{t}`" for t in sorted(mapper.model_types, key=str.lower)) or "-"
         archs = ", ".join(f"`{a}`" for a in sorted(mapper.architectures)) or "-"
         fixtures = ", ".join(f"`fixtures/{f}`" for f in sorted(set(mapper.fixtures.values()))) or "-"
+        if mapper.signature:
+            types = " + ".join(f"`{key}`" for key in mapper.signature) + " (no model type)"
         rows.append((mapper.family, mapper.name, types, archs, fixtures))
     return sorted(rows, key=lambda r: (r[0], r[1]))
 
@@ -45,7 +47,9 @@ def coverage_markdown() -> str:
         lines.append(f"| {family} | `{mapper}` | {types} | {archs} | {fixtures} |")
     lines.append("")
     lines.append("Any other model type goes to the generic mapper (`generic.generic`), which reports from the "
-                 "standard keys and lists in `warnings` the attention/cache keys it did not understand.")
+                 "standard keys. Whatever the mapper, a config key that names a cache-shaping concept and that no "
+                 "reader read nor the mapper declares (`reads`, `ignores`) makes the figures an estimate, with a "
+                 "warning naming it.")
     return "\n".join(lines)
 
 
@@ -84,13 +88,17 @@ def index_source() -> str:
     """The text of ``mappings/family_index.py`` for the registry as the decorators declare it."""
     from hfkv.mappings.registry import index_of_registry
 
-    model_types, architectures = index_of_registry()
+    model_types, architectures, signatures = index_of_registry()
     parts = [INDEX_HEADER]
     for name, table in (("MODEL_TYPES", model_types), ("ARCHITECTURES", architectures)):
         parts.append(f"{name} = {{\n")
         parts.extend(f'    "{key}": "{table[key]}",\n' for key in sorted(table))
         parts.append("}\n")
-    return "".join(parts).replace("}\nARCHITECTURES", "}\n\nARCHITECTURES")
+    parts.append("# (root keys that all present pick the module's mapper, the module) for configs with no known type\n")
+    parts.append("SIGNATURES = (\n")
+    parts.extend(f"    ({tuple(keys)!r}, {module!r}),\n".replace("'", '"') for keys, module in signatures)
+    parts.append(")\n")
+    return "".join(parts).replace("}\nARCHITECTURES", "}\n\nARCHITECTURES").replace("}\n# (root", "}\n\n# (root")
 
 
 def write_doc(path: Path = DOC) -> None:

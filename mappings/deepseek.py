@@ -10,7 +10,9 @@ from hfkv.model.config import ConfigView
 from hfkv.model.specs import LayerSpec, Layout
 
 from hfkv.mappings.readers.attention_keys import num_layers, sliding_window
-from hfkv.mappings.readers.latent_keys import dsa_indexer, dsa_skips_indexer, mha_part, mla_latent, plain_mha
+from hfkv.mappings.readers.latent_keys import (
+    MLA_IGNORES, dsa_indexer, dsa_skips_indexer, mha_part, mla_latent, plain_mha,
+)
 from hfkv.mappings.readers.layer_builders import mtp_note, pattern_layout
 from hfkv.mappings.registry import register
 
@@ -32,6 +34,7 @@ MLA_READS = ("num_hidden_layers", "kv_lora_rank", "qk_rope_head_dim", "num_nextn
         "UnlimitedOCRForCausalLM",
     ),
     reads=MLA_READS,
+    ignores=MLA_IGNORES,
     fixtures={
         "deepseek_v2": "deepseek-ai__DeepSeek-V2-Lite", "deepseek_v3": "deepseek-ai__DeepSeek-V3",
         "kimi_k2": "moonshotai__Kimi-K2-Instruct", "kimi_k25": "moonshotai__Kimi-K2.5-transformers-defaults",
@@ -101,6 +104,7 @@ def mha_layout(cfg: ConfigView) -> Layout:
         "index_topk", "index_head_dim", "indexer_types", "index_topk_freq", "index_topk_pattern",
         "index_skip_topk_offset", "cli_factor",
     ),
+    ignores=MLA_IGNORES,
     fixtures={"deepseek_v32": "deepseek-ai__DeepSeek-V3.2", "glm_moe_dsa": "zai-org__GLM-5-transformers-defaults"},
 )
 def dsa(cfg: ConfigView) -> Layout:

@@ -189,6 +189,7 @@ def _layer(i: int, kind: str, m: int, g: _Geometry, source: int | None) -> Layer
         "partial_rotary_factor", "index_head_dim", "index_topk", "kv_source_layer_ids",
         "index_source_layer_ids", "num_nextn_predict_layers",
     ),
+    ignores={"num_attention_heads": "one head_dim-wide KV entry per token is shared by every query head"},
     fixtures={
         "deepseek_v4": "deepseek-ai__DeepSeek-V4-Flash",
         "deepseek_v41": "deepseek-ai__DeepSeek-V4.1-synthetic",

@@ -33,8 +33,7 @@ def class_kv_heads(cfg: ConfigView) -> None:
         "falcon", "RefinedWeb", "RefinedWebModel", "gemma", "phi", "phi3", "phimoe", "glm4_moe", "glm4",
         "glm", "minimax_m2", "chatglm", "mpt", "dbrx", "baichuan", "internlm2", "starcoder2", "gpt_neox",
         "gptj", "stablelm", "olmo", "olmo2", "olmoe", "granite", "granitemoe", "cohere", "deepseek", "qwen",
-        "yi", "nemotron", "arcee", "seed_oss", "ernie4_5", "ernie4_5_moe", "hunyuan_v1_dense",
-        "hunyuan_v1_moe", "bailing_moe", "exaone", "persimmon", "codegen", "gpt_neo", "xverse", "step3",
+        "yi", "nemotron", "arcee", "seed_oss", "ernie4_5", "ernie4_5_moe", "bailing_moe", "exaone", "persimmon", "codegen", "gpt_neo", "xverse", "step3",
         "openelm", "granitemoeshared", "grok-1", "hyperclovax", "orion", "solar", "minicpm", "molmo",
         "glm4v", "glm4v_text", "glm4v_moe", "glm4v_moe_text", "phi3_v", "phi4mm", "internlm3", "molmo2",
         "molmo2_text", "aria_text", "cohere_compass_text", "cosmos3_edge_text", "ernie4_5_vl_moe_text",
@@ -48,8 +47,7 @@ def class_kv_heads(cfg: ConfigView) -> None:
         "ExaoneForCausalLM", "FalconForCausalLM", "GPT2LMHeadModel", "GPTBigCodeForCausalLM",
         "GPTJForCausalLM", "GPTNeoForCausalLM", "GPTNeoXForCausalLM", "GemmaForCausalLM", "Glm4ForCausalLM",
         "Glm4MoeForCausalLM", "GraniteForCausalLM", "GraniteMoeForCausalLM", "GraniteMoeSharedForCausalLM",
-        "Grok1ForCausalLM", "Grok1ModelForCausalLM", "HunYuanDenseV1ForCausalLM", "HunYuanMoEV1ForCausalLM",
-        "HYV3ForCausalLM", "HyperCLOVAXForCausalLM", "IQuestCoderForCausalLM", "InternLM2ForCausalLM",
+        "Grok1ForCausalLM", "Grok1ModelForCausalLM", "HYV3ForCausalLM", "HyperCLOVAXForCausalLM", "IQuestCoderForCausalLM", "InternLM2ForCausalLM",
         "InternLM3ForCausalLM", "LlamaForCausalLM", "MiniCPMForCausalLM", "MiniMaxM2ForCausalLM",
         "Ministral3ForCausalLM", "MistralForCausalLM", "MixtralForCausalLM", "NemotronForCausalLM",
         "OPTForCausalLM", "Olmo2ForCausalLM", "OlmoForCausalLM", "OlmoeForCausalLM", "OpenELMForCausalLM",
@@ -66,6 +64,8 @@ def class_kv_heads(cfg: ConfigView) -> None:
         "FlexOlmoForCausalLM", "GlmForCausalLM", "Jais2ForCausalLM", "SeedOssForCausalLM",
     ),
     reads=GQA_READS,
+    ignores={"sparse_config": ("MiniCPM4's InfLLM-v2: block-sparse reads over a full KV cache (vLLM and SGLang "
+                               "allocate every token's KV)")},
     fixtures={
         "llama": "meta-llama__Meta-Llama-3.1-8B", "mistral": "Hugofernandez__Mistral-7B-v0.1-colab-sharded",
         "gemma": "google__gemma-2b-it", "falcon": "tiiuae__falcon-180B-chat",
@@ -86,19 +86,10 @@ def class_kv_heads(cfg: ConfigView) -> None:
     },
 )
 def dense(cfg: ConfigView) -> Layout:
-    """Every layer full; a ``sliding_window`` (or ``layer_types``) windows the layers it names.
-
-    HunYuan's cross-layer attention (``use_cla``, ``cla_share_factor`` F): layers with i % F != 0 reuse
-    the previous layer's KV, but SGLang's pool still sizes every layer, so they are counted (noted).
-    """
+    """Every layer full; a ``sliding_window`` (or ``layer_types``) windows the layers it names."""
     if CLASS_KV_DEFAULTS & {cfg.model_type, cfg.text_model_type}:
         class_kv_heads(cfg)
-    layout = pattern_layout(cfg, default_window=None, default_rule=None)
-    if cfg.boolean("use_cla"):
-        factor = cfg.integer("cla_share_factor", default=1, minimum=1)
-        layout.notes.append(f"use_cla: layers with i % {factor} != 0 reuse the previous layer's KV; counted as "
-                            "full layers, as SGLang's pool sizes every layer")
-    return layout
+    return pattern_layout(cfg, default_window=None, default_rule=None)
 
 
 @register(

@@ -10,7 +10,7 @@ from hfkv.errors import ConfigError
 from hfkv.model.specs import LayerSpec, Layout, MLALatent
 
 from hfkv.mappings.readers.attention_keys import effective_window, num_layers, per_layer_override
-from hfkv.mappings.readers.latent_keys import dsa_indexer, mla_latent
+from hfkv.mappings.readers.latent_keys import MLA_IGNORES, dsa_indexer, mla_latent
 from hfkv.mappings.readers.layer_builders import mtp_note
 from hfkv.mappings.readers.layer_patterns import layer_types
 from hfkv.mappings.registry import register
@@ -40,6 +40,7 @@ def _dots3_types(cfg: ConfigView, n: int, notes: list[str]) -> list[str]:
            "swa_qk_rope_head_dim", "swa_head_dim", "swa_qk_nope_head_dim", "sliding_window", "sliding_window_size",
            "index_head_dim", "index_topk", "use_dsa", "use_sliding_window", "per_layer_config",
            "num_nextn_predict_layers"),
+    ignores=MLA_IGNORES,
     fixtures={"dots3_note": "dots-studio__dots3-note-prev-transformers-defaults"},
 )
 def dots3_note(cfg: ConfigView) -> Layout:

@@ -2,15 +2,11 @@
 
 It understands the layer, head and KV-head keys under every alias (``attention_keys``; per-layer
 head lists too), ``head_dim``, ``sliding_window`` and ``layer_types`` (full/sliding; GPT-Neo's
-``attention_types``), and ``kv_lora_rank`` (MLA). Everything else attention-related that it did not
-read is listed in the report's warnings, so the reader knows how far to trust the figures; an unread
-key that names heads or head groups could change the KV head count, so the figures are then labelled
-an estimate.
+``attention_types``), and ``kv_lora_rank`` (MLA). Every other key that names a cache-shaping concept
+makes the figures an estimate, with a warning naming it (the registry's check, as for every mapper).
 """
 
 from __future__ import annotations
-
-import re
 
 from hfkv.model.config import ConfigView
 from hfkv.model.specs import LayerSpec, Layout
@@ -20,9 +16,6 @@ from hfkv.mappings.encoders import declared_encoder_decoder
 from hfkv.mappings.readers.latent_keys import mla_latent
 from hfkv.mappings.readers.layer_builders import pattern_layout
 from hfkv.mappings.registry import register
-
-# Key names that count or size heads: if one is left unread, the head count may be wrong.
-_HEAD_SHAPING = re.compile(r"head|group|query|kv_channels", re.I)
 
 
 @register(family="generic", generic=True, reads=("num_hidden_layers", "num_attention_heads",
@@ -38,8 +31,4 @@ def generic(cfg: ConfigView) -> Layout:
         layout = pattern_layout(cfg, default_window=None, default_rule=None)
     name = cfg.model_type or "(none)"
     layout.warnings.insert(0, f"model type {name!r} is not known to hfkv: figures come from the generic keys")
-    shaping = [key for key in cfg.unread_attention_keys() if _HEAD_SHAPING.search(key.rsplit(".", 1)[-1])]
-    if shaping:
-        layout.warnings.insert(1, "estimate, not exact: " + ", ".join(shaping) + " may change the head count or "
-                               "size, and the generic mapper did not read it")
     return layout

@@ -10,7 +10,7 @@ from hfkv.model.specs import IndexerKeys, Layout
 
 from hfkv.mappings.readers.attention_keys import num_layers
 from hfkv.mappings.kimi import kda_list_roles
-from hfkv.mappings.readers.latent_keys import mla_latent, mla_parts
+from hfkv.mappings.readers.latent_keys import MLA_IGNORES, mla_latent, mla_parts
 from hfkv.mappings.readers.layer_builders import PartsFactory, hybrid_layout
 from hfkv.mappings.readers.layer_patterns import ATTENTION, ATTENTION_OR_LINEAR, LINEAR, roles_from_list, roles_from_rule
 from hfkv.mappings.registry import register
@@ -56,6 +56,7 @@ def dsa_full_parts(cfg: ConfigView, roles: list[str], notes: list[str]) -> dict[
         "linear_conv_kernel_dim", "kv_lora_rank", "qk_rope_head_dim", "index_topk", "index_head_dim",
         "index_kpool", "indexer_types", "num_hidden_layers", "num_nextn_predict_layers",
     ),
+    ignores=MLA_IGNORES,
     fixtures={"glm5_next": "zai-org__GLM-5.3-Flash-transformers-defaults"},
 )
 def glm5_next(cfg: ConfigView) -> Layout:

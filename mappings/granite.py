@@ -54,7 +54,8 @@ def granite_hybrid(cfg: ConfigView) -> Layout:
     model_types=("bamba",),
     architectures=("BambaForCausalLM",),
     reads=(
-        "attn_layer_indices", "num_hidden_layers", "num_key_value_heads", "mamba_n_heads", "mamba_d_head",
+        "attn_layer_indices", "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim",
+        "mamba_n_heads", "mamba_d_head",
         "mamba_n_groups", "mamba_d_state", "mamba_d_conv", "mamba_expand",
     ),
     fixtures={"bamba": "ibm-fms__Bamba-9.8b-2.2T-hf-transformers-defaults"},

@@ -9,7 +9,7 @@ from hfkv.errors import ConfigError
 from hfkv.model.specs import Layout
 
 from hfkv.mappings.readers.attention_keys import num_layers
-from hfkv.mappings.readers.latent_keys import mla_parts
+from hfkv.mappings.readers.latent_keys import MLA_IGNORES, mla_parts
 from hfkv.mappings.readers.layer_builders import hybrid_layout
 from hfkv.mappings.readers.layer_patterns import ATTENTION, LINEAR, layer_types_or_default, roles_from_indices
 from hfkv.mappings.registry import register
@@ -43,6 +43,7 @@ def full_list_warnings(cfg: ConfigView, roles: list[str], base: int) -> list[str
         "linear_attn_config.head_dim", "linear_attn_config.short_conv_kernel_size", "layer_types",
         "kv_lora_rank", "qk_rope_head_dim", "num_hidden_layers", "num_nextn_predict_layers",
     ),
+    ignores=MLA_IGNORES,
     fixtures={
         "kimi_k3": "moonshotai__Kimi-K3",
         "kimi_linear": "moonshotai__Kimi-Linear-48B-A3B-Instruct-transformers-defaults",

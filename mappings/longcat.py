@@ -7,7 +7,7 @@ from hfkv.model.config import MAX_LAYERS, ConfigView
 from hfkv.errors import ConfigError
 from hfkv.model.specs import LayerSpec, Layout
 
-from hfkv.mappings.readers.latent_keys import dsa_indexer, dsa_skips_indexer, mla_latent
+from hfkv.mappings.readers.latent_keys import MLA_IGNORES, dsa_indexer, dsa_skips_indexer, mla_latent
 from hfkv.mappings.readers.layer_builders import mtp_note
 from hfkv.mappings.registry import register
 
@@ -47,6 +47,7 @@ def _longcat_decoder_layers(cfg: ConfigView, warnings: list[str]) -> int:
         "num_layers", "num_hidden_layers", "kv_lora_rank", "qk_rope_head_dim", "index_topk", "index_head_dim",
         "cli_factor", "num_nextn_predict_layers",
     ),
+    ignores=MLA_IGNORES,
     fixtures={"longcat_flash": "meituan-longcat__LongCat-Flash-Chat-transformers-defaults"},
 )
 def longcat_flash(cfg: ConfigView) -> Layout:

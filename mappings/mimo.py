@@ -61,7 +61,7 @@ def mimo_v2(cfg: ConfigView) -> Layout:
     notes: list[str] = []
     n = num_layers(cfg)
     heads, kv, key_dim = attention_shape(cfg, head_dim_defaults=True)
-    value_dim = cfg.optional_int("v_head_dim", defaults=True) or key_dim
+    value_dim = cfg.optional_int("v_head_dim", minimum=1, defaults=True) or key_dim
     swa_kv = cfg.optional_int("swa_num_key_value_heads", minimum=1) or kv
     swa_key = cfg.optional_int("swa_head_dim", minimum=1) or key_dim
     swa_value = cfg.optional_int("swa_v_head_dim", minimum=1) or value_dim

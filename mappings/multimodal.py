@@ -56,7 +56,7 @@ WRAPPERS = (
 )
 
 
-@register(family="multimodal", architectures=WRAPPERS, reads=("text sub-config: model_type, architectures",))
+@register(family="multimodal", architectures=WRAPPERS, reads=("model_type", "architectures"))
 def language_model(cfg: ConfigView) -> Layout:
     """The language model's layout (its own mapper), with a note naming the wrapper."""
     wrapper = next((a for a in cfg.architectures if a in WRAPPERS), cfg.model_type or "wrapper")

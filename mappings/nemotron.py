@@ -51,7 +51,7 @@ _NEMOTRON_ROLES = (ATTENTION, LINEAR, MLP)
     reads=(
         "hybrid_override_pattern", "layers_block_type", "mamba_num_heads", "mamba_head_dim", "n_groups",
         "ssm_state_size", "conv_kernel", "num_key_value_heads", "head_dim|attention_head_dim", "sliding_window",
-        "mamba_ssm_cache_dtype", "num_nextn_predict_layers",
+        "mamba_ssm_cache_dtype", "num_nextn_predict_layers", "mamba_expand|expand", "hidden_size",
     ),
     fixtures={"nemotron_h": "nvidia__NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"},
 )

@@ -8,7 +8,9 @@ Each family module registers its mappers with ``@register``, by ``model_type`` a
 2. the root ``model_type``, then the text sub-config's ``model_type``;
 3. the root ``architectures``, then the text sub-config's ``architectures`` (a config whose
    ``model_type`` is new, or has none, such as MiniCPM3);
-4. else the generic mapper.
+4. a mapper whose ``signature`` keys are all in the root config (a format with neither model type nor
+   architectures: mamba_ssm's ``d_model``, ``n_layer``, ``ssm_cfg``);
+5. else the generic mapper.
 
 A mapper registered with ``refuses`` always raises ``UnsupportedModelError``; the reason is what
 ``python -m hfkv.mappings.coverage --architectures`` prints for its architectures.
@@ -19,11 +21,14 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Callable
 
 from hfkv.model.config import ConfigView
 from hfkv.model.specs import Layout
+
+from hfkv.mappings.readers.unread_keys import estimate_warning, expand_reads, unread_cache_keys
 
 MapperFn = Callable[[ConfigView], Layout]
 
@@ -37,9 +42,11 @@ class Mapper:
     fn: MapperFn
     model_types: tuple[str, ...] = ()
     architectures: tuple[str, ...] = ()
-    reads: tuple[str, ...] = ()
+    reads: tuple[str, ...] = ()  # the keys it reads (``unread_keys.expand_reads`` syntax)
+    ignores: dict[str, str] = field(default_factory=dict)  # key -> why it does not change this mapper's cache
     fixtures: dict[str, str] = field(default_factory=dict)  # model_type -> fixture folder
     first: bool = False  # its architectures are matched before any model type
+    signature: tuple[str, ...] = ()  # root keys that identify a config with no known type (all present)
     refuses: str = ""  # the reason, for a mapper that always refuses
     reasons: dict[str, str] = field(default_factory=dict)  # architecture -> its own refusal reason
 
@@ -47,11 +54,29 @@ class Mapper:
         """Why this mapper refuses ``arch`` ("" for a mapper that maps)."""
         return self.reasons.get(arch, self.refuses)
 
+    @cached_property
+    def understood(self) -> frozenset[str]:
+        """Every key path the mapper declares: what it reads and what it knows to be irrelevant."""
+        return expand_reads(self.reads) | expand_reads(self.ignores)
+
     def __call__(self, view: ConfigView) -> Layout:
-        """The layout, with what the view's readers noted (once each) after the mapper's own."""
-        layout = self.fn(view)
+        """The layout, with what the view's readers noted (once each) after the mapper's own.
+
+        When the outermost mapper returns (a wrapper's mapper calls its language model's), every key of
+        the config that names a cache-shaping concept and that no reader looked up and no mapper that ran
+        declared makes the figures an estimate: a warning names each (``readers.unread_keys``)."""
+        view.mapping_depth += 1
+        try:
+            layout = self.fn(view)
+        finally:
+            view.mapping_depth -= 1
+        view.mark(*self.understood)
         layout.notes.extend(n for n in view.notes if n not in layout.notes)
         layout.warnings.extend(w for w in view.warnings if w not in layout.warnings)
+        if view.mapping_depth == 0:
+            unread = unread_cache_keys(view)
+            if unread:
+                layout.warnings.insert(0, estimate_warning(unread, self.name))
         return layout
 
 
@@ -85,7 +110,15 @@ def _load_for(view: ConfigView) -> None:
     names = [view.model_type, view.text_model_type]
     modules = {MODEL_TYPES[n] for n in names if n in MODEL_TYPES}
     modules |= {ARCHITECTURES[a] for a in view.architectures + text_architectures(view) if a in ARCHITECTURES}
+    if not modules:
+        from hfkv.mappings.family_index import SIGNATURES
+
+        modules = {module for keys, module in SIGNATURES if _has_keys(view, keys)}
     _load(sorted(modules) + ["generic"])
+
+
+def _has_keys(view: ConfigView, keys: tuple[str, ...]) -> bool:
+    return all(view.root.get(key) is not None for key in keys)
 
 
 def register(
@@ -94,17 +127,22 @@ def register(
     model_types: tuple[str, ...] | list[str] = (),
     architectures: tuple[str, ...] | list[str] = (),
     reads: tuple[str, ...] | list[str] = (),
+    ignores: dict[str, str] | None = None,
     fixtures: dict[str, str] | None = None,
     generic: bool = False,
     first: bool = False,
     refuses: str | dict[str, str] = "",
+    signature: tuple[str, ...] | list[str] = (),
 ) -> Callable[[MapperFn], MapperFn]:
     """Register ``fn`` as the mapper for ``model_types`` / ``architectures``.
 
-    ``reads`` declares the config keys the mapper reads (documentation and coverage table);
-    ``fixtures`` names, per model type, the fixture folder its tests use; ``first`` matches the
+    ``reads`` declares the config keys the mapper reads and ``ignores`` the keys it knows do not change
+    its cache, each with the reason (both data: a config key naming a cache-shaping concept that no
+    reader looked up and neither declares makes the figures an estimate, ``Mapper.__call__``; the
+    syntax is ``unread_keys.expand_reads``'s, checked here); ``fixtures`` names, per model type, the fixture folder its tests use; ``first`` matches the
     architectures before model types; ``refuses`` is the one-line reason of a mapper that refuses (or,
-    per architecture, a dict of reasons).
+    per architecture, a dict of reasons); ``signature``: root keys that, all present, pick this mapper
+    for a config whose model type and architectures no mapper registers.
     A model type or architecture registered twice is an error at import.
     """
 
@@ -116,12 +154,15 @@ def register(
             model_types=tuple(model_types),
             architectures=tuple(architectures),
             reads=tuple(reads),
+            ignores=dict(ignores or {}),
             fixtures=dict(fixtures or {}),
             first=first,
+            signature=tuple(signature),
             refuses=refuses if isinstance(refuses, str) else "a layout hfkv does not model yet",
             reasons={} if isinstance(refuses, str) else dict(refuses),
         )
         _check_unique(mapper)
+        mapper.understood  # a malformed entry fails at import, naming it
         (_GENERIC if generic else _MAPPERS).append(mapper)
         return fn
 
@@ -147,12 +188,13 @@ def known_architectures() -> dict[str, Mapper]:
     return {arch: mapper for mapper in _MAPPERS for arch in mapper.architectures}
 
 
-def index_of_registry() -> tuple[dict[str, str], dict[str, str]]:
-    """(model type -> module, architecture -> module) as the decorators register them."""
+def index_of_registry() -> tuple[dict[str, str], dict[str, str], list[tuple[tuple[str, ...], str]]]:
+    """(model type -> module, architecture -> module, [(signature keys, module)]) as the decorators register them."""
     mappers = [m for m in all_mappers() if m not in _GENERIC]
     module = lambda m: m.name.split(".", 1)[0]  # noqa: E731
     return ({t: module(m) for m in mappers for t in m.model_types},
-            {a: module(m) for m in mappers for a in m.architectures})
+            {a: module(m) for m in mappers for a in m.architectures},
+            sorted((m.signature, module(m)) for m in mappers if m.signature))
 
 
 def text_architectures(view: ConfigView) -> list[str]:
@@ -177,6 +219,10 @@ def _by_model_type(*model_types: str | None) -> Mapper | None:
     return None
 
 
+def _by_signature(view: ConfigView) -> Mapper | None:
+    return next((m for m in _MAPPERS if m.signature and _has_keys(view, m.signature)), None)
+
+
 def resolve(view: ConfigView) -> Mapper:
     """The mapper for ``view`` (the order is in the module docstring); imports only the modules it needs."""
     _load_for(view)
@@ -185,6 +231,7 @@ def resolve(view: ConfigView) -> Mapper:
         or _by_model_type(view.model_type, view.text_model_type)
         or _by_architecture(view.architectures)
         or _by_architecture(text_architectures(view))
+        or _by_signature(view)
         or _GENERIC[0]
     )
 

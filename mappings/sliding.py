@@ -39,8 +39,13 @@ def _exaone4(cfg: ConfigView) -> Rule:
 
 
 def _smollm3(cfg: ConfigView) -> Rule:
-    """Sliding only on NoPE layers (``no_rope_layers[i] == 0``); the window itself needs use_sliding_window."""
-    flags = cfg.int_list("no_rope_layers") or []
+    """Sliding only on NoPE layers (``no_rope_layers[i] == 0``); the window itself needs use_sliding_window.
+    Without ``no_rope_layers``, SmolLM3Config derives it: layer i is NoPE iff (i + 1) % ``no_rope_layer_interval``
+    == 0 (default 4)."""
+    flags = cfg.int_list("no_rope_layers")
+    if flags is None:
+        interval = cfg.integer("no_rope_layer_interval", default=4, minimum=1)  # SmolLM3Config's default
+        return lambda i, n: (i + 1) % interval == 0
     return lambda i, n: i < len(flags) and flags[i] == 0
 
 
@@ -134,6 +139,7 @@ def _row(cfg: ConfigView) -> str:
     reads=(
         "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim", "sliding_window",
         "layer_types", "sliding_window_pattern", "global_attn_every_n_layers", "no_rope_layers",
+        "no_rope_layer_interval", "use_sliding_window",
     ),
     fixtures={
         "gpt_oss": "openai__gpt-oss-120b", "gemma2": "google__gemma-2-2b-it", "gemma3": "google__gemma-3-4b-it",

@@ -19,6 +19,8 @@ from hfkv.mappings.registry import register
     model_types=("whisper",),
     architectures=("WhisperForConditionalGeneration",),
     reads=("decoder_layers", "decoder_attention_heads", "d_model", "max_source_positions", "max_target_positions"),
+    ignores={"encoder_attention_heads": "the encoder keeps no cache; the decoder's cross-attention K/V over its "
+                                        "output use the decoder's heads"},
     fixtures={"whisper": "openai__whisper-large-v3"},
 )
 def whisper(cfg: ConfigView) -> Layout:

@@ -1,5 +1,14 @@
-"""Zyphra: Zamba2 (Mamba-2 with shared-block attention) and ZAYA1 (attention + CCA conv state).
+"""Zyphra: Zamba (v1: Mamba-1 with a shared attention block), Zamba2 (Mamba-2 with shared-block attention)
+and ZAYA1 (attention + CCA conv state).
 
+- Zamba (transformers' ``ZambaConfig`` / ``modeling_zamba.py``): every layer is a Mamba-1 layer
+  (``mamba_expand``·hidden channels, ``mamba_d_state``, ``mamba_d_conv``; ``n_mamba_heads`` splits the
+  channels, not the state); a ``hybrid`` layer also applies the one shared attention block, whose weights
+  are shared but whose K and V are each application's own (the cache is indexed by the hybrid layer).
+  Pattern: ``layers_block_type`` (alias ``layer_types``; legacy ``mamba`` = ``linear_attention``), else the
+  class's: layers 0, 1 Mamba, layer 2 hybrid, then layer 3 + j hybrid iff j % ``attn_layer_period`` ==
+  ``attn_layer_offset``. Attention: ``num_key_value_heads`` (class default 16) × ``attention_head_dim``
+  (default 2·hidden/heads).
 - Zamba2: ``layers_block_type`` (mamba/hybrid); a hybrid layer is Mamba-2 plus its own MHA KV with
   head_dim = ``attention_head_dim`` = 2·hidden/heads.
 - ZAYA1: every attention layer also keeps a CCA conv state of (H + K)·hd channels ×
@@ -26,23 +35,80 @@ from hfkv.mappings.readers.attention_keys import (
     num_layers,
     sliding_window,
 )
+from hfkv.mappings.dense import class_kv_heads
 from hfkv.mappings.readers.layer_builders import PartsFactory, hybrid_layout, ssm_layout
 from hfkv.mappings.readers.layer_patterns import ATTENTION, HYBRID, LINEAR, MLP, SLIDING, named_roles, roles_from_list
 from hfkv.mappings.registry import register
-from hfkv.mappings.readers.state_shapes import ZAMBA2, mamba2_state
+from hfkv.mappings.readers.state_shapes import ZAMBA2, mamba1_state, mamba2_state
 
 
-def zamba2_attention(cfg: ConfigView) -> tuple:
-    """Zamba2's shared-block attention: MHA (K = heads) with head_dim = 2·hidden/heads."""
-    heads = num_heads(cfg)
+def shared_block_head_dim(cfg: ConfigView, heads: int) -> int:
+    """``attention_head_dim``, else 2·hidden/heads (the shared block attends over [hidden, embeddings])."""
     dim = cfg.optional_int("attention_head_dim", minimum=1)
     if dim is None:
         width = 2 * hidden_size(cfg)
         if width % heads:
             raise ConfigError(cfg.path("num_attention_heads"), f"{heads} heads do not divide 2·hidden_size = {width}")
         dim = width // heads
+    return dim
+
+
+def zamba2_attention(cfg: ConfigView) -> tuple:
+    """Zamba2's shared-block attention: MHA (K = heads) with head_dim = 2·hidden/heads."""
+    heads = num_heads(cfg)
+    dim = shared_block_head_dim(cfg, heads)
     cfg.mark("num_key_value_heads", "num_mem_blocks", "attention_hidden_size")
     return (FullAttention(kv_heads=heads, head_dim=dim),)
+
+
+_ZAMBA_TYPES = {"mamba": LINEAR, "linear_attention": LINEAR, "hybrid": HYBRID}
+
+
+def zamba_roles(cfg: ConfigView, n: int, notes: list[str]) -> list[str]:
+    """``layers_block_type`` (or its alias ``layer_types``), else ZambaConfig's default pattern."""
+    for key in ("layers_block_type", "layer_types"):
+        names = cfg.str_list(key, length=n)
+        if names is not None:
+            return named_roles(cfg, key, names, _ZAMBA_TYPES)
+    period = cfg.integer("attn_layer_period", minimum=1, defaults=True)
+    offset = cfg.integer("attn_layer_offset", minimum=0, defaults=True)
+    notes.append(f"no layers_block_type: ZambaConfig's pattern applies (layers 0, 1 Mamba, 2 hybrid, then layer "
+                 f"3 + j hybrid iff j % {period} == {offset})")
+    roles = [LINEAR, LINEAR, HYBRID] + [HYBRID if j % period == offset else LINEAR for j in range(max(n - 3, 0))]
+    return roles[:n]
+
+
+@register(
+    family="ssm",
+    model_types=("zamba",),
+    architectures=("ZambaForCausalLM",),
+    reads=(
+        "layers_block_type|layer_types", "num_hidden_layers", "attn_layer_period", "attn_layer_offset",
+        "num_attention_heads", "num_key_value_heads", "attention_head_dim", "hidden_size", "n_mamba_heads",
+        "mamba_d_state", "mamba_d_conv", "mamba_expand",
+    ),
+    ignores={"attention_hidden_size": "the shared block's input width (2·hidden): K and V sizes come from the heads",
+             "mamba_dt_rank": "the Δ projection's rank: no state"},
+    fixtures={"zamba": "Zyphra__Zamba-7B-v1-transformers-defaults"},
+)
+def zamba(cfg: ConfigView) -> Layout:
+    """Every layer keeps a Mamba-1 state; ``hybrid`` layers also keep their own K and V of the shared block."""
+    n = num_layers(cfg)
+    notes: list[str] = []
+    roles = zamba_roles(cfg, n, notes)
+    inner = cfg.integer("mamba_expand", minimum=1, defaults=True) * hidden_size(cfg)
+    mamba_heads = cfg.integer("n_mamba_heads", minimum=1, defaults=True)
+    if inner % mamba_heads:
+        raise ConfigError(cfg.path("n_mamba_heads"), f"{mamba_heads} Mamba heads do not divide the {inner} channels")
+    state = mamba1_state(cfg, inner=inner, state_keys=("mamba_d_state",), conv_keys=("mamba_d_conv",))
+    attention = None
+    if HYBRID in roles:
+        class_kv_heads(cfg)  # ZambaConfig's 16 KV heads when the config leaves them out
+        heads = num_heads(cfg)
+        attention = (attention_part(cfg, heads=heads, key_dim=shared_block_head_dim(cfg, heads)),)
+        notes.append(f"{roles.count(HYBRID)} applications of the shared attention block, each with its own K and V "
+                     "(the weights are shared, the cache is not)")
+    return ssm_layout(cfg, roles, state, attention, notes)
 
 
 @register(

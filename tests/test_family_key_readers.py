@@ -188,11 +188,20 @@ def test_text_config_without_head_dim_does_not_take_the_roots():
     assert inspect(data).alpha_bytes_per_token == LLAMA_1B_ALPHA
 
 
-def test_hunyuan_cla_is_noted():
+def test_hunyuan_cla_layers_read_the_owner():
     data = dict(LLAMA_1B, model_type="hunyuan_v1_dense", use_cla=True, cla_share_factor=2)
     rep = inspect(data)
-    assert rep.alpha_bytes_per_token == LLAMA_1B_ALPHA  # every layer, as SGLang's pool sizes them
-    assert any(note.startswith("use_cla: layers with i % 2 != 0") for note in rep.notes)
+    assert rep.alpha_bytes_per_token == 8 * 2 * 8 * 64 * 2 == 16384  # 8 of 16 layers own K and V
+    assert [layer["copies"] for layer in rep.to_dict()["layers"]] == [1, 0] * 8
+    assert [layer["source_layer"] for layer in rep.to_dict()["layers"]][:4] == [None, 0, None, 2]
+    assert any(note.startswith("cross-layer attention (use_cla, cla_share_factor 2)") for note in rep.notes)
+
+
+def test_hunyuan_cla_share_factor_without_use_cla_shares_nothing():
+    # Hy-MT2-7B writes use_cla: false beside cla_share_factor: 2
+    rep = inspect(dict(LLAMA_1B, model_type="hunyuan_v1_dense", use_cla=False, cla_share_factor=2))
+    assert rep.alpha_bytes_per_token == LLAMA_1B_ALPHA
+    assert not any("estimate" in w for w in rep.warnings)
 
 
 def test_a_root_window_size_beside_text_config_is_not_the_decoders():

@@ -256,7 +256,8 @@ def test_lfm2_conv_dim_mismatch_is_warned():
 # -- registry and real configs ----------------------------------------------------------------------
 
 SSM_TYPES = (
-    "nemotron_h", "falcon_h1", "granitemoehybrid", "jamba", "bamba", "zamba2", "mamba", "falcon_mamba", "mamba2",
+    "nemotron_h", "falcon_h1", "granitemoehybrid", "jamba", "bamba", "zamba", "zamba2", "mamba", "falcon_mamba",
+    "mamba2",
 )
 CONV_TYPES = ("lfm2", "lfm2_moe", "lfm2_vl")
 

@@ -2,10 +2,10 @@
 
 The view picks the text model's sub-config (``thinker_config``, ``llm_config``, ``llm_cfg``,
 ``language_config``, ``text_config``, in SGLang's order; ``llm_cfg`` is VILA/NVILA's) for attention keys and keeps ``architectures`` and
-``quantization_config`` from the root. Every read is recorded, so a report can say which
-attention-related keys no mapper understood. When a config omits a key a mapper needs and the
-model type is known to transformers, the value comes from the transformers config class
-(imported lazily, only then) and the key is listed in ``defaults_used``.
+``quantization_config`` from the root. Every read is recorded (``consumed``), so the registry can say
+which cache-shaping keys no reader understood (``hfkv.mappings.readers.unread_keys``). When a config
+omits a key a mapper needs and the model type is known to transformers, the value comes from the
+transformers config class (imported lazily, only then) and the key is listed in ``defaults_used``.
 
 Readers raise ``ConfigError`` naming the key and the problem; they never return NaN, negative or
 non-integral sizes.
@@ -14,7 +14,6 @@ non-integral sizes.
 from __future__ import annotations
 
 import math
-import re
 from typing import Any
 
 from hfkv.errors import ConfigError
@@ -24,21 +23,9 @@ _MISSING = object()
 # the accounting loop or allocate without bound.
 MAX_SIZE = 1 << 40
 MAX_LAYERS = 100_000
-_TEXT_KEYS = ("thinker_config", "llm_config", "llm_cfg", "language_config", "text_config")
+TEXT_KEYS = ("thinker_config", "llm_config", "llm_cfg", "language_config", "text_config")
 # Keys that count draft (MTP) layers listed after the target layers in per-layer arrays.
 _MTP_COUNT_KEYS = ("num_nextn_predict_layers", "mtp_num_hidden_layers", "num_mtp_layers", "num_mtp_modules")
-
-# Keys that describe attention or cache layout; used to warn about keys nobody read.
-_ATTENTION_KEY = re.compile(
-    r"window|kv|lora|rope_head|rope_dim|head_dim|heads|linear|conv|state|ssm|mamba|compress|index|"
-    r"shar|layer_types|pattern|attn|attention|block_type|chunk|sparse|topk|loop|cross",
-    re.I,
-)
-_NOT_CACHE_KEY = re.compile(
-    r"dropout|bias|eps|epsilon|norm|init|softcap|scaling|theta|rope_parameters|implementation|_act|"
-    r"logit|multiplier|scale|range|alpha|beta|output_attentions|use_cache|gate|proj|mlp|moe|expert",
-    re.I,
-)
 
 
 def _lookup(data: dict, key: str) -> Any:
@@ -68,12 +55,15 @@ class ConfigView:
         self.warnings: list[str] = []
         self._tf_defaults: dict | None = None
         self._tf_loaded = False
+        # How deep in mappers the view is (a wrapper's mapper calls its language model's): the registry
+        # checks for unread cache keys once, when the outermost mapper returns.
+        self.mapping_depth = 0
 
     # -- identity -------------------------------------------------------------------------------
 
     @staticmethod
     def _select_text(root: dict) -> tuple[str | None, dict]:
-        for key in _TEXT_KEYS:
+        for key in TEXT_KEYS:
             sub = root.get(key)
             if isinstance(sub, dict):
                 inner = sub.get("text_config")
@@ -272,20 +262,3 @@ class ConfigView:
             self._tf_defaults = tfdefaults.lookup(candidates, self.text)  # may raise tfdefaults.NotReady
             self._tf_loaded = True
         return self._tf_defaults
-
-    # -- diagnostics ----------------------------------------------------------------------------
-
-    def unread_attention_keys(self) -> list[str]:
-        """Attention- or cache-related keys of the text config (and root) that no reader consumed."""
-        scopes = [(self.text, self.text_key)]
-        if self.text is not self.root:
-            scopes.append((self.root, None))
-        found = []
-        for scope, prefix in scopes:
-            for key, value in scope.items():
-                if value is None or key in self.consumed or isinstance(value, dict) and key in _TEXT_KEYS:
-                    continue
-                if _ATTENTION_KEY.search(key) and not _NOT_CACHE_KEY.search(key):
-                    found.append(f"{prefix}.{key}" if prefix else key)
-        return sorted(found)
-

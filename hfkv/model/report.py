@@ -250,22 +250,16 @@ def model_dtype(view: ConfigView) -> str | None:
     return None
 
 
+def kv_declaration(view: ConfigView) -> dtypes.KvDeclaration:
+    """The KV-cache quantisation the config declares (``dtypes.kv_cache_declaration``): ``quantization_config``
+    from the root, and a root ``kv_cache_dtype``."""
+    return dtypes.kv_cache_declaration(view.value("quantization_config", root=True),
+                                       view.value("kv_cache_dtype", root=True))
+
+
 def declared_kv_dtype(view: ConfigView) -> str | None:
-    """fp8 (or fp4) when ``quantization_config`` declares a quantised KV cache, else None."""
-    quant = view.value("quantization_config", root=True)
-    if not isinstance(quant, dict):
-        return None
-    algo = quant.get("kv_cache_quant_algo")
-    if isinstance(algo, str) and dtypes.canonical(algo) in ("fp8", "fp4"):
-        return dtypes.canonical(algo)
-    scheme = quant.get("kv_cache_scheme")
-    if isinstance(scheme, dict):
-        bits = scheme.get("num_bits")
-        if bits == 8:
-            return "fp8"
-        if bits == 4:
-            return "fp4"
-    return None
+    """fp8 (or fp4) when ``quantization_config`` declares a quantised KV cache hfkv understands, else None."""
+    return kv_declaration(view).dtype
 
 
 def resolve_precision(view: ConfigView, options: Options, notes: list[str], warnings: list[str]) -> dtypes.Precision:
@@ -285,12 +279,15 @@ def resolve_precision(view: ConfigView, options: Options, notes: list[str], warn
             notes.append(f"checkpoint dtype {base}: engines serve it in 16 bits, so bf16 is assumed")
     kv = options.kv_cache_dtype
     if kv == "auto":
-        declared = declared_kv_dtype(view)
-        if declared:
-            kv = declared
-            notes.append(f"quantization_config declares an {declared} KV cache")
+        declaration = kv_declaration(view)
+        if declaration.dtype:
+            kv = declaration.dtype
+            notes.append(f"quantization_config declares an {declaration.dtype} KV cache")
         else:
             kv = serving
+        for unknown in declaration.unknown:
+            warnings.append(f"estimate, not exact: {unknown} declares a KV-cache quantisation hfkv does not "
+                            f"understand: the figures assume {kv} KV entries (--kv-cache-dtype chooses)")
     kv = dtypes.require(kv, "--kv-cache-dtype")
     conv = serving if options.conv_dtype == "auto" else dtypes.require(options.conv_dtype, "--conv-dtype")
     return dtypes.Precision(

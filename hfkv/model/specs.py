@@ -464,8 +464,25 @@ class ShortConvState(_StatePart):
         return (self.conv_kernel - 1) * ceil_div(self.dim, tp) * p.conv_bytes
 
 
+class RwkvState(_StatePart):
+    """RWKV-4's recurrent state, as transformers' ``RwkvModel`` keeps it (``state``: five tensors of
+    ``hidden_size`` values per layer): the WKV numerator, denominator and running maximum (float32 in
+    the reference: the recurrent-state dtype here) and the time-mix and channel-mix token-shift inputs
+    (the model's dtype: the conv dtype here, as a short conv's last input).
+
+    C = 3·H·e_s + 2·H·e_conv; TP splits the channels.
+    """
+
+    kind: Literal["rwkv"] = "rwkv"
+    hidden: Size
+
+    def state_bytes(self, p: Precision, tp: int = 1) -> Bytes:
+        channels = ceil_div(self.hidden, tp)
+        return 3 * channels * p.state_bytes + 2 * channels * p.conv_bytes
+
+
 _PARTS = (FullAttention, SlidingWindow, ChunkedLocal, CrossAttention, MLALatent, IndexerKeys, CompressedKV,
-          LinearAttentionState, MambaState, ShortConvState)
+          LinearAttentionState, MambaState, ShortConvState, RwkvState)
 _CLASS_OF_KIND = {cls.model_fields["kind"].default: cls.__name__ for cls in _PARTS}
 PART_KINDS = tuple(_CLASS_OF_KIND)
 CachePart = Annotated[Union[_PARTS], Field(discriminator="kind")]

@@ -33,8 +33,10 @@ MAX_POSITION_KEYS = (
 )
 GQA_READS = (
     "|".join(LAYER_KEYS), "|".join(HEAD_KEYS), "|".join(KV_HEAD_KEYS),
-    "multi_query", "new_decoder_architecture", "head_dim|kv_channels", "hidden_size|n_embd|d_model",
-    "v_head_dim", "sliding_window", "layer_types", "max_position_embeddings",
+    "multi_query", "new_decoder_architecture", "multi_query_attention", "attn_config.attn_type", "num_gqa_groups",
+    "head_dim|kv_channels|hidden_size_per_head", "hidden_size|n_embd|d_model", "v_head_dim",
+    "sliding_window|sliding_window_size|window_size", "use_sliding_window", "layer_types",
+    "attention_layers|attention_types", "max_position_embeddings",
 )
 
 
@@ -84,9 +86,21 @@ def num_heads(cfg: ConfigView) -> int:
 
 
 def kv_heads(cfg: ConfigView, heads: int) -> int:
-    """KV heads from the alias keys; Falcon-style ``multi_query`` means 1; default: ``heads`` (MHA)."""
+    """KV heads from the alias keys; Falcon-style ``multi_query`` means 1; default: ``heads`` (MHA).
+
+    ChatGLM's ``multi_query_attention: false`` means MHA whatever ``multi_query_group_num`` says (vLLM's
+    and SGLang's ``chatglm.py``: ``multi_query_group_num if multi_query_attention else num_attention_heads``).
+    MPT's ``attn_config.attn_type`` is read: ``multiquery_attention`` without ``kv_n_heads`` is a warning
+    (the reference model keeps one KV head; vLLM's ``mpt.py`` reads only ``kv_n_heads``, else MHA).
+    """
     if cfg.boolean("multi_query") and not cfg.boolean("new_decoder_architecture"):
         return 1
+    if cfg.present("multi_query_attention") and not cfg.boolean("multi_query_attention"):
+        return heads
+    attn_type = cfg.value("attn_config.attn_type")
+    if attn_type == "multiquery_attention" and cfg.value("attn_config.kv_n_heads") is None:
+        cfg.warn(f"estimate, not exact: {cfg.path('attn_config.attn_type')} is multiquery_attention without "
+                 f"kv_n_heads: counted as {heads} KV heads (vLLM's mpt.py); the reference model keeps 1")
     found = aliased_int(cfg, KV_HEAD_KEYS, minimum=1)
     # Absent from a sub-config (``text_config``, ...): save_pretrained diffs a nested config against
     # its own class, so a KV-head count equal to the class default is left out (Gemma 3: 4 for 8 query
@@ -111,7 +125,14 @@ def per_layer_heads(cfg: ConfigView, n: int) -> tuple[list[int], list[int]] | No
     heads = _count_list(cfg, q, n) if q is not None else None
     if heads is None:
         raise ConfigError(cfg.path(HEAD_KEYS[0]), "missing (needed to size the cache)")
-    kvs = _count_list(cfg, kv, n) if kv is not None else list(heads)
+    groups = cfg.optional_int("num_gqa_groups", minimum=1)  # OpenELM: num_kv_heads[i] = num_query_heads[i] // it
+    if kv is None:
+        kvs = [h // groups if groups and h >= groups else h for h in heads]
+    else:
+        kvs = _count_list(cfg, kv, n)
+        if groups and any(k != h // groups for h, k in zip(heads, kvs)):
+            cfg.warn(f"{cfg.path(kv[0])} is not {cfg.path(q[0])} ÷ num_gqa_groups ({groups}) on every layer: "
+                     f"{kv[0]} is used (vLLM's openelm.py reads it)")
     for i, (h, k) in enumerate(zip(heads, kvs)):
         if k > h:
             raise ConfigError(cfg.path(f"{kv[0]}[{i}]"), f"{k} KV heads exceed {h} query heads")
@@ -140,7 +161,17 @@ def _first_positive(cfg: ConfigView, keys: Sequence[str]) -> int | None:
             value = cfg.optional_int(key)
             if value:
                 return value
+            if value == 0:
+                _zero_size(cfg, key)
     return None
+
+
+def _zero_size(cfg: ConfigView, key: str) -> None:
+    """A head size written as 0 is no head size: the fallback is used, but never silently (transformers'
+    ``head_dim or hidden_size // num_attention_heads`` takes it; an engine that reads the key as written
+    would size 0)."""
+    cfg.warn(f"estimate, not exact: {cfg.path(key)} = 0 is not a head size: the fallback is used "
+             "(transformers' `head_dim or hidden_size // num_attention_heads`), which may not be the model's")
 
 
 def head_dim(cfg: ConfigView, heads: int, *, defaults: bool = False) -> int:
@@ -171,8 +202,11 @@ def attention_shape(cfg: ConfigView, *, head_dim_defaults: bool = False) -> tupl
 
 
 def v_head_dim(cfg: ConfigView, key_dim: int) -> int:
-    """Value head dim for standard attention (``v_head_dim`` when present and > 0)."""
-    return cfg.optional_int("v_head_dim") or key_dim
+    """Value head dim for standard attention (``v_head_dim`` when present and > 0; 0 is a warning)."""
+    value = cfg.optional_int("v_head_dim")
+    if value == 0:
+        _zero_size(cfg, "v_head_dim")
+    return value or key_dim
 
 
 def max_positions(cfg: ConfigView) -> int | None:

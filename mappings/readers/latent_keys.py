@@ -14,6 +14,13 @@ from hfkv.model.specs import FullAttention, IndexerKeys, MLALatent
 from hfkv.mappings.readers.attention_keys import attention_part, hidden_size, num_heads
 from hfkv.mappings.readers.layer_builders import PartsFactory
 
+# Keys an MLA mapper knows do not shape its latent (declared as ``ignores``: the registry's unread-key check).
+MLA_IGNORES = {
+    "num_attention_heads": "an MLA latent has no head axis (the plain-MHA path reads the heads)",
+    "head_dim": "the queries' head size: the latent is kv_lora_rank + qk_rope_head_dim values",
+    "v_head_dim": "values are projected out of the latent: not cached",
+}
+
 
 def mla_latent(cfg: ConfigView, *, topk: int | None = None) -> MLALatent:
     """The cached latent: ``kv_lora_rank`` + ``qk_rope_head_dim`` (qk_nope/v_head_dim are not cached).

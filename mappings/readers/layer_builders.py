@@ -13,6 +13,7 @@ from hfkv.errors import ConfigError
 from hfkv.model.specs import LayerSpec, Layout, MambaState
 
 from hfkv.mappings.readers.attention_keys import (
+    WINDOW_KEYS,
     Part,
     Window,
     attention_part,
@@ -73,6 +74,7 @@ def pattern_layout(
     types = layer_types(cfg, n)
     if types is not None:
         rule = lambda i: is_sliding_type(types[i], cfg)  # noqa: E731
+        unwindowed_sliding(cfg, sum(1 for i in range(n) if rule(i)), window, notes)
     elif default_rule is not None:
         rule = lambda i: default_rule(i, n)  # noqa: E731
         if window.bound is not None:
@@ -81,6 +83,21 @@ def pattern_layout(
         rule = lambda i: True  # noqa: E731
     layers = attention_layers(cfg, n, window, rule, head_dim_defaults=head_dim_defaults)
     return Layout(layers=layers, notes=notes + mtp_note(cfg))
+
+
+def unwindowed_sliding(cfg: ConfigView, sliding: int, window: Window, notes: list[str]) -> None:
+    """``layer_types`` names ``sliding`` layers but the config gives no usable window: they are counted as
+    full attention (the engines build a layer without a window so), never silently. ``use_sliding_window:
+    false`` turns the window off on purpose (a note); a missing, null or 0 window is a warning."""
+    if not sliding or window.bound is not None or window.declared is not None:
+        return
+    if cfg.present("use_sliding_window") and not cfg.boolean("use_sliding_window"):
+        notes.append(f"use_sliding_window is false: the {sliding} sliding layer(s) of layer_types keep every token")
+        return
+    written = next((key for key in WINDOW_KEYS if cfg.present(key)), None)
+    what = f"{cfg.path(written)} = {cfg.value(written)}" if written else "no sliding_window"
+    cfg.warn(f"estimate, not exact: layer_types names {sliding} sliding layer(s) but the config gives no usable "
+             f"window ({what}): counted as full attention, as an engine builds a layer without a window")
 
 
 def build_layers(roles: Sequence[str], parts: Mapping[str, tuple[str, Callable[[], tuple]]]) -> list[LayerSpec]:

@@ -35,13 +35,18 @@ def layer_types(cfg: ConfigView, n: int, key: str = "layer_types") -> list[str] 
 
     Without ``layer_types``, GPT-Neo's spellings: ``attention_layers`` (one name per layer, as
     transformers saves it) or the compact ``attention_types`` (``[[["global", "local"], 6]]``: each
-    [pattern, repeat] entry repeats its pattern ``repeat`` times).
+    [pattern, repeat] entry repeats its pattern ``repeat`` times); both are read, and a disagreement
+    is a warning (``attention_layers`` wins, as GPTNeoConfig derives it from ``attention_types``).
     """
     types = cfg.str_list(key, length=n)
     if types is not None or key != "layer_types":
         return types
     types = cfg.str_list("attention_layers", length=n)
-    return types if types is not None else _attention_types(cfg, n)
+    compact = _attention_types(cfg, n)
+    if types is not None and compact is not None and types != compact:
+        cfg.warn(f"{cfg.path('attention_layers')} and {cfg.path('attention_types')} disagree: attention_layers is "
+                 "used (GPTNeoConfig expands attention_types into it)")
+    return types if types is not None else compact
 
 
 def _attention_types(cfg: ConfigView, n: int) -> list[str] | None:

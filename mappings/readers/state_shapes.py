@@ -158,9 +158,28 @@ def mamba1_state(cfg: ConfigView, *, inner: int, state_keys: tuple[str, ...], co
 
 
 def mamba1_inner(cfg: ConfigView) -> int:
-    """Mamba / Falcon-Mamba ``intermediate_size`` (= expand · hidden_size when absent)."""
+    """Mamba / Falcon-Mamba ``intermediate_size`` (= expand · hidden_size when absent; ``expand`` as
+    ``written_or_ssm_cfg`` reads it)."""
     value = cfg.optional_int("intermediate_size", minimum=1)
-    return value or cfg.integer("expand", minimum=1, defaults=True) * hidden_size(cfg)
+    return value or written_or_ssm_cfg(cfg, ("expand",), "expand") * hidden_size(cfg)
+
+
+def written_or_ssm_cfg(cfg: ConfigView, keys: tuple[str, ...], sub: str) -> int:
+    """A Mamba size from the transformers key (``state_size``, ``conv_kernel``, ``expand``), else from
+    mamba_ssm's ``ssm_cfg.<sub>`` (``d_state``, ``d_conv``, ``expand``: the reference checkpoint's own
+    sizes, which a config may carry beside or instead of the transformers keys), else the config class's
+    default. Both written and different is a warning naming both (the transformers key is used: the
+    engines read it)."""
+    written = cfg.optional_int(*keys, minimum=1)
+    nested = cfg.optional_int(f"ssm_cfg.{sub}", minimum=1)
+    if written is not None:
+        if nested is not None and nested != written:
+            cfg.warn(f"estimate, not exact: {cfg.path(keys[0])} = {written} and ssm_cfg.{sub} = {nested} disagree: "
+                     f"{keys[0]} is used (the engines read it; mamba_ssm would build {sub} {nested})")
+        return written
+    if nested is not None:
+        return nested
+    return cfg.integer(*keys, minimum=1, defaults=True)
 
 
 def short_conv_state(cfg: ConfigView, warnings: list[str]) -> ShortConvState:
