@@ -24,6 +24,7 @@ from hfkv.model.weights import attach as attach_weights
 from hfkv.planning.enrich import enrich
 from hfkv.planning.search import KV_DTYPES, Search, search
 from hfkv.sources import load_config, looks_like_repo_id
+from hfkv.sources.parse import check_depth
 
 _OPTIONS = frozenset(Options.model_fields)
 _KNOBS = frozenset(EngineKnobs.names())
@@ -79,6 +80,7 @@ def inspect_config(data: Any, *, model: str = "config.json", options: Options | 
     """``inspect`` on a config dict already loaded (``model`` names it in messages; ``commit`` and
     ``source`` are recorded as its provenance)."""
     fields, knobs = _split(given)
+    check_depth(data, model)  # a dict 1,000 levels deep (or holding itself): one ConfigError, not RecursionError
     report = _inspect_config(data, model=model, options=make_options(options, **fields), commit=commit,
                              source=source)
     return _enrich(report, gpu, engine, weights_bytes, max_model_len, knobs)

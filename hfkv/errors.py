@@ -6,6 +6,8 @@ file that could not be fetched or read) gives 1.
 
 from __future__ import annotations
 
+import re
+
 
 class HfkvError(Exception):
     """Base class of every error hfkv raises on purpose."""
@@ -14,6 +16,7 @@ class HfkvError(Exception):
     kind = "error"
 
     def __init__(self, message: str, *, source: str | None = None) -> None:
+        message = bounded(str(message))  # a 100 KB value from a config is quoted, not echoed whole
         super().__init__(message)
         self.message = message
         self.source = source
@@ -34,6 +37,62 @@ class HfkvError(Exception):
 
 
 NAME_LIMIT = 120  # characters of a file or repo name shown in a message
+QUOTE_LIMIT = 200  # characters of one value quoted in a message (a layer type, a string from a config)
+ITEMS_LIMIT = 8  # items of a list shown in a message; the rest are counted
+LINE_LIMIT = 2000  # characters of a whole message, whatever it holds
+
+
+def cut(text: str, limit: int = QUOTE_LIMIT) -> str:
+    """``text`` when short; else its start and end around '…' and its length: 'xxx…xxx (100,000 characters)'."""
+    if len(text) <= limit:
+        return text
+    keep = max(limit - 30, 10)
+    return f"{text[: keep * 2 // 3]}…{text[len(text) - keep // 3:]} ({len(text):,} characters)"
+
+
+def quote(value: object, limit: int = QUOTE_LIMIT) -> str:
+    """``repr(value)`` for a message, bounded (``cut``); a list or tuple shows its first items and counts
+    the rest (``summarise``)."""
+    if isinstance(value, (list, tuple)) and len(value) > ITEMS_LIMIT:
+        return "[" + summarise([repr(v) for v in value]) + "]"
+    return cut(repr(value), limit)
+
+
+def summarise(items: "list[str] | tuple[str, ...]", limit: int = ITEMS_LIMIT) -> str:
+    """'a, b, c' for a short list; 'a, b, … and 1,234 more' past ``limit`` items (each item ``cut``)."""
+    shown = [cut(str(item)) for item in items[:limit]]
+    rest = len(items) - len(shown)
+    return ", ".join(shown) + (f", … and {rest:,} more" if rest > 0 else "")
+
+
+_INNER_LIST = re.compile(r"\[([^\[\]]*)\]")
+_QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
+_LONG_RUN = re.compile(r"\S{%d,}" % (QUOTE_LIMIT + 1))
+
+
+def _cut_quoted(text: str) -> str:
+    """''xxx…xxx' (100,000 characters)': the quotes kept around the shortened value, its length after them."""
+    inner = text[1:-1]
+    keep = QUOTE_LIMIT - 30
+    return f"{text[0]}{inner[: keep * 2 // 3]}…{inner[len(inner) - keep // 3:]}{text[-1]} ({len(inner):,} characters)"
+
+
+def bounded(text: str) -> str:
+    """``text`` with nothing unbounded in it, whoever built it: a bracketed list of more than
+    ``ITEMS_LIMIT`` items shows its first ones and counts the rest, a quoted value or a run of
+    characters without a space longer than ``QUOTE_LIMIT`` is ``cut``, and the whole is at most about
+    ``LINE_LIMIT`` characters. Short messages come back unchanged."""
+    if len(text) <= QUOTE_LIMIT:
+        return text
+
+    def fewer(match: re.Match) -> str:
+        items = match.group(1).split(", ")
+        return match.group(0) if len(items) <= ITEMS_LIMIT else "[" + summarise(items) + "]"
+
+    text = _INNER_LIST.sub(fewer, text)
+    text = _QUOTED.sub(lambda m: m.group(0) if len(m.group(0)) <= QUOTE_LIMIT + 2 else _cut_quoted(m.group(0)), text)
+    text = _LONG_RUN.sub(lambda m: cut(m.group(0)), text)
+    return cut(text, LINE_LIMIT)
 
 
 def shorten(name: str, limit: int = NAME_LIMIT) -> str:
@@ -111,3 +170,22 @@ class UsageError(HfkvError):
 
     exit_code = 2
     kind = "usage"
+
+
+class WriteError(HfkvError):
+    """The system refused a write hfkv had to make (a full disk, a read-only folder, a busy file):
+    not bad usage, so exit 1, like a model that could not be fetched."""
+
+    exit_code = 1
+    kind = "write"
+
+
+def system_refusal(err: OSError, doing: str = "") -> str:
+    """One line for an ``OSError`` (``doing``: what hfkv was doing, e.g. "cannot write PATH"); the
+    system's own words, never a traceback."""
+    reason = err.strerror or type(err).__name__
+    if doing:
+        return f"{doing}: {reason}"
+    if err.filename is not None:
+        return f"{shorten(err.filename)}: {reason}"
+    return reason

@@ -7,12 +7,15 @@ a thread: the forked path is exercised in fresh interpreters (``python -c``), as
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import textwrap
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -154,3 +157,81 @@ def test_rows_are_the_same_through_the_fetching_process_and_through_threads(fake
         return sorted(json.dumps(json.loads(line), sort_keys=True) for line in text.splitlines())
 
     assert rows(forked.stdout) == rows(threaded.stdout) and len(rows(forked.stdout)) == len(repos) + 1
+
+
+@needs_fork
+def test_a_stopped_fetching_process_is_killed_and_its_entries_fetched_here():
+    # The fetching process stops itself at e7 (as SIGSTOP from outside, or a frozen process, would
+    # leave it): after STALL_SECONDS without a result or a heartbeat it is killed, and e7 and every
+    # entry it had not sent are fetched by this process. Before the deadline, the scan waited forever.
+    fetch = ("import signal, time\n"
+             "    fetchers.STALL_SECONDS = 1.0\n"
+             "    started = time.monotonic()\n"
+             "    def fetch(entry):\n"
+             "        if entry == 'e7' and os.getpid() != parent: os.kill(os.getpid(), signal.SIGSTOP)\n"
+             "        return [entry, os.getpid(), round(time.monotonic() - started, 1)]")
+    out = probe(fetch)
+    assert sorted(e for e, *_ in out["seen"]) == sorted(f"e{i}" for i in range(40))  # none lost, none twice
+    by_entry = {e: (pid, at) for e, pid, at in out["seen"]}
+    assert by_entry["e7"][0] == out["parent"]
+    assert max(at for _, at in by_entry.values()) < 10  # the stall cost about STALL_SECONDS, not forever
+    assert out["left"] is None  # the stopped process was killed and reaped
+
+
+@needs_fork
+def test_a_slow_fetch_is_not_a_stall():
+    # Every fetch takes 3 × STALL_SECONDS (a slow Hub): the process keeps sending heartbeats while its
+    # threads wait, so it is not killed and fetches every entry itself.
+    fetch = ("import time\n"
+             "    fetchers.STALL_SECONDS, fetchers.BEAT_SECONDS = 0.4, 0.05\n"
+             "    def fetch(entry):\n"
+             "        time.sleep(1.2)\n"
+             "        return [entry, os.getpid()]")
+    out = probe(fetch, count=fetchers.FORK_MIN)
+    assert sorted(e for e, _ in out["seen"]) == sorted(f"e{i}" for i in range(fetchers.FORK_MIN))
+    assert out["parent"] not in {pid for _, pid in out["seen"]}
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(OSError):
+            found += [int(p) for p in (task / "children").read_text().split()]
+    return found
+
+
+@needs_fork
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs /proc to find the fetching process")
+def test_hfkv_scan_survives_a_stopped_fetching_process(fake_hub, tmp_path):
+    """The real command: its fetching process is stopped with SIGSTOP mid-scan; the scan kills it after
+    ``STALL_SECONDS`` and fetches the rest itself: every row, exit 0 (before: the scan hung forever)."""
+    config = (ROOT / "fixtures" / "Qwen__Qwen2.5-7B" / "config.json").read_bytes()
+    repos = [f"org/stall-{i:02d}" for i in range(20)]
+    for repo in repos:
+        fake_hub.add_model(repo, {"config.json": config})
+    fake_hub.latency = 0.3  # 20 repos, 2 at a time: ~3 s of fetching, time to stop the process mid-way
+    listing = tmp_path / "models.txt"
+    listing.write_text("\n".join(repos) + "\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
+    env.update(HF_HOME=str(tmp_path / "hf"), HF_HUB_DISABLE_TELEMETRY="1")
+    started = time.monotonic()
+    scan = subprocess.Popen([sys.executable, "-m", "hfkv", "scan", str(listing), "--format", "jsonl", "--jobs", "2",
+                             "--endpoint", fake_hub.url], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env)
+    try:
+        stopped = None
+        while stopped is None and time.monotonic() - started < 30 and scan.poll() is None:
+            children = _children(scan.pid)
+            if children and len(fake_hub.requests()) >= 2:
+                stopped = children[0]
+                os.kill(stopped, signal.SIGSTOP)
+            time.sleep(0.05)
+        out, err = scan.communicate(timeout=60)
+    finally:
+        fake_hub.latency = 0.0
+        if scan.poll() is None:
+            scan.kill()
+    assert stopped is not None, "the scan ended before its fetching process could be stopped"
+    assert scan.returncode == 0, err
+    assert sorted(json.loads(line)["model"] for line in out.splitlines()) == repos
+    assert not Path(f"/proc/{stopped}").exists()  # killed and reaped, not left stopped

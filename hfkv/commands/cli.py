@@ -9,6 +9,7 @@ fetched or read, 2 bad usage or a config hfkv cannot understand.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import sys
@@ -19,7 +20,7 @@ import click
 from hfkv._version import __version__
 from hfkv.commands.options import fail
 from hfkv.commands.report import report_command
-from hfkv.errors import HfkvError
+from hfkv.errors import HfkvError, bounded, one_line, system_refusal
 
 # Subcommands live in their own modules: name -> "module:attribute".
 SUBCOMMANDS = {
@@ -135,8 +136,8 @@ def run_guarded() -> int:
     except KeyboardInterrupt:
         click.echo("hfkv: interrupted", err=True)
         return 130
-    except click.ClickException as err:  # bad usage: click's own message, exit 2
-        err.show()
+    except click.ClickException as err:  # bad usage: click's own message, exit 2, on one bounded line
+        click.echo(f"hfkv: error: {usage_line(err)}", err=True)
         return err.exit_code
     except BrokenPipeError:  # `hfkv ... | head`: the reader left; say nothing more
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -144,10 +145,33 @@ def run_guarded() -> int:
     except HfkvError as err:  # raised outside a command's own per-model handling (e.g. a bad --endpoint)
         click.echo(f"hfkv: error: {err}", err=True)
         return err.exit_code
+    except OSError as err:  # the system refused: a full disk, a read-only folder, a busy file (not a bug)
+        click.echo(f"hfkv: error: {_refusal(err)}", err=True)
+        return 1
     except Exception as err:  # a bug in hfkv: still one line, and a non-zero exit
         detail = str(err).splitlines()[0][:300] if str(err) else ""
         click.echo(f"hfkv: error: internal error ({type(err).__name__}: {detail}); please report it", err=True)
         return 1
+
+
+def usage_line(err: click.ClickException) -> str:
+    """click's message on one line (its own is four: usage, a hint, a blank line, the error), with the
+    command's --help named; a 100 KB value given on the command line is quoted, not echoed whole."""
+    text = bounded(one_line(" ".join(err.format_message().split())))
+    ctx = getattr(err, "ctx", None)
+    if isinstance(err, click.UsageError) and ctx is not None:
+        text += f" (see '{ctx.command_path} --help')"
+    return text
+
+
+def _refusal(err: OSError) -> str:
+    """The line for an ``OSError`` that ended a command: the file it names; without one, the write
+    that failed was the output (stdout: ``hfkv ... > /dev/full``, a full disk or pipe device)."""
+    if err.filename is None:
+        with contextlib.suppress(OSError, ValueError, AttributeError):  # what is left would fail again at exit
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return system_refusal(err, "cannot write the output")
+    return system_refusal(err)
 
 
 def leave(code: int) -> NoReturn:
@@ -162,7 +186,13 @@ def leave(code: int) -> NoReturn:
             stream.flush()
         except BrokenPipeError:  # the reader left: what could not be written is dropped, as above
             os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
-        except (OSError, ValueError):
+        except OSError as err:  # the last of the output did not reach the disk (full): say so, exit 1
+            with contextlib.suppress(OSError, ValueError):
+                os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
+                if stream is sys.stdout:
+                    click.echo(f"hfkv: error: {system_refusal(err, 'cannot write the output')}", err=True)
+                    code = code or 1
+        except ValueError:  # closed
             pass
     atexit._run_exitfuncs()  # noqa: SLF001 - the documented handlers, run as the interpreter would
     os._exit(code if 0 <= code <= 255 else 1)

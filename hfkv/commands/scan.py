@@ -28,7 +28,7 @@ from hfkv.runtime import fetchers
 from hfkv.model import defaults as tfdefaults
 from hfkv.commands.deploy import Deployment, deployment_options
 from hfkv.commands.options import accounting_options, build_hub, build_options, fail, hub_options
-from hfkv.errors import HfkvError, UsageError, one_line
+from hfkv.errors import HfkvError, UsageError, WriteError, one_line, system_refusal
 from hfkv.runtime.files import write_atomic
 from hfkv.units import format_bytes, format_tokens
 
@@ -347,7 +347,19 @@ class JsonlWriter(Writer):
             return None
         if not isinstance(data, dict) or not isinstance(data.get("model"), str):
             return None
-        return data["model"], str(data["error"]) if "error" in data else None
+        if "error" in data:
+            return data["model"], str(data["error"])
+        if not all(_number(data.get(key)) for key in FIGURES):  # {"model": "org/m"}: not a finished row
+            return None
+        return data["model"], None
+
+
+# What a row that succeeded always carries: without them a row is not one a scan wrote.
+FIGURES = ("alpha_bytes_per_token", "gamma_bytes_per_request")
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 _FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
@@ -383,6 +395,8 @@ class CsvWriter(Writer):
         cells = next(csv.reader([line]), [])
         if len(cells) != len(self.columns.names()) or not cells[0]:
             return None
+        if not cells[-1] and not all(_figure(cells[self.columns.names().index(key)]) for key in FIGURES):
+            return None  # a row with neither figures nor an error is not one a scan wrote
         return cells[0], cells[-1] or None
 
 
@@ -413,7 +427,19 @@ class MarkdownWriter(Writer):
         cells = [c.strip() for c in self._CELL_SPLIT.split(line.strip())[1:-1]]
         if len(cells) != len(self.columns.names()) or not cells[0] or set(cells[0]) <= set("-:"):
             return None
+        if not cells[-1] and not all(_figure(cells[self.columns.names().index(key)].removesuffix(" B"))
+                                     for key in FIGURES):
+            return None  # a row with neither figures nor an error is not one a scan wrote
         return cells[0], cells[-1] or None
+
+
+def _figure(cell: str) -> bool:
+    """A csv or markdown cell holding a number (``1,234``, ``36.00 KiB``, ``0.5``)."""
+    try:
+        float(cell.replace(",", "").split(" ")[0])
+        return True
+    except ValueError:
+        return False
 
 
 WRITERS: dict[str, type[Writer]] = {"jsonl": JsonlWriter, "csv": CsvWriter, "markdown": MarkdownWriter}
@@ -472,8 +498,8 @@ def resume_file(path: Path, writer: Writer) -> dict[str, bool]:
     if wanted != text:
         try:
             write_atomic(path, wanted)
-        except OSError as err:
-            raise UsageError(f"cannot rewrite {path}: {err.strerror or type(err).__name__}") from None
+        except OSError as err:  # a full disk, say: not bad usage (exit 1); the file is as it was
+            raise WriteError(system_refusal(err, f"cannot rewrite {path}")) from None
     return done
 
 
@@ -512,8 +538,12 @@ def claim_output(path: Path, fingerprint: dict[str, Any], resume: bool) -> int |
         changed = sorted(k for k in set(recorded) | set(fingerprint) if recorded.get(k) != fingerprint.get(k))
         raise UsageError(f"--resume: {path} was written with other report options ({', '.join(changed)}); "
                          "use the same options or another --output")
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, (json.dumps(fingerprint, sort_keys=True) + "\n").encode(), 0)
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, (json.dumps(fingerprint, sort_keys=True) + "\n").encode(), 0)
+    except OSError as err:  # a full disk: the side file cannot record the options (exit 1, one line)
+        os.close(fd)
+        raise WriteError(system_refusal(err, f"cannot write {side}")) from None
     return fd
 
 
@@ -760,7 +790,7 @@ def scan_command(list_name: str, jobs: int, fmt: str | None, output: str | None,
             entries = read_list(list_name)
             done = resume_file(Path(output), writer) if resume else {}
             stream = open_output(output, resume) if output else sys.stdout
-        except UsageError as err:
+        except HfkvError as err:  # bad usage (2), or the system refused a write (1)
             fail(str(err), err.exit_code)
         failed = _scan_entries(entries, done, writer, columns, stream, output, options, weights, jobs, params,
                                deployment if deployment.planned else None)

@@ -16,6 +16,11 @@ pickled over a pipe. The pipe holds a few results at most, so memory stays flat 
 the list. If the process ends early, the entries it did not send are fetched here: a scan never
 loses a row to it. Without ``os.fork`` (Windows), on other systems (macOS forbids many libraries
 after a fork) and for short lists, the threads run in this process.
+
+The process has a deadline: while it has nothing to send it says so every ``BEAT_SECONDS``, and when
+the scan waits on it for ``STALL_SECONDS`` without hearing anything (the process was stopped with
+SIGSTOP, or is frozen some other way), it is killed and its remaining entries are fetched here. A
+fetch that is slow on the Hub does not count: the process keeps beating while its threads wait.
 """
 
 from __future__ import annotations
@@ -29,7 +34,12 @@ import threading
 from typing import Any, Callable, Iterator
 
 FORK_MIN = 16  # entries from which a fetching process repays its start (a fork: ~10 ms)
+# The fetching process sends a heartbeat when it has had nothing to send for BEAT_SECONDS; a scan
+# waiting STALL_SECONDS without a result or a heartbeat takes it for stalled (killed, entries fetched here).
+BEAT_SECONDS = 0.5
+STALL_SECONDS = 5.0
 _DONE = object()  # a worker thread's last item on the results queue
+_BEAT = "beat"  # what the fetching process sends when it is alive but has no result to send
 
 Fetch = Callable[[str], Any]
 
@@ -48,10 +58,12 @@ def _fork_helps(count: int) -> bool:
 
 
 @contextlib.contextmanager
-def _threads(todo: list[tuple[int, str]], fetch: Fetch, jobs: int) -> Iterator[Iterator[tuple[int, Any]]]:
+def _threads(todo: list[tuple[int, str]], fetch: Fetch, jobs: int,
+             idle: float | None = None) -> Iterator[Iterator[Any]]:
     """``(index, fetch(entry))`` pairs from ``jobs`` daemon threads, handed over a bounded queue:
     a fetched result is held only until it is taken, so memory does not grow with the list (a
-    pool's futures would keep every result)."""
+    pool's futures would keep every result). With ``idle``: also None after each ``idle`` seconds
+    without a result (the fetching process's cue for a heartbeat)."""
     count = min(jobs, len(todo))
     results: queue.Queue = queue.Queue(maxsize=4 * max(count, 1))
     feed, feed_lock, stop = iter(todo), threading.Lock(), threading.Event()
@@ -70,10 +82,14 @@ def _threads(todo: list[tuple[int, str]], fetch: Fetch, jobs: int) -> Iterator[I
     for number in range(count):
         threading.Thread(target=work, name=f"hfkv-fetch-{number}", daemon=True).start()
 
-    def items() -> Iterator[tuple[int, Any]]:
+    def items() -> Iterator[tuple[int, Any] | None]:
         ended = 0
         while ended < count:
-            item = results.get()
+            try:
+                item = results.get(timeout=idle)
+            except queue.Empty:
+                yield None
+                continue
             if item is _DONE:
                 ended += 1
             else:
@@ -102,10 +118,18 @@ def _forked(todo: list[tuple[int, str]], fetch: Fetch, jobs: int) -> Iterator[It
     def items() -> Iterator[tuple[int, Any]]:
         nonlocal finished
         try:
-            while (item := reader.recv()) is not None:
+            while True:
+                if not reader.poll(STALL_SECONDS):  # not a result, not a heartbeat: stopped or frozen
+                    _kill(pid)
+                    break
+                item = reader.recv()
+                if item is None:
+                    finished = True
+                    break
+                if isinstance(item, str):  # _BEAT: alive, nothing to send yet
+                    continue
                 received.add(item[0])
                 yield item
-            finished = True
         except (EOFError, OSError):  # the process ended before its last result
             pass
         if not finished:
@@ -118,10 +142,15 @@ def _forked(todo: list[tuple[int, str]], fetch: Fetch, jobs: int) -> Iterator[It
     finally:
         reader.close()
         if not finished:
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGKILL)
+            _kill(pid)
         with contextlib.suppress(OSError):
             os.waitpid(pid, 0)
+
+
+def _kill(pid: int) -> None:
+    """SIGKILL ``pid`` (it works on a stopped process too); nothing if it is gone already."""
+    with contextlib.suppress(OSError):
+        os.kill(pid, signal.SIGKILL)
 
 
 def _child(reader: Any, writer: Any, todo: list[tuple[int, str]], fetch: Fetch, jobs: int, parent: int) -> None:
@@ -132,9 +161,9 @@ def _child(reader: Any, writer: Any, todo: list[tuple[int, str]], fetch: Fetch, 
         reader.close()
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the scan's to handle
         _end_with(parent)
-        with _threads(todo, fetch, jobs) as items:
+        with _threads(todo, fetch, jobs, idle=BEAT_SECONDS) as items:
             for item in items:
-                writer.send(item)
+                writer.send(_BEAT if item is None else item)
         writer.send(None)
     except BaseException:  # noqa: BLE001 - a broken pipe (the scan ended) or a bug: the scan fetches the rest
         code = 1

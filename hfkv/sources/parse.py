@@ -13,6 +13,9 @@ from hfkv.units import format_bytes
 
 # Real quantised configs reach several MB (MiniMax-M3: 3 MB); anything past this is not a config.
 MAX_CONFIG_BYTES = 32 * 1024 * 1024
+# Levels of nested objects and arrays a config may hold: real ones hold at most 7 (Kimi-K3's
+# quantization_config); deeper ones would exhaust Python's recursion wherever they are copied or encoded.
+MAX_DEPTH = 100
 
 
 @dataclass(frozen=True)
@@ -66,14 +69,41 @@ def parse_config_bytes(raw: bytes, name: str, *, size: int | None = None) -> Any
         raise SourceError("invalid-json", f"config.json is not valid JSON: {err.msg} at line {err.lineno} column {err.colno}", source=name) from None
     except ValueError as err:  # e.g. an integer literal of more than 4300 digits
         raise SourceError("invalid-json", f"config.json holds a value Python will not read ({str(err)[:80]})", source=name) from None
-    except RecursionError:
-        raise SourceError("invalid-json", "config.json is nested too deeply", source=name) from None
+    except RecursionError:  # deeper than Python's own limit (~1,000 levels)
+        raise ConfigError(None, f"nested more than {MAX_DEPTH} levels deep; no model config is",
+                          source=name) from None
     if not isinstance(data, dict):
         raise ConfigError(None, f"config.json holds {_JSON_TYPES.get(type(data), 'a JSON value')}, not an object",
                           source=name)
+    if raw.count(b"{") + raw.count(b"[") > MAX_DEPTH:  # fewer brackets cannot nest deeper (most configs: < 50)
+        check_depth(data, name)
     if _SURROGATE_ESCAPE.search(raw):  # only an escape can produce a surrogate: the common case costs one scan
         _refuse_surrogates(data, name)
     return data
+
+
+def check_depth(data: Any, name: str, limit: int = MAX_DEPTH) -> None:
+    """``ConfigError`` (one line naming where) when ``data`` nests objects and arrays more than ``limit``
+    levels deep, or holds itself (a dict built in Python may). Iterative: it never recurses itself."""
+    # Each entry: (container, its depth, (its key, its parent's entry)); the path is spelled only for the error.
+    stack: list[tuple[Any, int, Any]] = [(data, 1, None)]
+    while stack:
+        value, depth, link = stack.pop()
+        if depth > limit:
+            raise ConfigError(None, f"nested more than {limit} levels deep (at '{_path(link)}'); no model config is",
+                              source=name)
+        items = value.items() if isinstance(value, dict) else enumerate(value)
+        stack.extend((item, depth + 1, (key, link)) for key, item in items if isinstance(item, (dict, list)))
+
+
+def _path(link: Any) -> str:
+    """'a.b[3].c' from the chain of (key, parent) links, cut in the middle past 80 characters."""
+    parts: list[str] = []
+    while link is not None:
+        key, link = link
+        parts.append(f"[{key}]" if isinstance(key, int) else f".{key}")
+    path = "".join(reversed(parts)).lstrip(".")
+    return one_line(path if len(path) <= 80 else path[:40] + "…" + path[-39:])
 
 
 def _decode(raw: bytes, name: str) -> str:
