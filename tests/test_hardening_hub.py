@@ -163,7 +163,7 @@ def test_the_helper_imports_nothing_from_the_working_directory(tmp_path, monkeyp
     helper = tfdefaults.Helper()
     try:
         assert helper.ready.wait(120)  # the real helper started and imported transformers
-        answer = helper.ask([("gemma3_text", False)], {"model_type": "gemma3_text"})
+        answer, _ = helper.ask([("gemma3_text", False)], {"model_type": "gemma3_text"})
         assert isinstance(answer, dict) and answer.get("head_dim") == 256  # transformers' own Gemma 3 default
     finally:
         helper.close()

@@ -33,9 +33,9 @@ def test_helper_answers_exactly_like_this_process():
     candidates, data = gemma_request()
     helper = tfdefaults.Helper()
     try:
-        answer = helper.ask(candidates, data)
+        answer, status = helper.ask(candidates, data)
         assert helper.ready.is_set()
-        assert answer == tfdefaults.compute(candidates, data)
+        assert (answer, status) == tfdefaults.compute_status(candidates, data) and status == tfdefaults.ANSWERED
         assert (answer["num_key_value_heads"], answer["head_dim"]) == (4, 256)
     finally:
         helper.close()
@@ -109,7 +109,7 @@ class SlowStart:
         self.ready = threading.Event()
 
     def ask(self, candidates: Any, data: dict) -> Any:
-        return tfdefaults.compute(candidates, data)
+        return tfdefaults.compute_status(candidates, data)
 
 
 def scan_rows(monkeypatch, helper: SlowStart, paths: list[Path], on_row=None) -> list:
@@ -157,33 +157,188 @@ def test_deferring_is_per_thread_and_restored():
         tfdefaults._active = None
 
 
+def fresh_store(monkeypatch) -> None:
+    """What a new process sees: nothing of the store read yet."""
+    monkeypatch.setattr(tfdefaults, "_STORE", tfdefaults.Store())
+
+
+def store_root(tmp_path: Path) -> Path:
+    return Path(tfdefaults._store_path())
+
+
+def no_transformers(*args):
+    raise AssertionError("transformers asked again")
+
+
 def test_answers_are_kept_on_disk_and_need_no_transformers_next_time(monkeypatch, tmp_path):
     monkeypatch.setenv("HF_HOME", str(tmp_path / "home"))
     candidates, data = gemma_request()
     assert tfdefaults.lookup(candidates, data)["head_dim"] == 256  # computed (transformers imported)
-    files = list((tmp_path / "home" / "hfkv").glob("tfdefaults-*.jsonl"))
-    assert len(files) == 1 and len(files[0].read_text().splitlines()) == 1
-
-    def no_transformers(*args):
-        raise AssertionError("transformers asked again")
-
+    answers = list((store_root(tmp_path) / "answers").glob("*/*.json"))
+    assert len(answers) == 1
     monkeypatch.setattr(tfdefaults, "_ask", no_transformers)
-    monkeypatch.setattr(tfdefaults, "_ANSWERS", tfdefaults.AnswerFile())  # a new process's view
+    fresh_store(monkeypatch)
     with tfdefaults.deferring():  # no NotReady, no helper: the answer is on disk
-        assert tfdefaults.lookup(candidates, data)["head_dim"] == 256
-    files[0].write_text("not json\n" + files[0].read_text())  # a damaged line is skipped
-    monkeypatch.setattr(tfdefaults, "_ANSWERS", tfdefaults.AnswerFile())
-    assert tfdefaults.lookup(candidates, data)["head_dim"] == 256
+        assert tfdefaults.lookup(candidates, data) == tfdefaults.compute(candidates, data)
+    answers[0].write_text("not json")  # a damaged answer is no answer: computed again
+    fresh_store(monkeypatch)
+    with pytest.raises(AssertionError, match="asked again"):
+        tfdefaults.lookup(candidates, data)
 
 
-def test_the_answer_file_is_not_written_through_a_symlink(monkeypatch, tmp_path):
+def test_a_planted_link_is_neither_read_nor_written_through(monkeypatch, tmp_path):
     monkeypatch.setenv("HF_HOME", str(tmp_path / "home"))
-    path = Path(tfdefaults._answers_path())
-    path.parent.mkdir(parents=True)
-    victim = tmp_path / "victim"
-    victim.write_text("precious\n")
-    path.symlink_to(victim)
     candidates, data = gemma_request()
-    monkeypatch.setattr(tfdefaults, "_ANSWERS", tfdefaults.AnswerFile())
-    assert tfdefaults.lookup(candidates, data)["head_dim"] == 256  # still answered
-    assert victim.read_text() == "precious\n"
+    tfdefaults.lookup(candidates, data)
+    [answer] = list((store_root(tmp_path) / "answers").glob("*/*.json"))
+    victim = tmp_path / "victim"
+    victim.write_text(answer.read_text())
+    answer.unlink()
+    answer.symlink_to(victim)
+    fresh_store(monkeypatch)
+    assert tfdefaults.lookup(candidates, data)["head_dim"] == 256  # the link is not read: computed, kept anew
+    assert not answer.is_symlink() and victim.read_text() == json.dumps(json.loads(victim.read_text()))
+
+
+# -- a store that stays small and is read in constant time (issue 23) ---------------------------------
+
+
+def test_a_lookup_reads_a_few_small_files_whatever_the_store_holds(monkeypatch, tmp_path):
+    """Before: one JSONL file, appended without bound (9.5 MB after a day) and parsed whole at every
+    start. Now a lookup opens types.json, its types' key lists and one answer, however many are kept."""
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "home"))
+    candidates, data = gemma_request()
+    for size in range(300):  # 300 distinct configs answered and kept
+        tfdefaults.lookup(candidates, dict(data, vocab_size=1000 + size))
+    assert len(list((store_root(tmp_path) / "answers").glob("*/*.json"))) == 300
+    fresh_store(monkeypatch)
+    monkeypatch.setattr(tfdefaults, "_ask", no_transformers)
+    opened: list[str] = []
+    read = tfdefaults._read_json
+    monkeypatch.setattr(tfdefaults, "_read_json", lambda path: (opened.append(path), read(path))[1])
+    assert tfdefaults.lookup(candidates, dict(data, vocab_size=1042))["vocab_size"] == 1042
+    names = sorted(Path(p).relative_to(store_root(tmp_path)).parts[0] for p in opened)
+    assert names == ["answers", "keys", "keys", "keys", "types.json"]  # _shared, gemma3_text, gemma3
+
+
+def test_the_store_is_bounded(monkeypatch, tmp_path):
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "home"))
+    monkeypatch.setattr(tfdefaults, "SHARD_LIMIT", 2)
+    candidates, data = gemma_request()
+    for size in range(600):
+        tfdefaults.lookup(candidates, dict(data, vocab_size=2000 + size))
+    shards = [shard for shard in (store_root(tmp_path) / "answers").iterdir()]
+    assert all(len(list(shard.iterdir())) <= 2 for shard in shards)  # 256 shards × 2 at most
+    assert len(list((store_root(tmp_path) / "answers").glob("*/*.json"))) <= 2 * 256
+
+
+def test_an_answer_is_kept_as_what_differs_from_its_config(monkeypatch, tmp_path):
+    """A legal 100,000-layer config: its layer_types are the config's own, not copied into the store."""
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "home"))
+    config = json.loads(LLAMA2.read_text()) | {"num_hidden_layers": 100_000,
+                                                  "layer_types": ["full_attention"] * 100_000}
+    answer = tfdefaults.lookup([("llama", False)], config)
+    assert answer["layer_types"] == config["layer_types"] and answer["rope_parameters"]["rope_theta"] == 10000.0
+    [kept] = list((store_root(tmp_path) / "answers").glob("*/*.json"))
+    assert kept.stat().st_size < 4096
+    fresh_store(monkeypatch)
+    monkeypatch.setattr(tfdefaults, "_ask", no_transformers)
+    assert tfdefaults.lookup([("llama", False)], config) == answer
+
+
+def test_the_previous_unbounded_file_is_removed(monkeypatch, tmp_path):
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "home"))
+    old = Path(tfdefaults._store_path()).parent / f"tfdefaults-{tfdefaults.transformers_version()}-1.jsonl"
+    old.parent.mkdir(parents=True)
+    old.write_text('{"key": "x", "defaults": {}}\n' * 1000)
+    tfdefaults.lookup(*gemma_request())
+    assert not old.exists()
+
+
+# -- negative answers, junk keys ----------------------------------------------------------------------
+
+
+def test_a_model_type_transformers_does_not_know_is_answered_without_importing_it(monkeypatch, tmp_path):
+    """Before: looked up again on every run (--engine vllm: +1.5 s each, transformers imported to say no)."""
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "home"))
+    config = json.loads(LLAMA2.read_text()) | {"model_type": "not_in_transformers"}
+    assert tfdefaults.lookup([("not_in_transformers", False)], config) is None  # imports transformers once
+    fresh_store(monkeypatch)
+    monkeypatch.setattr(tfdefaults, "_ask", no_transformers)
+    assert tfdefaults.lookup([("not_in_transformers", False)], config) is None
+    assert tfdefaults.lookup([("another_unknown", False), ("", True)], {"x": 1}) is None
+
+
+def test_a_config_no_class_accepts_is_kept_as_such(monkeypatch, tmp_path):
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "home"))
+    monkeypatch.setattr(tfdefaults, "compute_status", lambda c, d: (None, tfdefaults.REJECTED))
+    candidates, data = gemma_request()
+    tfdefaults._STORE.note(["gemma3", "gemma3_text"], {"gemma3": frozenset({"a"}), "gemma3_text": frozenset({"b"})})
+    assert tfdefaults.lookup(candidates, data) is None
+    fresh_store(monkeypatch)
+    monkeypatch.setattr(tfdefaults, "_ask", no_transformers)
+    assert tfdefaults.lookup(candidates, data) is None  # kept: not asked again
+
+
+def test_junk_keys_never_reach_a_config_class(monkeypatch):
+    seen: list[dict] = []
+
+    class Recorder:
+        hidden_size: int = 0  # a name this class's code spells
+
+        def __init__(self, **kwargs):
+            seen.append(kwargs)
+
+        def to_dict(self):
+            return {"ok": True}
+
+    monkeypatch.setattr(tfdefaults, "_config_mapping", lambda: {"x": Recorder})
+    monkeypatch.setattr(tfdefaults, "_STORE", tfdefaults.Store())
+    junk = {f"junk_{i}": i for i in range(100_000)}
+    tfdefaults.compute([("x", False)], {"hidden_size": 8, "num_hidden_layers": 2, **junk})
+    assert seen == [{"hidden_size": 8, "num_hidden_layers": 2}]  # words of this file; no junk_*
+
+
+def test_junk_keys_cost_no_time(monkeypatch, tmp_path):
+    """100,000 junk keys: the class was built with all of them (~40 µs each: 4-12 s here); now with its own."""
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "home"))
+    config = json.loads(LLAMA2.read_text())
+    tfdefaults.compute([("llama", False)], config)  # transformers imported, not timed
+    junk = {f"junk_{i}": i for i in range(100_000)}
+    started = time.process_time()
+    answer = tfdefaults.lookup([("llama", False)], {**config, **junk})
+    assert time.process_time() - started < 1.0
+    assert answer == tfdefaults.compute([("llama", False)], config)  # the same answer as without the junk
+
+
+def test_dropping_keys_outside_the_vocabulary_changes_no_answer_on_the_bundled_configs():
+    """Every fixture whose mapper asks transformers: the defaults for the keys its config lacks are
+    the same whether the class got every key or only its vocabulary's."""
+    from transformers import CONFIG_MAPPING
+
+    checked = 0
+    for path in sorted(ROOT.glob("fixtures/*/config.json")):
+        config = json.loads(path.read_text())
+        text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
+        model_type = text.get("model_type") or config.get("model_type")
+        if model_type not in CONFIG_MAPPING:
+            continue
+        filtered = tfdefaults.compute([(model_type, False)], text)
+        vocabulary = tfdefaults.vocabulary_of
+        try:
+            tfdefaults.vocabulary_of = lambda cls, mapping=None: None  # every key, as before
+            whole = tfdefaults.compute([(model_type, False)], text)
+        finally:
+            tfdefaults.vocabulary_of = vocabulary
+        assert (filtered is None) == (whole is None), path
+        if whole is not None:
+            missing = {k for k in whole if text.get(k) is None}
+            assert {k: filtered.get(k) for k in missing} == {k: whole[k] for k in missing}, path
+            checked += 1
+    assert checked > 80
+
+
+def test_the_transformers_version_is_read_without_importing_anything():
+    from importlib.metadata import version
+
+    assert tfdefaults._find_version() == version("transformers")

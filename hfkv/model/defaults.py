@@ -24,12 +24,16 @@ import hashlib
 import json
 import os
 import queue
+import re
 import signal
+import stat
 import subprocess
 import sys
 import threading
 from pathlib import Path
 from typing import Any, Iterator
+
+from hfkv.runtime.files import write_atomic
 
 Candidates = list[tuple[str, bool]]  # (model_type, take get_text_config())
 
@@ -68,19 +72,48 @@ def ready() -> bool:
 
 
 def lookup(candidates: Candidates, data: dict) -> dict | None:
-    """Defaults for ``data`` (see the module docstring): from the answers kept on disk
-    (``AnswerFile``), else from the helper process when one runs, else computed here."""
-    key = answer_key(candidates, data)
-    kept = _ANSWERS.get(key)
-    if kept is not None:
-        return kept
-    answer = _ask(candidates, data)
-    if answer is not None:
-        _ANSWERS.put(key, answer)
+    """Defaults for ``data`` (see the module docstring): from the answers kept on disk (``Store``),
+    else from the helper process when one runs, else computed here.
+
+    Kept on disk, per transformers version: which model types transformers knows (a type it does
+    not know is answered None at once, without importing it), the keys each known type's config
+    class can read (``vocabulary_of``; the others are dropped before any class is built and before
+    the answer is looked up, so junk keys cost neither time nor disk), and each answer (or a class's
+    refusal, None) under a hash of the candidates and the kept keys."""
+    types = [t for t, _ in candidates if t]
+    known = _STORE.known_types()
+    if known is not None and not any(t in known for t in types):
+        return None  # no class of this transformers takes these types: nothing to import
+    key = _key(candidates, data, types)
+    if key is not None:
+        found, answer = _STORE.get(*key)
+        if found:
+            return answer
+    answer, status = _ask(candidates, data)
+    if status in (ANSWERED, REJECTED):  # UNAVAILABLE (no transformers) is not an answer to keep
+        key = key or _key(candidates, data, types)  # the lookup just made wrote the vocabulary
+        if key is not None:
+            _STORE.put(*key, answer)
     return answer
 
 
-def _ask(candidates: Candidates, data: dict) -> dict | None:
+def _key(candidates: Candidates, data: dict, types: list[str]) -> tuple[str, dict] | None:
+    """(the answer's key, the config as the class sees it: ``kept``), once the vocabulary is known."""
+    vocabulary = _STORE.vocabulary(types)
+    if vocabulary is None:
+        return None
+    seen = kept(data, vocabulary)
+    return answer_key(candidates, seen), seen
+
+
+def kept(data: dict, vocabulary: "frozenset[str] | None") -> dict:
+    """``data`` without ``DROPPED_KEYS`` and, given a vocabulary, without the keys outside it."""
+    if vocabulary is None:
+        return {k: v for k, v in data.items() if k not in DROPPED_KEYS}
+    return {k: v for k, v in data.items() if k in vocabulary and k not in DROPPED_KEYS}
+
+
+def _ask(candidates: Candidates, data: dict) -> tuple[dict | None, str]:
     helper = _active
     if helper is None and _may_start and getattr(_local, "defer", False):
         helper = _start_helper()
@@ -90,13 +123,16 @@ def _ask(candidates: Candidates, data: dict) -> dict | None:
         answer = helper.ask(candidates, data)
         if answer is not _FAILED:
             return answer
-    return compute(candidates, data)
+    return compute_status(candidates, data)
 
 
 # -- answers kept on disk ---------------------------------------------------------------------------
 
-ANSWERS_FORMAT = 1  # bump when compute() would answer differently for the same input
-ANSWERS_LIMIT = 64 * 1024 * 1024  # bytes of the answer file read at most; past it, it is ignored
+ANSWERS_FORMAT = 2  # bump when compute() would answer differently for the same input
+ANSWER_LIMIT = 1024 * 1024  # bytes of one kept answer (and of any file of the store read); larger: not kept
+SHARD_LIMIT = 32  # answers kept per shard folder (256 shards: 8,192 answers at most), the oldest dropped
+ANSWERED, REJECTED, UNKNOWN, UNAVAILABLE = "answered", "rejected", "unknown", "unavailable"
+_STATUSES = (ANSWERED, REJECTED, UNKNOWN, UNAVAILABLE)
 
 
 def answer_key(candidates: Candidates, data: dict) -> str:
@@ -105,113 +141,327 @@ def answer_key(candidates: Candidates, data: dict) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-class AnswerFile:
-    """Answers of ``compute`` kept between runs, one JSON line each, in
-    ``$HF_HOME/hfkv/tfdefaults-<transformers version>-<format>.jsonl``.
+class Store:
+    """What ``compute`` found, kept between runs in ``$HF_HOME/hfkv/tfdefaults-<transformers version>-2/``.
 
-    transformers costs 0.7-1.6 s to import; its answers for one config never change for one
-    version of it, so a config seen before (a second report, a warm scan) needs no import at
-    all. Only dict answers are kept (None may mean transformers is missing or broken). The file
-    holds data only (read with ``json``); a damaged line is skipped; any error reading or
-    writing it (read-only home, no transformers) just means no kept answers. Appends are opened
-    without following a symlink.
+    transformers costs 0.7-1.6 s to import; its answers never change for one version of it, so a
+    config seen before (a second report, a warm scan) and a model type it does not know need no
+    import at all. Bounded and indexed: a lookup opens a few small files whatever the store holds
+    (``types.json``, ``keys/<type>.json``, ``answers/<ab>/<key>.json``); each of the 256 shards
+    keeps its ``SHARD_LIMIT`` newest answers, each at most ``ANSWER_LIMIT`` bytes. An answer is
+    kept as what differs from the config it answers (the config's own values are not copied), so it
+    stays small whatever the config's size. Files hold JSON data only; anything unreadable, damaged
+    or not a regular file (a planted link is not followed) is no answer; a store that cannot be
+    written (read-only home, full disk) only means nothing is kept. Writes are atomic
+    (``write_atomic``). The single ``tfdefaults-*-1.jsonl`` file of the previous format (it grew
+    without bound and was read whole at every start) is removed when the store is first written.
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._answers: dict[str, dict] | None = None
-        self._path: str | None = None
+        self._root: str | None = None
+        self._known: frozenset[str] | None = None
+        self._vocabulary: dict[str, frozenset[str]] = {}
 
-    def get(self, key: str) -> dict | None:
+    def root(self) -> str | None:
+        """This store's folder for the current ``HF_HOME`` and transformers (None: no transformers)."""
+        root = _store_path()
         with self._lock:
-            return self._load().get(key)
+            if root != self._root:  # another HF_HOME (tests) or a first call: forget what was read
+                self._root, self._known, self._vocabulary = root, None, {}
+        return root
 
-    def put(self, key: str, answer: dict) -> None:
-        with self._lock:
-            answers = self._load()
-            if key in answers or self._path is None:
+    def known_types(self) -> frozenset[str] | None:
+        """The model types this transformers has a config class for, once a lookup has imported it."""
+        root = self.root()
+        if root is None:
+            return None
+        if self._known is None:
+            found = _read_json(os.path.join(root, "types.json"))
+            types = found.get("model_types") if isinstance(found, dict) else None
+            if isinstance(types, list):
+                self._known = frozenset(str(t) for t in types)
+        return self._known
+
+    def vocabulary(self, types: list[str]) -> frozenset[str] | None:
+        """The keys the config classes of ``types`` can read (None until a lookup has written them)."""
+        root, known = self.root(), self.known_types()
+        if root is None or known is None:
+            return None
+        words: set[str] = set()
+        for name in ["_shared", *(t for t in types if t in known)]:
+            if name not in self._vocabulary:
+                found = _read_json(os.path.join(root, "keys", (name if name == "_shared" else _file_name(name)) + ".json"))
+                if not isinstance(found, dict) or not isinstance(found.get("keys"), list):
+                    return None
+                self._vocabulary[name] = frozenset(str(k) for k in found["keys"])
+            words |= self._vocabulary[name]
+        return frozenset(words)
+
+    def get(self, key: str, seen: dict) -> tuple[bool, dict | None]:
+        """(found, the answer) for ``key``; ``seen``: the config it was asked for (``kept``)."""
+        root = self.root()
+        found = _read_json(self._answer_path(root, key)) if root is not None and _HEX.fullmatch(key) else None
+        if not isinstance(found, dict) or found.get("key") != key or "changed" not in found:
+            return False, None
+        changed, absent = found["changed"], found.get("absent") or []
+        if changed is None:
+            return True, None  # no class accepted this config: None, as compute() said
+        if not isinstance(changed, dict) or not isinstance(absent, list):
+            return False, None
+        dropped = set(absent)
+        return True, {**{k: v for k, v in seen.items() if k not in dropped}, **changed}
+
+    def put(self, key: str, seen: dict, answer: dict | None) -> None:
+        """Keep ``answer`` (None: refused) for ``key`` as its difference from ``seen``."""
+        root = self.root()
+        if root is None or not _HEX.fullmatch(key):
+            return
+        record: dict[str, Any] = {"key": key, "changed": None}
+        if answer is not None:
+            record["changed"] = {k: v for k, v in answer.items() if k not in seen or not _same(seen[k], v)}
+            record["absent"] = [k for k in seen if k not in answer]
+        text = json.dumps(record, sort_keys=True)
+        if len(text) > ANSWER_LIMIT:
+            return
+        path = self._answer_path(root, key)
+        try:
+            write_atomic(path, text)
+        except OSError:
+            return
+        self._trim(os.path.dirname(path))
+
+    def note(self, types: list[str], vocabulary: dict[str, frozenset[str]]) -> None:
+        """Record the model types transformers knows and the vocabulary of some (``compute`` calls it)."""
+        root = self.root()
+        if root is None:
+            return
+        try:
+            if types and not os.path.exists(os.path.join(root, "types.json")):
+                write_atomic(os.path.join(root, "types.json"), json.dumps({"model_types": sorted(types)}))
+                _remove_previous_format(os.path.dirname(root))
+            shared = _shared_vocabulary()
+            if vocabulary and not os.path.exists(os.path.join(root, "keys", "_shared.json")):
+                write_atomic(os.path.join(root, "keys", "_shared.json"), json.dumps({"keys": sorted(shared)}))
+            for model_type, words in vocabulary.items():  # each type's own words: ~100 times smaller
+                path = os.path.join(root, "keys", _file_name(model_type) + ".json")
+                if not os.path.exists(path):
+                    write_atomic(path, json.dumps({"keys": sorted(words - shared)}))
+        except OSError:
+            pass
+
+    @staticmethod
+    def _answer_path(root: str, key: str) -> str:
+        return os.path.join(root, "answers", key[:2], key + ".json")
+
+    @staticmethod
+    def _trim(shard: str) -> None:
+        """Keep the ``SHARD_LIMIT`` newest answers of a shard (a listing of ~32 names: constant work)."""
+        try:
+            names = [n for n in os.listdir(shard) if n.endswith(".json")]
+            if len(names) <= SHARD_LIMIT:
                 return
-            answers[key] = answer
-            line = json.dumps({"key": key, "defaults": answer}, sort_keys=True) + "\n"
-            try:
-                os.makedirs(os.path.dirname(self._path), exist_ok=True)
-                fd = os.open(self._path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
-                with os.fdopen(fd, "a", encoding="utf-8") as handle:
-                    handle.write(line)
-            except OSError:
-                pass
+            dated = sorted((os.stat(os.path.join(shard, n)).st_mtime, n) for n in names)
+            for _, name in dated[: len(names) - SHARD_LIMIT]:
+                os.unlink(os.path.join(shard, name))
+        except OSError:
+            pass
 
-    def _load(self) -> dict[str, dict]:
-        """The answers of the file for the current ``HF_HOME`` (read again when it changes)."""
-        path = _answers_path()
-        if self._answers is None or path != self._path:
-            self._path = path
-            self._answers = _read_answers(path) if path is not None else {}
-        return self._answers
+
+_HEX = re.compile(r"[0-9a-f]{64}")
+
+
+def _same(a: Any, b: Any) -> bool:
+    return type(a) is type(b) and a == b
+
+
+def _file_name(model_type: str) -> str:
+    """A file stem for a model type (transformers' own names: plain; anything else is hashed)."""
+    if re.fullmatch(r"[a-z0-9][a-z0-9_.-]{0,80}", model_type) and ".." not in model_type:
+        return model_type
+    return "type-" + hashlib.sha256(model_type.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def _read_json(path: str) -> Any:
+    """The JSON in ``path``, or None: missing, unreadable, not a regular file (a link is not followed),
+    over ``ANSWER_LIMIT`` bytes, or not JSON."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        raw = os.read(fd, ANSWER_LIMIT + 1)
+        if len(raw) > ANSWER_LIMIT:
+            return None
+        return json.loads(raw)
+    except (OSError, ValueError, RecursionError):
+        return None
+    finally:
+        os.close(fd)
+
+
+def _remove_previous_format(folder: str) -> None:
+    """Delete the answer files of format 1 (``tfdefaults-<version>-1.jsonl``: unbounded, read whole)."""
+    with contextlib.suppress(OSError):
+        for name in os.listdir(folder):
+            if name.startswith("tfdefaults-") and name.endswith("-1.jsonl"):
+                with contextlib.suppress(OSError):
+                    os.unlink(os.path.join(folder, name))
 
 
 _TF_VERSION: list[str | None] = []  # transformers' installed version, looked up once
 
 
-def _answers_path() -> str | None:
-    """The answer file for the installed transformers under ``HF_HOME``, or None without one."""
+def transformers_version() -> str | None:
+    """The installed transformers' version, without importing it: the name of its ``.dist-info``
+    folder beside the package (one directory listing), else ``importlib.metadata``; None when it
+    is not installed."""
     if not _TF_VERSION:
-        from importlib.metadata import PackageNotFoundError, version
+        _TF_VERSION.append(_find_version())
+    return _TF_VERSION[0]
 
-        try:
-            found: str | None = version("transformers")
-        except (PackageNotFoundError, ValueError):
-            found = None
-        _TF_VERSION.append(found)
-    if _TF_VERSION[0] is None:
+
+def _find_version() -> str | None:
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec("transformers")
+    except (ImportError, ValueError):
+        return None
+    if spec is None:
+        return None
+    origin = spec.origin or next(iter(spec.submodule_search_locations or []), None)
+    if origin:
+        site = os.path.dirname(os.path.dirname(os.path.abspath(origin)))
+        with contextlib.suppress(OSError):
+            found = [n[len("transformers-"):-len(".dist-info")] for n in os.listdir(site)
+                     if n.startswith("transformers-") and n.endswith(".dist-info")]
+            if len(found) == 1:
+                return found[0]
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("transformers")
+    except (PackageNotFoundError, ValueError):
+        return None
+
+
+def _store_path() -> str | None:
+    """The store's folder for the installed transformers under ``HF_HOME``, or None without one."""
+    found = transformers_version()
+    if found is None:
         return None
     home = os.environ.get("HF_HOME") or os.path.join(os.path.expanduser("~"), ".cache", "huggingface")
-    safe = "".join(c if c.isalnum() or c in ".-+" else "_" for c in _TF_VERSION[0])
-    return os.path.join(home, "hfkv", f"tfdefaults-{safe}-{ANSWERS_FORMAT}.jsonl")
+    safe = "".join(c if c.isalnum() or c in ".-+" else "_" for c in found)
+    return os.path.join(home, "hfkv", f"tfdefaults-{safe}-{ANSWERS_FORMAT}")
 
 
-def _read_answers(path: str) -> dict[str, dict]:
-    answers: dict[str, dict] = {}
-    try:
-        with open(path, "rb") as handle:
-            raw = handle.read(ANSWERS_LIMIT + 1)
-    except OSError:
-        return answers
-    if len(raw) > ANSWERS_LIMIT:
-        return answers
-    for line in raw.decode("utf-8", "replace").splitlines():
-        try:
-            item = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(item, dict) and isinstance(item.get("key"), str) and isinstance(item.get("defaults"), dict):
-            answers[item["key"]] = item["defaults"]
-    return answers
-
-
-_ANSWERS = AnswerFile()
+_STORE = Store()
 
 
 def compute(candidates: Candidates, data: dict) -> dict | None:
-    """``lookup`` in this process."""
+    """``lookup`` in this process, nothing kept (see ``compute_status``)."""
+    return compute_status(candidates, data)[0]
+
+
+def compute_status(candidates: Candidates, data: dict) -> tuple[dict | None, str]:
+    """(the defaults, ``ANSWERED``), else (None, why): ``REJECTED`` (no class of the candidate types
+    accepts the config, not even bare), ``UNKNOWN`` (transformers has none of the types),
+    ``UNAVAILABLE`` (transformers missing or broken). The config class is built with the keys it
+    can read only (``vocabulary_of``): a config with 1.5 million junk keys builds it with its own.
+    The types transformers knows and the vocabularies are recorded in the store (``Store.note``)."""
     mapping = _config_mapping()
     if mapping is None:  # transformers missing or broken: no defaults, the mapper decides
-        return None
-    kwargs = {k: v for k, v in data.items() if k not in DROPPED_KEYS}
-    for model_type, text_of_it in candidates:
-        with _LOCK:  # the first lookup of a type imports its configuration module
-            if not model_type or model_type not in mapping:
-                continue
-            cls = mapping[model_type]
+        return None, UNAVAILABLE
+    classes: list[tuple[str, Any, bool]] = []
+    with _LOCK:  # the first lookup of a type imports its configuration module
+        for model_type, text_of_it in candidates:
+            if model_type and model_type in mapping:
+                classes.append((model_type, mapping[model_type], text_of_it))
+    vocabulary = {t: vocabulary_of(cls, mapping) for t, cls, _ in classes}
+    _STORE.note(_mapping_keys(mapping), {t: v for t, v in vocabulary.items() if v is not None})
+    if not classes:
+        return None, UNKNOWN
+    words = None if any(v is None for v in vocabulary.values()) else frozenset().union(*vocabulary.values())
+    kwargs = kept(data, words)
+    for _, cls, text_of_it in classes:
         for attempt in (kwargs, {}):
             try:
                 config = cls(**attempt)
                 if text_of_it:
                     config = config.get_text_config()
-                return _plain(config.to_dict())
+                return _plain(config.to_dict()), ANSWERED
             except Exception:  # strict dataclass checks reject odd values; try bare defaults
                 continue
-    return None
+    return None, REJECTED
+
+
+def _mapping_keys(mapping: Any) -> list[str]:
+    try:
+        return [str(k) for k in mapping.keys()]
+    except Exception:
+        return []
+
+
+_VOCABULARY: dict[Any, "frozenset[str] | None"] = {}
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# Modules whose code reads a config's keyword arguments for every class (legacy names, RoPE, backbones).
+_SHARED_MODULES = ("transformers.configuration_utils", "transformers.modeling_rope_utils",
+                   "transformers.utils.backbone_utils")
+
+
+def _shared_vocabulary() -> frozenset[str]:
+    """The words every class's vocabulary holds: its base class's and the shared modules' (stored once)."""
+    with contextlib.suppress(Exception):
+        from transformers import PretrainedConfig
+
+        return vocabulary_of(PretrainedConfig) or frozenset()
+    return frozenset()
+
+
+def vocabulary_of(cls: Any, mapping: Any = None) -> "frozenset[str] | None":
+    """Every key the config class ``cls`` could read: each word of the source of the modules that
+    define it, its bases and its sub-configs' classes (recursively), and of the modules every class
+    shares; its fields and ``attribute_map`` too. A key outside it is a name the classes' code never
+    spells, so dropping it changes nothing but the time (and the copy ``to_dict`` returns). None
+    (keep every key) when a source cannot be read."""
+    if cls in _VOCABULARY:
+        return _VOCABULARY[cls]
+    words: set[str] = set()
+    modules: set[str] = set()
+    todo, seen = [cls], set()
+    while todo:
+        current = todo.pop()
+        if current in seen or not isinstance(current, type):
+            continue
+        seen.add(current)
+        modules.update(base.__module__ for base in current.__mro__ if base is not object)
+        words.update(getattr(current, "attribute_map", None) or {})
+        words.update(getattr(current, "__dataclass_fields__", None) or {})
+        for spec in (getattr(current, "sub_configs_defaults", None) or {}).values():
+            todo.append(getattr(spec, "config_class", None))
+            default_type = getattr(spec, "model_type", None)
+            if mapping is not None and default_type:
+                with contextlib.suppress(Exception):
+                    todo.append(mapping[default_type])
+    result: frozenset[str] | None
+    try:
+        for name in [*sorted(modules), *_SHARED_MODULES]:
+            module = sys.modules.get(name)
+            path = getattr(module, "__file__", None)
+            if not path:
+                if name in _SHARED_MODULES:
+                    continue  # not in this version of transformers, or not imported: not used
+                raise OSError(name)
+            with open(path, encoding="utf-8", errors="replace") as handle:
+                words.update(_WORD.findall(handle.read()))
+        result = frozenset(words)
+    except OSError:
+        result = None
+    _VOCABULARY[cls] = result
+    return result
 
 
 def _plain(data: dict) -> dict:
@@ -266,7 +516,7 @@ class Helper:
         self._answers.put(None)  # the child ended
 
     def ask(self, candidates: Candidates, data: dict) -> Any:
-        """The child's answer, or ``_FAILED`` (the caller computes in process)."""
+        """The child's (answer, status) (``compute_status``), or ``_FAILED`` (the caller computes in process)."""
         with self._lock:
             if self._dead:
                 return _FAILED
@@ -274,9 +524,10 @@ class Helper:
                 self._proc.stdin.write(json.dumps({"candidates": candidates, "data": data}) + "\n")
                 self._proc.stdin.flush()
                 line = self._answers.get(timeout=HELPER_TIMEOUT)
-                answer = json.loads(line)["defaults"]
-                if answer is None or isinstance(answer, dict):
-                    return answer
+                reply = json.loads(line)
+                answer, status = reply["defaults"], reply["status"]
+                if (answer is None or isinstance(answer, dict)) and status in _STATUSES:
+                    return answer, status
             except (OSError, ValueError, TypeError, KeyError, queue.Empty):
                 pass
             self._dead = True
@@ -355,10 +606,10 @@ def serve() -> None:
         try:
             request = json.loads(line)
             candidates = [(str(t), bool(text)) for t, text in request["candidates"]]
-            answer = compute(candidates, request["data"])
+            answer, status = compute_status(candidates, request["data"])
         except Exception:
-            answer = None
-        out.write(json.dumps({"defaults": answer}) + "\n")
+            answer, status = None, UNAVAILABLE
+        out.write(json.dumps({"defaults": answer, "status": status}) + "\n")
         out.flush()
 
 

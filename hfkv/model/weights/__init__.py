@@ -134,10 +134,16 @@ def estimate_weights(config: dict) -> WeightsEstimate | Unknown:
     if str(text.get("expert_dtype") or config.get("expert_dtype") or "").lower() in ("fp4", "mxfp4"):
         quant.fp4_experts()
     params: dict[str, int] = {r: 0 for r in ROLES}
-    sizes: dict[str, Fraction] = {r: Fraction(0) for r in ROLES}
+    whole: dict[str, int] = {r: 0 for r in ROLES}  # integer bytes summed apart: Fraction sums cost ~7 µs each
+    parts: dict[str, Fraction] = {r: Fraction(0) for r in ROLES}
     for t in built.tensors:
         params[t.role] += t.numel
-        sizes[t.role] += quant.bytes_of(t)
+        size = quant.bytes_of(t)
+        if type(size) is int:
+            whole[t.role] += size
+        else:
+            parts[t.role] += size
+    sizes = {r: parts[r] + whole[r] for r in ROLES}
     breakdown = {r: RoleWeights(params[r], math.ceil(sizes[r])) for r in ROLES if params[r]}
     total_p = sum(params.values())
     total_b = math.ceil(sum(sizes.values()))

@@ -63,8 +63,8 @@ class Builder:
         self.notes: list[str] = []
 
     def add(self, name, role, kind, shape, count=1, exempt=False, dtype_bytes=None):
-        shape = tuple(int(s) for s in shape)
-        if count > 0 and all(s > 0 for s in shape):
+        shape = tuple(map(int, shape))
+        if count > 0 and (not shape or min(shape) > 0):
             self.tensors.append(Tensor(name, role, kind, shape, int(count), exempt, dtype_bytes))
 
     def linear(self, name, out, inp, role, bias=False, count=1, exempt=False):

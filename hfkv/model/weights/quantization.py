@@ -294,9 +294,11 @@ class Quantization:
             return None
         return self.default
 
-    def bytes_of(self, t: Tensor) -> Fraction:
+    def bytes_of(self, t: Tensor) -> Fraction | int:
+        """Bytes of ``t``: an exact integer when it is stored unquantised (most tensors: summed as
+        integers, which a 100,000-layer config needs to stay fast), else a Fraction (scales, packing)."""
         scheme = self.scheme_for(t)
         if scheme is None or len(t.shape) != 2:
-            return Fraction(t.numel * (t.dtype_bytes or self.base))
+            return t.numel * (t.dtype_bytes or self.base)
         out, inp = t.shape
         return scheme.linear_bytes(out, inp) * t.count
