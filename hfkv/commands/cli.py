@@ -21,6 +21,7 @@ from hfkv._version import __version__
 from hfkv.commands.options import fail
 from hfkv.commands.report import report_command
 from hfkv.errors import HfkvError, bounded, one_line, system_refusal
+from hfkv.runtime import notices
 
 # Subcommands live in their own modules: name -> "module:attribute".
 SUBCOMMANDS = {
@@ -109,6 +110,7 @@ def main() -> None:
     hfkv plan MODEL --requests N --context S --gpu H200   the fewest GPUs that hold them
     """
     quiet_libraries()
+    notices.enabled = _stderr_is_a_terminal()  # retries and slow Hub answers said as they happen
 
 
 main.add_command(report_command)
@@ -152,6 +154,13 @@ def run_guarded() -> int:
         detail = str(err).splitlines()[0][:300] if str(err) else ""
         click.echo(f"hfkv: error: internal error ({type(err).__name__}: {detail}); please report it", err=True)
         return 1
+
+
+def _stderr_is_a_terminal() -> bool:
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        return False
 
 
 def usage_line(err: click.ClickException) -> str:

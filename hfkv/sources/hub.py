@@ -42,6 +42,7 @@ from urllib.parse import quote, urlencode, urlsplit, urlunsplit
 
 from hfkv._version import __version__
 from hfkv.sources import cache as hubcache
+from hfkv.runtime import notices
 from hfkv.runtime.deadlines import install_deadlines, request_deadline
 from hfkv.sources.failures import (RETRIED_STATUSES, BodyCut, is_request_error, is_transport_error, library_sleep,
                       retry_after_seconds, retry_once, second_try_helps, status_of, transient, transport_reason)
@@ -107,6 +108,7 @@ class HubClient:
         self._lock = threading.Lock()
         self._prefetched: dict[tuple[str, str | None], Future] = {}
         install_deadlines()
+        notices.install()  # a person at a terminal hears of retries and slow answers (hfkv's command line)
 
     def __repr__(self) -> str:
         token = {None: "implicit", True: "stored", False: "none"}.get(self._token, "explicit")  # type: ignore[arg-type]
@@ -153,7 +155,8 @@ class HubClient:
         if self.prefetch_weights and not self.offline:
             self._start_weights(repo_id, revision)
         try:
-            return self._load(repo_id, revision)
+            with notices.waiting(self.host, f"each try ends after {self._timeout():g} s, {self.retries} retries"):
+                return self._load(repo_id, revision)
         except Exception as err:
             with self._lock:  # no report will ask for these weights
                 self._prefetched.pop((repo_id, revision), None)
@@ -200,7 +203,10 @@ class HubClient:
                     raise SourceError("rate-limited", f"rate-limited by {self.host} (HTTP 429): the Hub asks to wait "
                                                       f"{asked} s, more than hfkv waits ({MAX_WAIT_SECONDS} s); retry "
                                                       "later", source=repo_id) from None
-                library_sleep(asked + 1 if asked is not None else min(8.0, 2.0 ** tries))
+                wait = asked + 1 if asked is not None else min(8.0, 2.0 ** tries)
+                notices.note(self.host, f"rate-limited by {self.host} (HTTP 429); trying again in {wait:g} s "
+                                        f"(retry {tries + 1} of {retries})")
+                library_sleep(wait)
                 tries += 1
 
     def _fetch(self, repo_id: str, revision: str | None, *, retries: int) -> LoadedConfig:
