@@ -293,3 +293,27 @@ def test_markdown_reports_and_index_have_no_live_link_or_image(tmp_path):
         assert "<img" not in rendered  # ... as text
         hrefs = re.findall(r'<a href="([^"]*)"', rendered)
         assert all(re.fullmatch(r"[A-Za-z0-9._-]+\.(md|json)", h) for h in hrefs), hrefs  # only our own files
+
+
+# -- saves stay a bounded share of a pass however many reports the state holds ---------------------------
+
+
+def test_a_slow_save_is_made_less_often(tmp_path, monkeypatch):
+    """A save rewrites the whole index and state (O(reports): ~0.5 s at 6,000); saving every 2 s
+    whatever it costs made a long pass quadratic. The next save waits 10 × what the last one took."""
+    import time
+
+    out = tmp_path / "out"
+    saves: list[int] = []
+    real = watch.save_state
+
+    def slow_save(path, state):
+        saves.append(len(state["models"]))
+        time.sleep(0.2)  # as a state of thousands of reports
+        real(path, state)
+
+    monkeypatch.setattr(watch, "save_state", slow_save)
+    monkeypatch.setattr(watch, "COMMIT_SECONDS", 0.0)
+    summary = watch.poll(Listing([f"{ORG}/s{i}" for i in range(15)]), config(out))
+    assert len(summary.written) == 15 and saves[-1] == 15
+    assert len(saves) <= 4  # the first run's save, one after the first model, the end (was 16: one per model)
