@@ -359,15 +359,34 @@ def test_vllm_kimi_linear_with_mla_use_nope_starts():
     assert out["num_blocks"] > 0
 
 
-def test_vllm_unregistered_architecture_has_no_kv_groups():
+def test_vllm_pooling_model_with_encoder_only_attention_has_no_kv_groups():
+    # registry.py registers Lfm2BidirectionalModel only as a pooling model; lfm2.py decorates it
+    # @attn_type("encoder_only"): EncoderOnlyAttention.get_kv_cache_spec returns None and the bidirectional
+    # convolutions keep no state, so vLLM starts with no KV cache groups (one block, nothing logged).
     from types import SimpleNamespace
 
     from hfkv.model.dtypes import Precision
 
     r = SimpleNamespace(layer_specs=[], precision=Precision(kv="bf16"), tensor_parallel_size=1,
                         architectures=["Lfm2BidirectionalModel"], model_type="lfm2", config={})
-    with pytest.raises(VllmRefusal, match="registers no Lfm2BidirectionalModel as a generation model"):
+    out = simulate(r, engine="vllm", budget_bytes=40 << 30, max_model_len=None)
+    assert (out["kv_cache_groups"], out["bytes_per_block"], out["blocks_per_request"], out["num_blocks"]) == ([], 0, 0, 1)
+    assert out["kv_cache_tokens"] is None and out["max_concurrency"] is None
+    with pytest.raises(VllmRefusal, match="SupportsPP"):  # the class lacks SupportsPP (asked in vLLM's venv)
+        simulate(report("LiquidAI__LFM2.5-Embedding-350M"), engine="vllm", pipeline_parallel_size=2)
+
+
+def test_vllm_pooling_model_with_causal_layers_is_not_sized():
+    from types import SimpleNamespace
+
+    from hfkv.errors import UnsupportedModelError
+    from hfkv.model.dtypes import Precision
+
+    r = SimpleNamespace(layer_specs=[], precision=Precision(kv="bf16"), tensor_parallel_size=1,
+                        architectures=["Qwen2Model"], model_type="qwen2", config={})
+    with pytest.raises(UnsupportedModelError, match="only as a pooling model") as err:
         simulate(r, engine="vllm", budget_bytes=None, max_model_len=None)
+    assert not isinstance(err.value, VllmRefusal)  # hfkv's own limit, not vLLM's refusal
 
 
 def test_vllm_ampere_backends_for_sinks_prefix_and_fp8():

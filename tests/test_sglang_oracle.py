@@ -32,63 +32,29 @@ SOURCES = {
     "b200": ORACLES / "sglang-0.5.23-b200.jsonl",
     "budget": ORACLES / "sglang-0.5.23-budget.jsonl",
     "fixtures": ORACLES / "sglang-0.5.23-fixtures.jsonl",
+    "configs": ORACLES / "sglang-0.5.23-configs.jsonl",
 }
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 CAPABILITY = {"H200": "9.0", "B200": "10.0"}
 
-# Rows whose SGLang figure hfkv cannot reproduce yet, and why: strict xfails, so a row that starts to
-# match fails until it is taken off this list.
-UNLIMITED_OCR_GAP = (
-    "hfkv/engines/sglang/startup.py: SGLang sizes Unlimited-OCR's full-attention layers (R-SWA keeps the prompt) in "
-    "an all-SWA HybridSWAPoolConfigurator; hfkv's SGLang mode uses DefaultPoolConfigurator (same bytes per "
-    "token)"
-)
-KNOWN_GAPS = {f"h200-baidu__Unlimited-OCR-tp1-{dtype}": UNLIMITED_OCR_GAP for dtype in ("bf16", "fp8")}
+# Rows whose SGLang figure hfkv cannot reproduce yet, each with SGLang's own reason, are the sglang rows of
+# tests/oracles/known-gaps.tsv (engine, config, TP, KV dtype, reason; shared with the vLLM sweep): the H200
+# rows of that config, TP and dtype are strict xfails, so a row that starts to match fails until it is taken
+# off the file. (Minimal fixtures SGLang's own code raises on, its all-SWA Unlimited-OCR pool, Qwen3-ASR in
+# transformers' format, DeepSeek-V4.1's cap mode.)
+KNOWN_GAPS_FILE = ORACLES / "known-gaps.tsv"
 
-# Fixture configs SGLang's own code raises on (the fixtures are minimal: transformers' defaults or an engine
-# log's transcription, so keys SGLang's config classes read are absent); hfkv sizes them with the defaults
-# and does not yet refuse. fixture -> SGLang's code and error (the row's ``error`` / ``state.error``):
-SGLANG_RAISES = {
-    "LiquidAI__LFM2-1.2B-transformers-defaults": "configs/lfm2.py Lfm2Config's state shapes: "
-        "AttributeError 'NoneType' object has no attribute 'shape'",
-    "Qwen__Qwen3.5-27B-transformers-defaults": "create_memory_pool_configurator: 'Qwen3_5TextConfig' object "
-        "has no attribute 'full_attention_interval'",
-    "XiaomiMiMo__MiMo-7B-RL-from-engine-log": "ServerArgs resolution: the remote-code config has no vocab_size",
-    "XiaomiMiMo__MiMo-V2-Flash-transformers-defaults": "configs/model_config.py (hybrid layer ids): TypeError "
-        "'NoneType' object is not subscriptable",
-    "dots-studio__dots3-note-prev-transformers-defaults": "ServerArgs resolution: 'PreTrainedConfig' object has "
-        "no attribute 'vocab_size'",
-    "ibm-granite__granite-speech-3.2-8b-transformers-defaults": "configs/granitemoehybrid.py: mamba_d_head (auto) "
-        "* mamba_n_heads (128) must equal mamba_intermediate_size (8192)",
-    "moonshotai__Kimi-Linear-48B-A3B-Instruct-transformers-defaults": "KimiLinearConfig's state shapes: "
-        "TypeError 'NoneType' object is not subscriptable",
-    "openbmb__MiniCPM3-4B-transformers-defaults": "ServerArgs resolution: the remote-code config has no vocab_size",
-    "state-spaces__mamba2-2.8b-transformers-defaults": "Mamba2Config's state shapes: 'Mamba2Config' object has no "
-        "attribute 'intermediate_size'",
-    "stepfun-ai__Step-3.7-Flash-transformers-defaults": "configs/model_config.py get_hybrid_layer_ids: TypeError "
-        "'NoneType' object is not iterable",
-    "thinkingmachines__Inkling-transformers-defaults": "pool_configurator.py HybridSWAPoolConfigurator: 'Hybrid "
-        "SWA model must have at least one SWA layer'",
-    "zai-org__GLM-5.3-Flash-transformers-defaults": "arg_groups/mamba_hook.py validate_mamba_extra_buffer asserts",
-}
-# Fixture rows SGLang sizes and hfkv does not reproduce. fixture -> why:
-FIXTURE_GAPS = {
-    "Qwen__Qwen3-ASR-transformers-defaults": "configs/qwen3_asr.py: Qwen3ASRConfig reads the text model only "
-        "from thinker_config; this transformers-format config has none, so SGLang sizes a default Qwen3Config "
-        "(32 layers × 32 KV heads: 524288 B/token); hfkv sizes the config's text_config (114688)",
-    "openai__whisper-large-v3": "models/whisper.py is native: SGLang sizes encoder_layers + 2·decoder_layers "
-        "layers (96 × 5120 B); hfkv's engine modes refuse encoder-decoder models (hfkv/engines/__init__.py)",
-    "deepseek-ai__DeepSeek-V4.1-synthetic": "pool_configurator.py DSV4PoolConfigurator takes cap mode for "
-        "V4.1 (_resolve_swa_cap_tokens: 606464 SWA tokens as fixed bytes, 1632.5 B per full token, ratio 0.1); "
-        "hfkv sizes SWA per full token (653 + 3 × 326.5 + 0.1 × 23400 = 3972.5) and warns",
-    "distil-whisper__distil-large-v3": "models/whisper.py is native: SGLang sizes encoder_layers + "
-        "2·decoder_layers layers (36 × 5120 B); hfkv's engine modes refuse encoder-decoder models",
-}
-for _name, _why in [*((n, f"SGLang raises on this config ({w}); hfkv sizes it") for n, w in SGLANG_RAISES.items()),
-                    *FIXTURE_GAPS.items()]:
-    KNOWN_GAPS.update({f"h200-{_name}-tp{tp}-{dtype}": _why for tp in (1, 8) for dtype in ("bf16", "fp8")})
-for _tp in (1, 8):  # with a bf16 KV, hfkv refuses V4.1 as SGLang's start-up does (startup_failure): no gap
-    del KNOWN_GAPS[f"h200-deepseek-ai__DeepSeek-V4.1-synthetic-tp{_tp}-bf16"]
+
+def known_gaps(engine: str) -> dict[str, str]:
+    """row id (``row_id``'s H200 form) -> reason, for ``engine``'s rows of ``KNOWN_GAPS_FILE``."""
+    lines = KNOWN_GAPS_FILE.read_text(encoding="utf-8").splitlines()
+    assert lines[0].split("\t") == ["engine", "config", "tp", "kv_cache_dtype", "reason"], lines[0]
+    cells = [line.split("\t") for line in lines[1:] if line.strip()]
+    return {f"h200-{config.removesuffix('.json')}-tp{tp}-{kv}": reason
+            for eng, config, tp, kv, reason in cells if eng == engine}
+
+
+KNOWN_GAPS = known_gaps("sglang")
 
 # Rows the oracle sizes (it never builds the model) but SGLang crashes on while building it: the
 # attention class asserts that TP divides the query heads. hfkv refuses them naming the assertion.
@@ -104,8 +70,19 @@ BUILD_ASSERTS = {
 }
 
 
-def build_failure(row: dict) -> tuple[str, str] | None:
-    """(the class, the assertion) SGLang's model build fails on for this row (``BUILD_ASSERTS``), or None."""
+# The same for a MoE block's ValueError: config -> (SGLang class, its source, the config's expert count); the
+# block raises when the TP it compares (qwen3_moe.py: get_parallel().moe_tp_size, TP without EP) exceeds it.
+BUILD_EXPERTS = {
+    "Qwen__Qwen3-30B-A3B__experts-4.json": ("Qwen3MoeSparseMoeBlock", "models/qwen3_moe.py", 4),  # 8 > 4
+}
+
+
+def build_failure(row: dict) -> tuple[str, ...] | None:
+    """Words of the failure SGLang's model build raises for this row (``BUILD_ASSERTS``, ``BUILD_EXPERTS``),
+    or None."""
+    cls, _, experts = BUILD_EXPERTS.get(row["config"], (None, None, None))
+    if cls is not None and row["tp"] > experts:
+        return cls, f"Tensor parallel size {row['tp']} is greater than the number of experts {experts}."
     cls, _, heads = BUILD_ASSERTS.get(row["config"], (None, None, None))
     if cls is None or heads % row["tp"] == 0:
         return None
@@ -115,7 +92,7 @@ def build_failure(row: dict) -> tuple[str, str] | None:
 
 def rows(source: str) -> list[dict]:
     path = SOURCES[source]
-    if not path.is_file() or (source != "fixtures" and not HUB_CONFIGS.is_dir()):
+    if not path.is_file() or (source != "fixtures" and not HUB_CONFIGS.is_dir()):  # configs: hub edits among them
         return []
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
@@ -139,10 +116,26 @@ def gap_marks(name: str) -> tuple:
     return (pytest.mark.xfail(strict=True, reason=reason),) if reason else ()
 
 
+ORACLE_CONFIGS = ORACLES / "configs"  # configs written for rows no hub config or fixture holds
+
+
 def config_path(row: dict) -> Path:
-    """The row's config: the shared hub config, else the fixture of that name (a model no hub config holds)."""
-    hub = HUB_CONFIGS / row["config"]
-    return hub if hub.is_file() else FIXTURES / row["config"].removesuffix(".json") / "config.json"
+    """The row's config: the shared hub config, else ``tests/oracles/configs/``, else the fixture of that
+    name (a model no hub config holds)."""
+    for path in (HUB_CONFIGS / row["config"], ORACLE_CONFIGS / row["config"]):
+        if path.is_file():
+            return path
+    return FIXTURES / row["config"].removesuffix(".json") / "config.json"
+
+
+def config_data(row: dict) -> dict:
+    """The row's config; a ``tests/oracles/configs`` edit of a hub config (``{"edit_of", "set"}``) applied."""
+    data = json.loads(config_path(row).read_text())
+    if set(data) == {"edit_of", "set"}:
+        edited = json.loads((HUB_CONFIGS / data["edit_of"]).read_text())
+        edited.update(data["set"])
+        return edited
+    return data
 
 
 def capability(row: dict) -> str:
@@ -151,7 +144,7 @@ def capability(row: dict) -> str:
 
 def run(row: dict, budget: int | None = None, max_model_len: int | None = None, **knobs) -> dict:
     """hfkv's SGLang mode on the row's config, KV dtype, TP and GPU, with ``knobs`` (HfkvError propagates)."""
-    data = json.loads(config_path(row).read_text())
+    data = config_data(row)
     report = inspect_config(data, model=row["config"], options=Options(
         kv_cache_dtype=row["kv_cache_dtype_requested"], tensor_parallel_size=row["tp"]))
     return simulate(report, engine="sglang", budget_bytes=budget, max_model_len=max_model_len,
@@ -164,9 +157,17 @@ CONFIG_CLASS_RENAMES = {"Olmo3ForCausalLM": "configs/olmo3.py", "DeepseekV41ForC
 
 
 def served(row: dict) -> bool:
-    """SGLang sizes this row for a model it serves: status ok, or renamed to a native class by its config class."""
+    """SGLang sizes this row for a model it serves: status ok, or renamed to a native class by its config class
+    (mamba_ssm's raw config, no architectures at all, is its MambaConfig: ``RAW_MAMBA``)."""
     first = (row.get("architectures") or [None])[0]
-    return row["status"] == "ok" or (row["status"] == "non_native_arch" and first in CONFIG_CLASS_RENAMES)
+    raw_mamba = (row.get("model_config") or {}).get("hf_config_class") == RAW_MAMBA and first is None
+    return row["status"] == "ok" or (row["status"] == "non_native_arch" and (first in CONFIG_CLASS_RENAMES or raw_mamba))
+
+
+# utils/hf_transformers/config.py _try_load_raw_mamba_config: a config with d_model and ssm_cfg and neither
+# model_type nor architectures becomes SGLang's MambaConfig (MambaForCausalLM, native); the oracle labels the
+# row non_native_arch from the raw (absent) architectures but sizes it through that config class.
+RAW_MAMBA = "MambaConfig"
 
 
 def startup_failure(row: dict) -> str | None:
@@ -252,7 +253,7 @@ def check_context_length(row: dict, out: dict) -> None:
     assert out["context_length"] == expected
 
 
-@pytest.mark.parametrize("row", params("h200") + params("b200") + params("fixtures"))
+@pytest.mark.parametrize("row", params("h200") + params("b200") + params("fixtures") + params("configs"))
 def test_per_token_figures_match_sglang(row):
     if not served(row):
         expect_refusal_or_warning(row, reason_words(row))

@@ -14,6 +14,7 @@ on every figure vLLM logs or keeps. Rows where the oracle itself failed offline 
 from __future__ import annotations
 
 import json
+import re
 from functools import lru_cache
 from pathlib import Path
 
@@ -30,6 +31,7 @@ HERE = Path(__file__).resolve().parent
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 HUB_CONFIGS = SHARED / "hub-configs"
 FIXTURES = HERE.parent / "fixtures"  # configs of vllm-0.33.0-fixtures.jsonl: fixtures/<name>/config.json
+ORACLE_CONFIGS = HERE / "oracles" / "configs"  # configs written for rows no hub config or fixture holds
 FIXTURE_ROWS = HERE / "oracles" / "vllm-0.33.0-fixtures.jsonl"
 ORACLE_FILES = (SHARED / "engine-oracles" / "vllm-0.33.0-h200.jsonl", *sorted((HERE / "oracles").glob("vllm-*.jsonl")))
 SM_OF_PLATFORM = {"H200": "9.0", "B200": "10.0", "A100": "8.0"}
@@ -82,20 +84,30 @@ OFFLINE_ERRORS = {
 }
 
 
-# Rows hfkv's vLLM mode does not match yet, and the engine change that would: they must still mismatch
-# (test_known_gaps_still_differ), so a row that starts to match fails until it is taken off this list.
-KNOWN_GAPS: dict = {  # (config, TP, KV dtype) -> why hfkv does not match vLLM yet
-    ("openai__whisper-large-v3.json", 1, "bf16"): "vLLM refuses the explicit bf16 KV of a float16 model first; hfkv's "
-                                                  "engines/__init__.py refuses encoder-decoder models before it",
-    ("openai__whisper-large-v3.json", 1, "fp8"): "vLLM serves Whisper with cross-attention (CrossAttentionSpec) "
-                                                 "groups; hfkv's engine modes do not model cross-attention pools",
-    ("distil-whisper__distil-large-v3.json", 1, "bf16"): "as whisper-large-v3 bf16: vLLM's float-KV refusal comes "
-                                                         "before hfkv's encoder-decoder refusal",
-    ("distil-whisper__distil-large-v3.json", 1, "fp8"): "as whisper-large-v3 fp8: cross-attention pools not modelled",
-    **{("dots-studio__dots3-note-prev-transformers-defaults.json", 1, kv):
-       "vLLM's Dots3NoteConfig is a flat DeepseekV3Config: with the fixture's nested text_config (transformers' "
-       "layout) get_hf_text_config refuses (no num_attention_heads); hfkv reads the nested form and answers"
-       for kv in ("bf16", "fp8")},
+# Rows hfkv's vLLM mode does not match yet, each with the engine's own reason: tests/oracles/known-gaps.tsv
+# (engine, config, TP, KV dtype, reason), shared with the SGLang sweep. They must still mismatch
+# (test_known_gaps_still_differ), so a row that starts to match fails until it is taken off the file.
+KNOWN_GAPS_FILE = HERE / "oracles" / "known-gaps.tsv"
+
+
+def known_gaps(engine: str) -> dict:
+    """(config, TP, KV dtype) -> reason, for ``engine``'s rows of ``KNOWN_GAPS_FILE``."""
+    lines = KNOWN_GAPS_FILE.read_text(encoding="utf-8").splitlines()
+    assert lines[0].split("\t") == ["engine", "config", "tp", "kv_cache_dtype", "reason"], lines[0]
+    cells = [line.split("\t") for line in lines[1:] if line.strip()]
+    return {(config, int(tp), kv): reason for eng, config, tp, kv, reason in cells if eng == engine}
+
+
+KNOWN_GAPS = known_gaps("vllm")
+
+
+# Rows where the oracle's start-up stops before the weights load (it builds the model on the meta device) but
+# vLLM would fail loading them: hfkv refuses, with a reason containing these words. config -> (words, why).
+LOAD_FAILURES = {
+    f"Qwen__Qwen3-8B__mlx-{bits}bit.json": ("MLX's format", "MLX's quantization_config has no quant_method: "
+        "_verify_quantization quantizes nothing and vLLM builds a bf16 Qwen3, which cannot load MLX's packed "
+        f"{bits}-bit weights and their scales/biases")
+    for bits in (4, 8)
 }
 
 
@@ -130,13 +142,25 @@ def capability(row: dict) -> str:
 
 def config_data(row: dict) -> dict:
     """The row's config: its window-configs entry when there is one (``_helpers.window_config``), else
-    the shared hub config, else the fixture of that name (a model no hub config holds)."""
+    the shared hub config, else ``tests/oracles/configs/``, else the fixture of that name (a model no hub
+    config holds)."""
     edited = window_config(row["config"])
     if edited is not None:
         return edited
-    hub = HUB_CONFIGS / row["config"]
-    path = hub if hub.is_file() else FIXTURES / row["config"].removesuffix(".json") / "config.json"
-    return json.loads(path.read_text())
+    for path in (HUB_CONFIGS / row["config"], ORACLE_CONFIGS / row["config"]):
+        if path.is_file():
+            return oracle_config(json.loads(path.read_text()))
+    return json.loads((FIXTURES / row["config"].removesuffix(".json") / "config.json").read_text())
+
+
+def oracle_config(data: dict) -> dict:
+    """A config of ``tests/oracles/configs``: as written, or an edit of a shared hub config
+    (``{"edit_of": hub config, "set": {key: value}}``, top-level keys; the hub configs are never copied)."""
+    if set(data) != {"edit_of", "set"}:
+        return data
+    edited = json.loads((HUB_CONFIGS / data["edit_of"]).read_text())
+    edited.update(data["set"])
+    return edited
 
 
 class ModelRefused(Exception):
@@ -182,11 +206,15 @@ def run_hfkv(row: dict):
 REASON_CHARS = 36  # how much of vLLM's own message hfkv's refusal must repeat
 
 
+MODEL_FOLDER = re.compile(r"^(Unrecognized model) in .*?\.(?= Should)")  # transformers names the folder: the oracle's is a temp one
+
+
 def vllm_reason(error: str) -> str:
-    """The start of vLLM's own message inside the oracle's error text (pydantic's wrapper dropped)."""
+    """The start of vLLM's own message inside the oracle's error text (pydantic's wrapper dropped, the model
+    folder transformers names left out)."""
     text = error.split("Value error, ", 1)[-1] if "Value error, " in error else error
     text = text.split(": ", 1)[1] if text.split(": ", 1)[0].endswith("Error") else text
-    return text.strip().splitlines()[0][:REASON_CHARS]
+    return MODEL_FOLDER.sub(r"\1.", text.strip().splitlines()[0])[:REASON_CHARS]
 
 
 def refused_like_vllm(err, error: str | None = None) -> bool:
@@ -195,7 +223,7 @@ def refused_like_vllm(err, error: str | None = None) -> bool:
         return True
     if err is None or "vLLM" not in str(err):
         return False
-    return error is None or vllm_reason(error) in str(err)
+    return error is None or vllm_reason(error) in MODEL_FOLDER.sub(r"\1.", str(err).split("start: ", 1)[-1])
 
 
 def fit_error(row: dict) -> bool:
@@ -205,14 +233,27 @@ def fit_error(row: dict) -> bool:
 def mismatches(row: dict, out: dict | None, err: HfkvError | None) -> list[str]:
     """What differs between vLLM's row and hfkv's answer (empty when they agree)."""
     error = row.get("error")
+    if row["config"] in LOAD_FAILURES:
+        words, why = LOAD_FAILURES[row["config"]]
+        ok = err is not None and "vLLM" in str(err) and words in str(err)
+        return [] if ok else [f"vLLM fails to load the weights ({why}); hfkv says {out or err}"]
     if error and not fit_error(row):
         if err is None:
             return [f"vLLM refuses ({error.splitlines()[0][:120]}) but hfkv answers"]
         if not refused_like_vllm(err, error):
             return [f"hfkv refuses without vLLM's reason ({vllm_reason(error)!r}): {err}"]
         return []
-    if row.get("num_groups") == 0:  # vLLM serves no generation model: no KV cache at all
-        return [] if refused_like_vllm(err) else [f"vLLM allocates no KV groups; hfkv: {out or err}"]
+    if row.get("num_groups") == 0:  # a pooling model with encoder-only attention: vLLM starts with no KV cache
+        if isinstance(err, ModelRefused):  # hfkv's own refusal of an encoder-only model: no cache either
+            return []
+        if err is not None:
+            return [f"vLLM starts with no KV cache groups; hfkv refuses: {err}"]
+        return [f"{name}: vLLM {row.get(key)}, hfkv {out.get(out_key)}" for name, key, out_key in (
+            ("groups", "num_groups", "kv_cache_groups"), ("block_size", "block_size", "block_size"),
+            ("bytes_per_block", "bytes_per_block", "bytes_per_block"), ("num_blocks", "num_blocks", "num_blocks"),
+            ("blocks_per_request", "blocks_per_request", "blocks_per_request"),
+            ("max_model_len", "max_model_len", "max_model_len"), ("kv_cache_tokens", "kv_cache_tokens", "kv_cache_tokens"))
+            if (len(out[out_key]) if key == "num_groups" else out.get(out_key)) != row.get(key)]
     if fit_error(row):
         if err is None or getattr(err, "details", None) is None or "To serve at least one request" not in str(err):
             return [f"vLLM refuses (one request does not fit) but hfkv says {out or err}"]

@@ -49,7 +49,7 @@ from typing import Any
 
 from hfkv.engines import layout as lay
 from hfkv.engines.contract import ENGINES, VERSIONS, Device, EngineInput, EngineKnobs, MemoryBudget
-from hfkv.errors import UnsupportedModelError, UsageError
+from hfkv.errors import UsageError
 
 __all__ = ["ENGINES", "VERSIONS", "EngineInput", "EngineKnobs", "check_layout", "memory_budget", "simulate"]
 
@@ -77,11 +77,6 @@ def simulate(
         raise UsageError(f"the KV budget must be positive, got {budget_bytes}")
     resolved = EngineKnobs.resolve(knobs)
     model = EngineInput.of(report)
-    if any(part.kind == "cross" for layer in model.layer_specs for part in layer.parts):
-        # SGLang reserves encoder + 2·decoder layer slots per token for Whisper, vLLM a cross-attention
-        # spec per decoder layer: neither is modelled here.
-        raise UnsupportedModelError("engine modes do not model cross-attention pools (encoder-decoder models); "
-                                    "the theory figures stand")
     module = engine_module(name)
     shape = lay.resolve(resolved, model.tensor_parallel_size, name, len(model.layer_specs), model.config)
     resolved = resolved.replace(data_parallel_size=shape.dp, pipeline_parallel_size=shape.pp,

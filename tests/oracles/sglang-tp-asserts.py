@@ -25,6 +25,7 @@ from pathlib import Path
 
 TSV = Path(__file__).resolve().parents[2] / "hfkv" / "engines" / "sglang" / "0.5.23.tsv"
 MODELS = "sglang.srt.models"
+PACKAGE = "sglang"  # imports followed: this package's (tests/oracles/tp-experts.py points a copy at vllm)
 TP_NAME = re.compile(r"tp|world_size|shard")
 TOWER = re.compile(r"vision|visual|vit|audio|siglip|clip|whisper|encoder|image|pixtral|navit|projector|resampler",
                    re.I)
@@ -47,7 +48,8 @@ def module_ast(module: str) -> ast.Module | None:
 def absolute(module: str, node: ast.ImportFrom) -> str:
     if not node.level:
         return node.module or ""
-    parts = module.split(".")[: -node.level]
+    package = sglang_root().joinpath(*module.split("."), "__init__.py").exists()  # a package's own level
+    parts = module.split(".")[: len(module.split(".")) - node.level + package]
     return ".".join(parts + ([node.module] if node.module else []))
 
 
@@ -81,7 +83,7 @@ def resolve(module: str, name: str, depth: int = 0) -> tuple[str, ast.AST] | Non
             return resolve(module, value.id, depth + 1)
         return module, ast.ClassDef(name=f"<{name}>", bases=[], keywords=[], body=[ast.Expr(value)],
                                     decorator_list=[], type_params=[])
-    if name in imports and imports[name][0].startswith("sglang."):
+    if name in imports and imports[name][0].startswith(PACKAGE + "."):
         return resolve(*imports[name], depth + 1)
     return None
 

@@ -10,6 +10,8 @@ overrides, ``overrides._mla_backend_page_constraints``); hfkv replays the outcom
   page 64, other MLA flashinfer page 1; the Qwen3-Next / Qwen3.5 family triton, page 1; DSA page
   ``64·index_kpool`` with the raw 576 B fp8 latent (trtllm kernels) and ``auto`` = fp8_e4m3 unless the
   config has a learnable sink (``overrides._dsa_kv_cache_dtype_default``); MiniMax-M3 page 128.
+- An architecture ``get_default_attn_backend`` answers for itself (``ArchFacts.attention_backend``:
+  Whisper's flashinfer, page 1) gets it on every generation.
 - Other generations: the SM90 choices, with a warning that SGLang's backend choice there is not
   modelled.
 
@@ -65,6 +67,9 @@ def plan(report: EngineInput, layers: list[LayerSpec], knobs: EngineKnobs, warni
     if sm not in (9, 10):
         warnings.append(f"SGLang's attention backend on SM{sm}x is not modelled: page size and KV layout "
                         "are those of SM90 (H200)")
+    forced = next((f for f in known if f.attention_backend), None)
+    if forced is not None and not dsa and not mla:  # get_default_attn_backend's own answer (Whisper: flashinfer)
+        return Plan(kv, 1, forced.attention_backend, False)
     pinned = next((f for f in known if f.page_size), None)
     if pinned is not None:  # a model override pins the page on every generation (MiniMax-M3)
         return Plan(kv, pinned.page_size, (pinned.sm100_attention_backend or "trtllm_mha") if sm == 10

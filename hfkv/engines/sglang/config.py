@@ -15,10 +15,15 @@ differ from the report's:
   (hidden_size, 1) tensor (``prev_hs``) feeds replicated projections, so ``mamba2_cache_params`` keeps it
   whole on every TP rank (``replicated_state``); only the (H + K)·hd conv tensor is split.
 
+- Whisper (``ArchFacts.encoder_decoder_layers``): ``ModelConfig`` sizes ``encoder_layers + 2 ·
+  decoder_layers`` layers, the encoder's and the decoder's self-attention and the decoder's
+  cross-attention each one slot of the cell, with the heads the config class reads
+  (``encoder_attention_heads`` through ``WhisperConfig.attribute_map``, head size ``d_model`` over them).
+
 ``context_length`` is SGLang's ``ModelConfig.context_len``: the given ``--context-length``, else
 ``utils/hf_transformers/common.py:get_context_length`` (the first of ``CONTEXT_LENGTH_KEYS``, times a
 rope-scaling factor unless the scaling names ``original_max_position_embeddings`` or is llama3; 2048
-when the config has none of the keys).
+when the config has none of the keys, nor its config class: ``ModelTypeFacts.context_length_keys``).
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from hfkv.errors import UsageError
-from hfkv.model.specs import FullAttention, LayerSpec, ShortConvState
+from hfkv.model.specs import CrossAttention, FullAttention, LayerSpec, ShortConvState
 from hfkv.engines.contract import EngineInput
 from hfkv.engines.sglang import registry
 
@@ -37,7 +42,9 @@ DEFAULT_CONTEXT_LENGTH = 2048
 
 def context_length(report: EngineInput, max_model_len: int | None, assumptions: list[str], warnings: list[str]) -> int:
     """SGLang's context length (module docstring); warnings where SGLang would object or hfkv guesses."""
-    derived = derived_context_length(report.config or {}, getattr(report, "max_position_embeddings", None))
+    class_keys = registry.model_type(report).context_length_keys != "none"
+    derived = derived_context_length(report.config or {},
+                                     getattr(report, "max_position_embeddings", None) if class_keys else None)
     if max_model_len is not None:
         if max_model_len < 1:
             raise UsageError(f"--max-model-len must be positive, got {max_model_len}")
@@ -66,6 +73,20 @@ def derived_context_length(config: dict, max_positions: int | None) -> int | Non
     return None if value is None else int(factor * value)
 
 
+# _try_load_raw_mamba_config builds MambaConfig(hidden_size=d_model, num_hidden_layers=n_layer,
+# state_size=ssm_cfg.d_state, ...): the other mamba_ssm keys keep MambaConfig's defaults, which are these.
+RAW_MAMBA_UNREAD = {"layer": "Mamba1", "d_conv": 4, "expand": 2, "dt_rank": "auto"}
+
+
+def raw_mamba_unread(report: EngineInput) -> str | None:
+    """The ``ssm_cfg`` keys SGLang's raw mapping does not read whose values differ from what it builds,
+    as ``key X (the checkpoint's Y)``; None when the model it builds is the checkpoint's."""
+    ssm = (getattr(report, "root_config", None) or getattr(report, "config", None) or {}).get("ssm_cfg") or {}
+    differ = [f"{key} {built} (the checkpoint's {ssm[key]})" for key, built in RAW_MAMBA_UNREAD.items()
+              if isinstance(ssm, dict) and key in ssm and ssm[key] != built]
+    return ", ".join(differ) or None
+
+
 def sglang_layers(report: EngineInput) -> tuple[list[LayerSpec], list[str]]:
     """(the layers SGLang sizes, notes on how they differ from the report's)."""
     layers, notes = list(report.layer_specs), []
@@ -76,7 +97,31 @@ def sglang_layers(report: EngineInput) -> tuple[list[LayerSpec], list[str]]:
             notes.append(f"SGLang sizes all {len(layers)} layers (num_effective_layers), {filled} no-op "
                          "attention blocks included, each like an attention block")
     layers = even_layers_only(report, layers, notes)
+    layers = encoder_decoder_layers(report, layers, notes)
     return layers, notes
+
+
+def encoder_decoder_layers(report: EngineInput, layers: list[LayerSpec], notes: list[str]) -> list[LayerSpec]:
+    """Whisper: ``encoder_layers + 2 · decoder_layers`` full-attention slots (module docstring), with the
+    KV heads and head size SGLang's config class reads; the decoder's cross-attention parts themselves
+    are not a separate pool."""
+    found = [f for f in registry.arch_facts(report) if f.encoder_decoder_layers]  # any of the architectures
+    decoder = [layer for layer in layers if any(isinstance(p, CrossAttention) for p in layer.parts)]
+    if not found or not decoder:
+        return layers
+    config = report.config or {}
+    template = next(p for p in decoder[0].parts if isinstance(p, FullAttention))
+    heads, hidden = config.get("encoder_attention_heads"), config.get("d_model")
+    if isinstance(heads, int) and heads > 0 and isinstance(hidden, int) and hidden % heads == 0:
+        template = template.model_copy(update={"kv_heads": heads, "head_dim": hidden // heads, "v_head_dim": None})
+    encoder = config.get("encoder_layers")
+    encoder = encoder if isinstance(encoder, int) and encoder >= 0 else 0
+    count = encoder + 2 * len(decoder)
+    notes.append(f"{found[0].architecture}: SGLang's pool sizes encoder_layers + 2 · decoder_layers = {encoder} + "
+                 f"2 × {len(decoder)} = {count} attention layers ({template.kv_heads} KV heads × {template.head_dim}, "
+                 "the config class's num_key_value_heads), the encoder's and the cross-attention's included; a "
+                 "request also holds its encoder output's tokens in the pool")
+    return [LayerSpec(index=i, kind="decoder", parts=(template,)) for i in range(count)]
 
 
 def default_kv_heads(report: EngineInput, layers: list[LayerSpec], notes: list[str]) -> list[LayerSpec]:

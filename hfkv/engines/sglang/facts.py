@@ -25,7 +25,9 @@ engine's tables"):
   cells of known names over and filling a new name's cells that SGLang's lists decide.
 - ``tp_asserts``: ``tests/oracles/sglang-tp-asserts.py --write`` (it reads the installed SGLang's
   model sources with ``ast`` and rewrites only that column).
+- ``tp_experts``: ``tests/oracles/tp-experts.py --write`` (the MoE blocks' expert-count checks, with ``ast``).
 - ``supports_pp``: asked of SGLang in its oracle venv (``ModelRunner``'s test, docs/sglang.md).
+- ``0.5.23-quantization.tsv``: the ``quant_method`` names SGLang's CUDA build loads (``hfkv.engines.quantization``).
 - The other columns began (0.5.23) as hand lists in code; a script wrote them once from those lists
   and checked them equal to the old membership for every registered architecture (git history), so
   no figure changed; six ``hybrid_swa`` cells of draft classes were then set to SGLang's own set.
@@ -44,12 +46,15 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, NamedTuple
 
+from hfkv.engines import experts
+from hfkv.engines.experts import ExpertsCheck
 from hfkv.engines.tables import choice, parse_rows, yes_no
 
 VERSION = "0.5.23"
 HERE = Path(__file__).resolve().parent
 TABLE = HERE / f"{VERSION}.tsv"
 MODEL_TYPES_TABLE = HERE / f"{VERSION}-model-types.tsv"
+QUANTIZATION_TABLE = HERE / f"{VERSION}-quantization.tsv"  # hfkv.engines.quantization reads it
 NONE = "none"  # the cell of a rule that does not apply to the row
 DEFAULT = "default"  # the cell of a setting the row leaves at SGLang's general default
 
@@ -59,6 +64,8 @@ NOT_HYBRID_SWA = "no"
 HYBRID_SWA_IF_SLIDING = "if_sliding"
 # pp_refusal value that hands the decision to the model type's own pp_refusal
 PP_REFUSAL_BY_MODEL_TYPE = "model_type"
+# context_length_keys value: the config class's attributes answer get_context_length's keys
+CONTEXT_KEYS_OF_CLASS = "class"
 
 
 class TpAssert(NamedTuple):
@@ -95,6 +102,23 @@ class Multimodal(NamedTuple):
 
 MULTIMODAL_FLAGS = ("listed", "text_only", "needs_vision_and_audio")
 NOT_MULTIMODAL = Multimodal(False, False, False)
+
+
+class StrictFields(NamedTuple):
+    """A strict config class and its typed fields: ``config_class`` and (field, type as annotated)."""
+
+    config_class: str
+    fields: tuple[tuple[str, str], ...]
+
+    @classmethod
+    def parse(cls, cell: str) -> StrictFields:
+        """``Class:field=type+field=type+...``; ValueError on anything else."""
+        owner, _, rest = cell.partition(":")
+        pairs = tuple(tuple(item.split("=", 1)) for item in rest.split("+"))
+        if not owner.isidentifier() or not pairs or any(len(p) != 2 or not p[0].isidentifier() or not p[1]
+                                                        for p in pairs):
+            raise ValueError(f"{cell!r} is not Class:field=type+...")
+        return cls(owner, pairs)
 
 
 class Rename(NamedTuple):
@@ -284,6 +308,35 @@ class ArchFacts:
     ``enable_multimodal``): a multimodal model keeps the default breakable prefill CUDA graph;
     otherwise ``arg_groups/cuda_graph_hook.py:disable_breakable_cudagraph_if_incompatible`` turns it
     off for a multimodal model (its "multimodal model" rule)."""
+    encoder_decoder_layers: bool
+    """``configs/model_config.py`` ``ModelConfig`` sets ``num_attention_layers = encoder_layers + 2 ·
+    decoder_layers`` when the architecture is among the config's (Whisper): the encoder's self-attention,
+    the decoder's self-attention and its cross-attention layers each get one slot of the token pool's
+    cell ("even though cross-attention doesn't save KV cache, attention backend needs buffer to exist"),
+    sized as the decoder's self-attention (``DefaultPoolConfigurator``); the cell's KV heads and head
+    size are the config's ``num_key_value_heads`` / ``num_attention_heads`` as the config class maps
+    them (``WhisperConfig.attribute_map``: ``encoder_attention_heads``) over ``d_model``."""
+    attention_backend: str | None
+    """The attention backend ``arg_groups/model_override_base.get_default_attn_backend`` returns for the
+    architecture on every GPU generation before its usual choice: ``flashinfer`` for Whisper ("Whisper
+    requires flashinfer for cross-attention CUDA graph support"; page 1); None (``default``): the
+    generation's rule (``backend.py``)."""
+    radix_cache: str | None
+    """``off``: ``arg_groups/attention_hook.py:handle_attention_backend_compatibility`` disables the radix
+    cache for the architecture ("Radix cache is disabled for Whisper": its encoder token padding
+    conflicts with prefix caching); None (``default``): on unless ``--disable-radix-cache``."""
+    tp_experts: tuple[ExpertsCheck, ...] | None
+    """The MoE blocks the class reaches that refuse a TP above the expert count while the model is built
+    (``if self.tp_size > config.n_routed_experts: raise ValueError(...)``: ``deepseek_v2.py``,
+    ``glm4_moe.py``, ``qwen2_moe.py``; ``qwen3_moe.py`` compares ``get_parallel().moe_tp_size``, TP over the
+    expert-parallel size), as ``hfkv.engines.experts`` reads the cell (``tests/oracles/tp-experts.py``
+    reads them from the source); empty: no block checks; None: not read."""
+    kda_prefill_graph: bool
+    """Exempt from the "KDA hybrid linear attention" rule of ``arg_groups/cuda_graph_hook.py``
+    ``disable_breakable_cudagraph_if_incompatible`` (``uses_kda_attention(...) and "X" not in
+    hf_config.architectures``: GLM-5.3 Flash is breakable-graph validated): a KDA model of this
+    architecture keeps the default breakable prefill CUDA graph (and its memory reserve); every other
+    KDA model has it turned off."""
     supports_pp: bool
     """The model's ``forward`` takes ``pp_proxy_tensors`` (``model_runner.py``: ``assert
     self.support_pp``, "Pipeline Parallel is not compatible with this model." when ``pp_size`` > 1)."""
@@ -302,6 +355,11 @@ PARSERS: dict[str, Callable[[str], Any]] = {
     "pp_refusal": _message,
     "multimodal": parse_multimodal,
     "multimodal_prefill_graph": yes_no,
+    "encoder_decoder_layers": yes_no,
+    "attention_backend": _or_default(choice("flashinfer")),
+    "radix_cache": _or_default(choice("off")),
+    "kda_prefill_graph": yes_no,
+    "tp_experts": experts.parse,
     "supports_pp": yes_no,
 }
 
@@ -355,6 +413,21 @@ class ModelTypeFacts:
     calls the model multimodal when ``model_type == "deepseek_v41"`` and ``vision_n_layers > 0``
     (``has_dsv41_vision``), while ``adjust_mem_fraction_for_vlm`` finds no ``vision_config`` (the
     fraction is left as it is). None (``none``): the config as written."""
+    context_length_keys: str
+    """Where ``utils/hf_transformers/common.py:get_context_length`` finds a length when config.json holds
+    none of its keys (``max_sequence_length``, ``seq_length``, ``max_seq_len``, ``model_max_length``,
+    ``max_position_embeddings``, read with ``getattr`` on the config object): ``class``, the config
+    class's attribute (its default or an ``attribute_map`` alias, for which hfkv's maximum position
+    stands in); ``none``, the class has none of them, so 2048 whatever the config's own length keys say
+    (``WhisperConfig``: ``max_target_positions`` is not one of them)."""
+    strict_fields: StrictFields | None
+    """The fields of SGLang's own config class for the model type when it is a typed dataclass that
+    huggingface_hub's strict validation checks on construction (``configs/deepseek_v4.py``
+    ``DeepSeekV4Config``, a ``@dataclass`` over transformers' strict ``PretrainedConfig``): a config that
+    sets one of them to null is refused before anything is sized ("StrictDataclassFieldValidationError:
+    Validation error for field 'kv_lora_rank': TypeError: Field 'kv_lora_rank' expected int, got NoneType
+    (value: None)"). Written from the class's annotations (every field not typed ``Optional``); None
+    (``none``): no such class."""
 
 
 MODEL_TYPE_PARSERS: dict[str, Callable[[str], Any]] = {
@@ -369,11 +442,14 @@ MODEL_TYPE_PARSERS: dict[str, Callable[[str], Any]] = {
     "swa_cap_mode": yes_no,
     "pp_refusal": _message,
     "flat_multimodal": _key,
+    "context_length_keys": choice(CONTEXT_KEYS_OF_CLASS, NONE),
+    "strict_fields": lambda cell: None if cell == NONE else StrictFields.parse(cell),
 }
 DEFAULT_MODEL_TYPE = ModelTypeFacts(
     model_type="", architecture_rename=None, kv_heads_default=None, sizes_no_op_layers=False,
     refuses_variable_gqa=False, even_layers_unless=None, whole_hidden_conv=False, ssm_dtype_from_config=True,
-    swa_cap_mode=False, pp_refusal=None, flat_multimodal=None,
+    swa_cap_mode=False, pp_refusal=None, flat_multimodal=None, context_length_keys=CONTEXT_KEYS_OF_CLASS,
+    strict_fields=None,
 )
 
 

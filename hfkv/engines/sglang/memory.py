@@ -135,7 +135,8 @@ def is_multimodal(model: EngineInput) -> bool:
 
 def traits(model: EngineInput) -> Traits:
     """What the fraction rule asks of ``model``: MLA from its specs (SGLang's ``attention_arch``), the
-    prefill graph off for DeepSeek V4 (compressed attention) and KDA models (its compatibility rules),
+    prefill graph off for DeepSeek V4 (compressed attention) and KDA models (its compatibility rules;
+    not for an architecture it exempts, ``facts.ArchFacts.kda_prefill_graph``: GLM-5.3 Flash),
     and, for a model SGLang serves as multimodal (``is_multimodal``), the prefill graph off unless one
     of its architectures is on SGLang's allow-list (``facts.ArchFacts.multimodal_prefill_graph``) and
     the vision tower (``vision_config``'s ``(num_hidden_layers, hidden_size)``, 24 and 1,024 when
@@ -143,7 +144,8 @@ def traits(model: EngineInput) -> Traits:
     parts = [part for layer in model.layer_specs for part in layer.parts]
     mla = any(isinstance(part, MLALatent) for part in parts)
     graph = not any(isinstance(part, CompressedKV) for part in parts)
-    graph = graph and not any(isinstance(part, LinearAttentionState) and part.variant == "kda" for part in parts)
+    kda = any(isinstance(part, LinearAttentionState) and part.variant == "kda" for part in parts)
+    graph = graph and not (kda and not any(found.kda_prefill_graph for found in registry.arch_facts(model)))
     vision = None
     if is_multimodal(model):
         graph = graph and any(found.multimodal_prefill_graph for found in registry.arch_facts(model))

@@ -18,8 +18,22 @@ def model_type(model: EngineInput) -> ModelTypeFacts:
     return model_type_facts(model.model_type)
 
 
+RAW_MAMBA_ARCHITECTURE = "MambaForCausalLM"  # utils/hf_transformers/config.py _try_load_raw_mamba_config
+
+
+def raw_mamba(model: EngineInput) -> bool:
+    """mamba_ssm's raw config (``state-spaces/mamba-*``): no ``model_type`` nor ``architectures``, with
+    ``d_model`` and ``ssm_cfg``, which SGLang's parser maps to its own ``MambaConfig`` (``MambaForCausalLM``)."""
+    config = getattr(model, "root_config", None) or getattr(model, "config", None) or {}
+    return (not config.get("model_type") and not config.get("architectures") and "d_model" in config
+            and "ssm_cfg" in config)
+
+
 def native_architectures(model: EngineInput) -> list[str]:
-    """The config's architectures after its config class's rename (``architecture_rename``)."""
+    """The config's architectures after its config class's rename (``architecture_rename``); mamba_ssm's
+    raw config (``raw_mamba``) is SGLang's ``MambaForCausalLM``."""
+    if raw_mamba(model):
+        return [RAW_MAMBA_ARCHITECTURE]
     rename = model_type(model).architecture_rename
     return [rename.new if rename and arch == rename.old else arch for arch in model.architectures or []]
 

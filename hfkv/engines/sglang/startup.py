@@ -21,7 +21,7 @@ from fractions import Fraction
 from typing import Any
 
 from hfkv.engines.contract import EngineInput, EngineKnobs, number
-from hfkv.engines.sglang import backend, budget, config, default_pool, dsv4, mamba_pool, support, swa_pool
+from hfkv.engines.sglang import backend, budget, config, default_pool, dsv4, mamba_pool, registry, support, swa_pool
 from hfkv.engines.sglang.pools import page_size
 from hfkv.model.specs import LayerSpec
 
@@ -90,7 +90,7 @@ def simulate(report: EngineInput, *, budget_bytes: int | None, max_model_len: in
     context = config.context_length(report, max_model_len, context_notes, warnings)
     assumptions = [*warnings, f"KV dtype {plan.kv} (SGLang 'auto' = model dtype or the checkpoint's declared fp8)",
                    *notes, *context_notes]
-    radix = knobs.enable_prefix_caching is not False
+    radix = radix_cache(report, knobs, assumptions)
     cell = token_cell(report, layers, plan, knobs, assumptions)
     default_pool.layout_notes(layers, plan.kv, plan, assumptions)
     page = backend_page(plan, knobs, assumptions)
@@ -112,6 +112,17 @@ def simulate(report: EngineInput, *, budget_bytes: int | None, max_model_len: in
     result["warnings"] = warnings
     result["assumptions"] = assumptions
     return result
+
+
+def radix_cache(report: EngineInput, knobs: EngineKnobs, assumptions: list[str]) -> bool:
+    """Whether the radix (prefix) cache is on: ``--enable-prefix-caching`` (default on), off for an
+    architecture whose compatibility rule turns it off (``ArchFacts.radix_cache``: Whisper)."""
+    off = next((f for f in registry.arch_facts(report) if f.radix_cache == "off"), None)
+    if off is not None:
+        assumptions.append(f"radix cache off: SGLang disables it for {off.architecture} "
+                           "(handle_attention_backend_compatibility)")
+        return False
+    return knobs.enable_prefix_caching is not False
 
 
 def backend_page(plan: backend.Plan, knobs: EngineKnobs, assumptions: list[str]) -> int:

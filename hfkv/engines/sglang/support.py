@@ -32,8 +32,16 @@ from __future__ import annotations
 from hfkv.errors import UnsupportedModelError
 from hfkv.model.specs import FullAttention
 
+from hfkv.engines import experts, quantization
 from hfkv.engines.sglang import registry
-from hfkv.engines.sglang.facts import PP_REFUSAL_BY_MODEL_TYPE, TpAssert, model_type_facts, registered
+from hfkv.engines.sglang.config import raw_mamba_unread
+from hfkv.engines.sglang.facts import (
+    PP_REFUSAL_BY_MODEL_TYPE,
+    QUANTIZATION_TABLE,
+    TpAssert,
+    model_type_facts,
+    registered,
+)
 from hfkv.engines.layout import Layout, size
 from hfkv.engines.sglang.config import sglang_layers
 from hfkv.engines.sglang.fallback import BACKEND_COMPATIBLE, BACKEND_INCOMPATIBLE, COVERED_SUFFIXES, TRANSFORMERS_VERSION
@@ -47,11 +55,60 @@ PP_REFUSAL = "Pipeline Parallel is not compatible with this model."
 def check(report: EngineInput, knobs: EngineKnobs | None = None) -> list[str]:
     """Warnings (one line each) for a model SGLang serves; UnsupportedModelError for one it refuses.
     ``knobs`` are the engine knobs (``pipeline_parallel_size``; absent means 1)."""
+    check_config_class(report)
+    check_quantization(report)
     check_pipeline(report, size((knobs or EngineKnobs()).pipeline_parallel_size, "pipeline_parallel_size"))
     warnings = fallback_warnings(report)
     check_variable_gqa(report)
     check_tp_asserts(report, knobs or EngineKnobs())
+    check_tp_experts(report, knobs or EngineKnobs())
     return warnings
+
+
+def check_config_class(report: EngineInput) -> None:
+    """How SGLang's config parser reads the config before anything else (``utils/hf_transformers/config.py``
+    ``HfModelConfigParser.parse``): a strict config class refuses a null field (``strict_fields``); a config
+    with no ``model_type`` nor ``architectures`` is mamba_ssm's raw format, which SGLang maps itself
+    (``config.raw_mamba``) when it has ``d_model`` and ``ssm_cfg``, and transformers' AutoConfig refuses
+    otherwise; the raw mapping reads only ``d_model``, ``n_layer`` and ``ssm_cfg.d_state``, so an ``ssm_cfg``
+    whose other keys differ from the ``MambaConfig`` it builds cannot load the checkpoint."""
+    strict = registry.model_type(report).strict_fields
+    config = getattr(report, "root_config", None) or getattr(report, "config", None) or {}
+    if strict is not None:
+        for field, kind in strict.fields:
+            if field in config and config[field] is None:
+                raise UnsupportedModelError(
+                    f"{PREFIX}: its {strict.config_class} is a strict dataclass: StrictDataclassFieldValidationError: "
+                    f"Validation error for field '{field}': TypeError: Field '{field}' expected {kind}, got NoneType "
+                    "(value: None)")
+    if not config or config.get("model_type") or config.get("architectures") or getattr(report, "model_type", None) \
+            or getattr(report, "architectures", None):
+        return
+    if not registry.raw_mamba(report):
+        raise UnsupportedModelError(f"{PREFIX}: the config.json has no `model_type` (transformers' AutoConfig: "
+                                    "'Unrecognized model ... Should have a `model_type` key in its config.json')")
+    differ = raw_mamba_unread(report)
+    if differ:
+        raise UnsupportedModelError(
+            f"{PREFIX}: it maps mamba_ssm's raw config to a MambaConfig from d_model, n_layer and ssm_cfg.d_state only "
+            f"(_try_load_raw_mamba_config), so the model it builds has {differ}, and cannot load this checkpoint")
+
+
+def check_quantization(report: EngineInput) -> None:
+    """``ModelConfig._verify_quantization``: the checkpoint's ``quant_method`` must be one SGLang's CUDA build
+    loads (``0.5.23-quantization.tsv``, ``hfkv.engines.quantization``); MLX's layout has none, which SGLang
+    refuses as the empty name (its MLX methods are Apple-only)."""
+    quant = quantization.declared(getattr(report, "root_config", None) or getattr(report, "config", None) or {},
+                                  sub_configs=False)
+    if quant is None:
+        return
+    name = quantization.method(quant)
+    if not name and not quantization.mlx_format(quant):
+        return
+    reason = quantization.unknown_method(name, quantization.table(QUANTIZATION_TABLE))
+    if reason:
+        mlx = " (MLX's format: no quant_method)" if quantization.mlx_format(quant) else ""
+        raise UnsupportedModelError(f"{PREFIX}: {reason}{mlx}")
 
 
 def check_pipeline(report: EngineInput, pp: int) -> None:
@@ -141,6 +198,21 @@ def check_tp_asserts(report: EngineInput, knobs: EngineKnobs) -> None:
     reason = tp_refusal(report, attn_tp * dp, attn_tp)
     if reason:
         raise UnsupportedModelError(reason)
+
+
+def check_tp_experts(report: EngineInput, knobs: EngineKnobs) -> None:
+    """Refuse a TP above the expert count every MoE block of the model checks (``ArchFacts.tp_experts``,
+    ``hfkv.engines.experts``): ``tp`` is the whole TP group (DP attention included), ``moe_tp`` SGLang's
+    ``moe_tp_size``, TP over the expert-parallel size (1 with ``--enable-expert-parallel``)."""
+    found = registry.arch_facts(report)
+    if not found:
+        return
+    dp = int(knobs.data_parallel_size or 1) if knobs.enable_dp_attention else 1
+    tp = report.tensor_parallel_size * dp
+    reason = experts.refusal(found[0].tp_experts, report.config or {},
+                             {"tp": tp, "moe_tp": 1 if knobs.enable_expert_parallel else tp})
+    if reason:
+        raise UnsupportedModelError(f"{PREFIX} at TP {tp}: {reason}")
 
 
 def tp_refusal(report: EngineInput, tp: int, attn_tp: int) -> str | None:

@@ -9,10 +9,12 @@ SGLang's lists say (``check``); with ``--write`` it rewrites the table: one row 
 ``sglang/srt/models/*.py`` with its module, the cells of a known name carried over as they are, and a
 new name's cells taken from SGLang's lists where a list decides them (``source_cells``), else ``?``,
 which no parser of ``facts.py`` accepts: ``tp_asserts`` comes from ``tests/oracles/sglang-tp-asserts.py
---write``, ``supports_pp`` from SGLang's own test in its venv (docs/sglang.md).
+--write``, ``tp_experts`` from ``tests/oracles/tp-experts.py --write``, ``supports_pp`` from SGLang's own
+test in its venv (docs/sglang.md).
 
 The lists read (``hybrid_swa_lists``, ``multimodal_lists``, ``LISTS``) are those each column's docstring
-in ``facts.py`` names. The values their
+in ``facts.py`` names; ``architecture_rules`` reads the rules SGLang keys by one name inside a function
+(Whisper's layer count, backend and radix cache; GLM-5.3 Flash's prefill graph). The values their
 members get (0.1, 128, ``trtllm_mla``, a message) were read from the same functions by hand; a new
 version that changes one of them changes ``LISTS`` too.
 """
@@ -121,6 +123,55 @@ def registered_for(source: Path, module: str, function: str | None = None) -> se
     return names
 
 
+def _function(tree: ast.Module, name: str) -> ast.AST:
+    return next(n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.name == name)
+
+
+def _architecture_tests(node: ast.AST) -> list[tuple[str, bool, ast.AST]]:
+    """(name, negated, the enclosing If or Lambda) of every ``"X" in ... architectures`` test inside ``node``."""
+    out = []
+    for holder in ast.walk(node):
+        if not isinstance(holder, (ast.If, ast.Lambda)):
+            continue
+        test = holder.test if isinstance(holder, ast.If) else holder.body
+        for compare in ast.walk(test):
+            if (isinstance(compare, ast.Compare) and isinstance(compare.left, ast.Constant)
+                    and isinstance(compare.left.value, str) and isinstance(compare.ops[0], (ast.In, ast.NotIn))
+                    and "architectures" in ast.unparse(compare.comparators[0])):
+                out.append((compare.left.value, isinstance(compare.ops[0], ast.NotIn), holder))
+    return out
+
+
+def architecture_rules(source: Path) -> dict[str, dict[str, str]]:
+    """column -> {architecture: cell} for the rules SGLang keys by one architecture name in a function's
+    code rather than in a list: ``encoder_decoder_layers`` (``ModelConfig``: the branch that sets
+    ``num_attention_layers`` from ``encoder_layers``), ``attention_backend`` (``get_default_attn_backend``'s
+    early return), ``radix_cache`` (``handle_attention_backend_compatibility``'s ``disable_radix_cache=True``),
+    ``kda_prefill_graph`` (the names ``disable_breakable_cudagraph_if_incompatible`` exempts from its KDA
+    rule)."""
+    out: dict[str, dict[str, str]] = {"encoder_decoder_layers": {}, "attention_backend": {}, "radix_cache": {},
+                                      "kda_prefill_graph": {}}
+    config = _function(_tree(source, "configs", "model_config.py"), "ModelConfig")
+    for name, _, holder in _architecture_tests(config):
+        if isinstance(holder, ast.If) and any("num_attention_layers" in ast.unparse(n) and "encoder_layers"
+                                              in ast.unparse(n) for n in holder.body):
+            out["encoder_decoder_layers"][name] = "yes"
+    backend = _function(_tree(source, "arg_groups", "model_override_base.py"), "get_default_attn_backend")
+    for name, _, holder in _architecture_tests(backend):
+        returned = [n.value.value for n in holder.body if isinstance(n, ast.Return) and isinstance(n.value, ast.Constant)]
+        if returned:
+            out["attention_backend"][name] = returned[0]
+    hook = _function(_tree(source, "arg_groups", "attention_hook.py"), "handle_attention_backend_compatibility")
+    for name, _, holder in _architecture_tests(hook):
+        if isinstance(holder, ast.If) and "disable_radix_cache=True" in ast.unparse(holder):
+            out["radix_cache"][name] = "off"
+    graph = _function(_tree(source, "arg_groups", "cuda_graph_hook.py"), "disable_breakable_cudagraph_if_incompatible")
+    for name, negated, holder in _architecture_tests(graph):
+        if negated and "kda" in ast.unparse(holder).lower():
+            out["kda_prefill_graph"][name] = "yes"
+    return out
+
+
 # column -> [(cell, the names SGLang's list gives that cell)], first match wins; other names: the default
 LISTS = {
     "mamba_extra_buffer": [("yes", lambda s: module_set(s, "_MAMBA_EXTRA_BUFFER_ARCHS", "arg_groups", "overrides.py"))],
@@ -139,7 +190,8 @@ LISTS = {
 }
 DEFAULTS = {"mamba_extra_buffer": "no", "swa_full_tokens_ratio": facts.DEFAULT,
             "mamba_full_memory_ratio": facts.DEFAULT, "sm100_attention_backend": facts.DEFAULT,
-            "page_size": facts.DEFAULT, "pp_refusal": facts.NONE}
+            "page_size": facts.DEFAULT, "pp_refusal": facts.NONE, "encoder_decoder_layers": "no",
+            "attention_backend": facts.DEFAULT, "radix_cache": facts.DEFAULT, "kda_prefill_graph": "no"}
 
 
 def source_cells(source: Path, names: list[str]) -> dict[str, dict[str, str]]:
@@ -149,6 +201,7 @@ def source_cells(source: Path, names: list[str]) -> dict[str, dict[str, str]]:
     listed, text_only, vision_and_audio = multimodal_lists(source)
     prefill_graph = module_set(source, "multimodal_breakable_cuda_graph_supported_model_archs", "configs", "model_config.py")
     lists = {column: [(cell, read(source)) for cell, read in entries] for column, entries in LISTS.items()}
+    rules = architecture_rules(source)
     out = {}
     for name in names:
         cells = {"hybrid_swa": facts.HYBRID_SWA_IF_SLIDING if name in conditional
@@ -158,6 +211,8 @@ def source_cells(source: Path, names: list[str]) -> dict[str, dict[str, str]]:
                  "multimodal_prefill_graph": "yes" if name in prefill_graph else "no"}
         for column, entries in lists.items():
             cells[column] = next((cell for cell, members in entries if name in members), DEFAULTS[column])
+        for column, cells_of in rules.items():
+            cells[column] = cells_of.get(name, DEFAULTS[column])
         out[name] = cells
     return out
 

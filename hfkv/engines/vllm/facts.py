@@ -41,6 +41,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from hfkv.engines import experts
+from hfkv.engines.experts import ExpertsCheck
 from hfkv.engines.tables import choice, parse_rows, yes_no
 
 from hfkv.model import dtypes
@@ -50,6 +52,7 @@ HERE = Path(__file__).resolve().parent
 TABLE = HERE / f"{VERSION}.tsv"
 MODEL_TYPES_TABLE = HERE / f"{VERSION}-model-types.tsv"
 OTHER_TABLE = HERE / f"{VERSION}-other-architectures.tsv"
+QUANTIZATION_TABLE = HERE / f"{VERSION}-quantization.tsv"  # hfkv.engines.quantization reads it
 NONE = "none"  # the cell of a fact that does not apply (no config hook, no backend, never dropped)
 
 
@@ -170,6 +173,12 @@ class ArchFacts:
     required_config_attr: ConfigAttribute | None
     """An attribute the model reads off its config with no default (``chatglm.py``:
     ``config.original_rope``); None (``none``) when there is none to check."""
+    tp_experts: tuple[ExpertsCheck, ...] | None
+    """The MoE blocks the class reaches that refuse a TP above the expert count while the model is built
+    (``if self.tp_size > config.num_experts: raise ValueError(...)``: ``qwen3_moe.py``, ``qwen2_moe.py``,
+    ``minimax_m2.py``, ``step3p5.py``, ...), as ``hfkv.engines.experts`` reads the cell
+    (``<key>@tp:<Class>``; ``tests/oracles/tp-experts.py`` reads them from the source); empty: no block
+    checks (DeepSeek V2/V3, Mixtral and the dense classes); None: not read."""
     supports_pp: bool
     """The class implements ``SupportsPP`` and its ``forward`` takes ``intermediate_tensors``
     (``registry.is_pp_supported_model``); PP > 1 is refused otherwise."""
@@ -190,6 +199,7 @@ PARSERS: dict[str, Callable[[str], Any]] = {
     "forced_fa4": yes_no,
     "mixed_heads_fa4": yes_no,
     "nope_only_mla": yes_no,
+    "tp_experts": experts.parse,
     "required_config_attr": ConfigAttribute.parse,
     "supports_pp": yes_no,
 }
@@ -269,8 +279,9 @@ class OtherArchFacts:
     """The name as a config's ``architectures`` carries it."""
     pooling_only: bool
     """registry.py registers it only in its pooling tables (``_EMBEDDING_MODELS``,
-    ``_LATE_INTERACTION_MODELS``, ``_REWARD_MODELS``, ``_*_CLASSIFICATION_MODELS``): it starts with no
-    KV cache groups."""
+    ``_LATE_INTERACTION_MODELS``, ``_REWARD_MODELS``, ``_*_CLASSIFICATION_MODELS``): vLLM serves it as a
+    pooling model (``--runner pooling``), never as a generation model; whether it keeps a KV cache is
+    ``pooling_kv_cache``."""
     transformers_backend: str | None
     """How ``inspect_model_cls`` reaches the Transformers modeling backend with ``--model-impl auto``:
     ``registered:<class>`` (``_TRANSFORMERS_SUPPORTED_MODELS`` names the backend class), ``fallback``
@@ -279,6 +290,20 @@ class OtherArchFacts:
     resolution), or None."""
     supported_until: str | None
     """``_PREVIOUSLY_SUPPORTED_MODELS``: the last vLLM version that served it (refused since), or None."""
+    pooling_kv_cache: str | None
+    """For a pooling-only name, whether vLLM allocates a KV cache for it: ``none`` when the class declares
+    ``attn_type("encoder_only")`` (``interfaces_base.get_attn_type``, asked of each class in vLLM's venv):
+    its attention is bidirectional, built as ``EncoderOnlyAttention``, whose ``get_kv_cache_spec`` is
+    None, and it keeps no state, so vLLM starts with no KV cache groups (Lfm2BidirectionalModel: the
+    oracle rows of LFM2.5-Embedding, 0 groups, 1 block); ``layers`` when the class declares causal
+    (``decoder``) attention: its KV groups are those of the layers it builds (causal layers keep a KV
+    cache; a config hook may make them bidirectional, ``is_causal``), not replayed by hfkv; None
+    (``n/a``) for a name that is not pooling-only."""
+    pooling_supports_pp: bool | None
+    """For a pooling-only name, whether its class implements ``SupportsPP`` (``interfaces.supports_pp`` of
+    the class the registry loads, asked in vLLM's venv with the oracle's fake platform; ``unknown`` for
+    the four classes that do not import there: ClefFlash, ColQwen3.5, D3, Terratorch); None (``n/a``,
+    ``unknown``) otherwise. ``no``: ``--pipeline-parallel-size`` > 1 is refused as for a generation class."""
 
     @property
     def backend_class(self) -> str | None:
@@ -291,6 +316,8 @@ OTHER_PARSERS: dict[str, Callable[[str], Any]] = {
     "pooling_only": yes_no,
     "transformers_backend": _transformers_route,
     "supported_until": _version,
+    "pooling_kv_cache": lambda cell: None if cell == "n/a" else choice("none", "layers")(cell),
+    "pooling_supports_pp": lambda cell: None if cell in ("n/a", "unknown") else yes_no(cell),
 }
 
 

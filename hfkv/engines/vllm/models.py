@@ -15,6 +15,7 @@ from hfkv.model import defaults as tfdefaults
 from hfkv.errors import UnsupportedModelError
 from hfkv.model.specs import CompressedKV
 
+from hfkv.engines import experts, quantization
 from hfkv.engines.vllm import transformers as vllm_transformers
 from hfkv.engines.vllm import facts as vllm_facts
 from hfkv.engines.layout import Layout, size
@@ -35,7 +36,9 @@ MAX_LEN_KEYS = ("max_position_embeddings", "n_positions", "max_seq_len", "seq_le
 NO_LENGTH_DEFAULT = 2048  # _get_and_verify_max_len when no key is found
 # RoPE types whose max_position_embeddings is already the scaled length (factor not applied again).
 SCALED_ROPE_TYPES = frozenset({"su", "longrope", "llama3", "yarn", "deepseek_yarn", "deepseek_llama_scaling"})
-HEAD_COUNT_KEYS = ("num_attention_heads", "n_head", "n_heads", "num_heads")  # transformers' attribute_map names
+# The config's ``num_attention_heads`` as transformers' attribute_map resolves it; encoder-decoder config
+# classes (WhisperConfig, BartConfig, ...) map it to ``encoder_attention_heads``.
+HEAD_COUNT_KEYS = ("num_attention_heads", "n_head", "n_heads", "num_heads", "encoder_attention_heads")
 # _get_and_verify_max_len skips the RoPE factor for every model type containing this (Gemma 3's
 # max_position_embeddings is already scaled): vLLM's rule is a substring test, which no table of
 # model types can list in full, so it stays a constant here.
@@ -55,8 +58,9 @@ def refusal(report: EngineInput, knobs: EngineKnobs | None = None) -> str | None
     ``knobs`` are the engine knobs (``pipeline_parallel_size``; absent means 1).
     """
     pp = size((knobs or EngineKnobs()).pipeline_parallel_size, "pipeline_parallel_size")
-    checks = (_architecture_refusal, _float_kv_refusal, _head_split_refusal, lambda r: pipeline_refusal(r, pp),
-              _config_attribute_refusal, _deepseek_v4_refusal, _nope_only_mla_refusal, _transformers_backend_refusal)
+    checks = (_config_class_refusal, _architecture_refusal, _quantization_refusal, _float_kv_refusal, _head_split_refusal, lambda r: pipeline_refusal(r, pp),
+              _config_attribute_refusal, _experts_refusal, _deepseek_v4_refusal, _nope_only_mla_refusal,
+              _transformers_backend_refusal)
     for check in checks:
         reason = check(report)
         if reason:
@@ -66,8 +70,8 @@ def refusal(report: EngineInput, knobs: EngineKnobs | None = None) -> str | None
 
 def _architecture_refusal(report: EngineInput) -> str | None:
     """registry.py ``inspect_model_cls`` then ``_raise_for_unsupported``: a registered class, else the
-    Transformers backend (``transformers``), else a dropped architecture, a pooling-only one, or
-    none vLLM knows."""
+    Transformers backend (``transformers``), else a dropped architecture, or none vLLM knows. A
+    pooling-only name is served (as a pooling model: ``pooling_class``)."""
     archs = list(report.architectures or [])
     if not archs or vllm_facts.resolved_architecture(archs) or transformers_backend(report):
         return None
@@ -77,12 +81,58 @@ def _architecture_refusal(report: EngineInput) -> str | None:
         return (f"Model architecture {dropped.architecture} was supported in vLLM until v{dropped.supported_until}, "
                 "and is not supported anymore")
     if any(found.pooling_only for found in others):
-        return (f"vLLM 0.33.0 registers no {'/'.join(archs)} as a generation model (only as a pooling model): no KV "
-                "cache groups")
+        return None  # served as a pooling model: its cache is startup.pooling's
     if (report.config or {}).get("auto_map"):  # the class is the repo's code: loaded only with trust_remote_code
         return (f"Model architectures {archs!r} are the repository's own code (auto_map): vLLM loads it only with "
                 "--trust-remote-code, and hfkv never runs repo code")
     return f"Model architectures {archs!r} are not supported for now."
+
+
+def pooling_class(report: EngineInput) -> vllm_facts.OtherArchFacts | None:
+    """The pooling-only name vLLM serves this config as (``OtherArchFacts.pooling_only``: no generation
+    class nor Transformers backend takes any of its architectures), or None."""
+    archs = list(report.architectures or [])
+    if not archs or vllm_facts.resolved_architecture(archs) or transformers_backend(report):
+        return None
+    return next((found for found in map(vllm_facts.other_facts, archs) if found is not None and found.pooling_only),
+                None)
+
+
+def _config_class_refusal(report: EngineInput) -> str | None:
+    """transformers' ``AutoConfig`` (vLLM's ``get_config``) needs the config's ``model_type``: mamba_ssm's own
+    format (``d_model``, ``n_layer``, ``ssm_cfg``, the ``state-spaces/mamba-*`` repositories) has none and no
+    ``architectures``. AutoConfig then raises, unless the model's name contains a model type, which it
+    builds at that class's default size from none of these keys (``mamba`` in ``state-spaces/mamba-2.8b``:
+    a 768-wide, 32-layer Mamba that cannot load the checkpoint). Either way vLLM does not serve it."""
+    root = report.root_config or report.config or {}
+    if root.get("model_type") or root.get("architectures") or report.model_type or report.architectures or not root:
+        return None
+    shape = ", ".join(key for key in ("d_model", "n_layer", "ssm_cfg") if key in root)
+    how = f" (mamba_ssm's own format: {shape})" if shape else ""
+    return (f"Unrecognized model in {report.model or 'the model folder'}. Should have a `model_type` key in its "
+            f"config.json{how}; where the model's name contains a model type (mamba) transformers' AutoConfig "
+            "builds that config class at its default size instead, which cannot load this checkpoint")
+
+
+def _quantization_refusal(report: EngineInput) -> str | None:
+    """``ModelConfig._verify_quantization``: a ``quant_method`` vLLM's list does not hold (or a deprecated
+    one) is refused in vLLM's words; MLX's layout (no ``quant_method``) builds an unquantized model that
+    cannot load the checkpoint (``hfkv.engines.quantization``, the table ``0.33.0-quantization.tsv``)."""
+    quant = quantization.declared(report.root_config or report.config or {}, sub_configs=True)
+    if quant is None:
+        return None
+    accepted = quantization.table(vllm_facts.QUANTIZATION_TABLE)
+    if quantization.mlx_format(quant):
+        return (f"the checkpoint is quantised in MLX's format (quantization_config {quantization.describe(quant)}, "
+                "no quant_method): _verify_quantization finds no quant_method and builds an unquantized model, "
+                "which cannot load the packed weights")
+    name = quantization.method(quant)
+    if not name:
+        return None
+    if accepted.get(name) == quantization.DEPRECATED:
+        return (f"The quantization method {name} is deprecated and will be removed in future versions of vLLM. To "
+                "bypass, set `--allow-deprecated-quantization`.")
+    return quantization.unknown_method(name, accepted)
 
 
 def transformers_backend(report: EngineInput) -> str | None:
@@ -149,7 +199,12 @@ def pipeline_refusal(report: EngineInput, pp: int) -> str | None:
     if pp <= 1:
         return None
     found = vllm_facts.model_facts(report.architectures)
-    if found is None or found.supports_pp:
+    if found is None:
+        pooled = pooling_class(report)  # a pooling-only class (OtherArchFacts.pooling_supports_pp)
+        if pooled is not None and pooled.pooling_supports_pp is False:
+            return f"{PP_REFUSAL} ({pooled.architecture} does not; --pipeline-parallel-size {pp})"
+        return None
+    if found.supports_pp:
         return None
     return f"{PP_REFUSAL} ({found.architecture} does not; --pipeline-parallel-size {pp})"
 
@@ -164,6 +219,16 @@ def _config_attribute_refusal(report: EngineInput) -> str | None:
         return None
     return (f"vLLM's {found.vllm_module}.py reads config.{needed.attribute}, which this config lacks: "
             f"AttributeError: '{needed.config_class}' object has no attribute '{needed.attribute}'")
+
+
+def _experts_refusal(report: EngineInput) -> str | None:
+    """The model build's ValueError when the MoE blocks of the class (``ArchFacts.tp_experts``) take fewer
+    routed experts than the TP group has ranks (``hfkv.engines.experts``); vLLM's EP does not change the
+    TP these blocks compare."""
+    found = vllm_facts.model_facts(report.architectures)
+    if found is None:
+        return None
+    return experts.refusal(found.tp_experts, report.config or {}, {"tp": report.tensor_parallel_size})
 
 
 def _deepseek_v4_refusal(report: EngineInput) -> str | None:

@@ -9,6 +9,8 @@ page size), so the groups (``groups``), DeepSeek V4's packed pages (``dsv4``) an
 - ``ChunkedLocalAttentionSpec``: the current chunk plus the tokens in flight;
 - ``MLAAttentionSpec`` / ``SlidingWindowMLASpec``: the same rules over an MLA latent (its bytes per token
   from ``mla_token_bytes``); the MLA flag steers the backend and the hybrid block alignment;
+- ``CrossAttentionSpec``: an encoder-decoder's cross-attention over the encoder output, sized at start-up
+  for the scheduler's largest encoder input (``RequestPlan.encoder_tokens``) whatever the request's length;
 - ``MambaSpec``: a fixed-size state per request: ``RequestPlan.state_blocks`` blocks, plus the layer's
   prefill-checkpoint blocks in align mode.
 
@@ -41,6 +43,9 @@ class RequestPlan:
     """Mamba blocks per request: 2 in align mode, else 1, plus the speculative tokens."""
     align_mode: bool
     """mamba_cache_mode "align" (prefix caching on): the layers' prefill-checkpoint blocks count."""
+    encoder_tokens: int = 0
+    """``SchedulerConfig.max_num_encoder_input_tokens`` (= max_num_batched_tokens, ``config/scheduler.py``):
+    the encoder length a cross-attention spec is sized for at start-up."""
 
 
 class KVCacheSpec:
@@ -130,6 +135,22 @@ class SlidingWindowMLASpec(SlidingWindowSpec):
     """A sliding-window MLA latent."""
 
     mla: ClassVar[bool] = True
+
+
+@dataclass(frozen=True, kw_only=True)
+class CrossAttentionSpec(AttentionSpec):
+    """Cross-attention K and V over the encoder's output (Whisper's decoder), one spec per decoder layer
+    (``CrossAttention.get_kv_cache_spec``). ``max_memory_usage_bytes`` counts the scheduler's
+    ``max_num_encoder_input_tokens`` (``max_num_batched_tokens``), not the request's length nor the
+    model's encoder length: ``ceil(encoder_tokens / block)`` blocks, fixed per request. A real request
+    then holds only its encoder output's blocks (``num_encoder_tokens``, Whisper 1500), but the start-up
+    figures (the fit check, "Maximum concurrency") use this bound."""
+
+    kind: ClassVar[str] = "cross"
+    grows: ClassVar[bool] = False
+
+    def blocks_per_request(self, length: int, block: int, plan: RequestPlan) -> int:
+        return ceil_div(plan.encoder_tokens, block)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -1,7 +1,8 @@
 """vLLM 0.33.0 block arithmetic (``v1/worker/gpu_worker.py``, ``v1/core/kv_cache_utils.py``), over a report's layer specs.
 
 Every attention-like layer part gets a KV-cache spec of ``specs``' kinds (``part_spec``; parts that
-read another layer's KV get none). The hybrid manager groups the specs so that every group has the
+read another layer's KV get none; an encoder-decoder's cross-attention a ``CrossAttentionSpec``; a pooling
+class with encoder-only attention none at all, ``pooling``). The hybrid manager groups the specs so that every group has the
 same number of layer slots (padding layers fill the gaps) and every slot the same page size
 (``groups``); all groups draw block IDs from one pool, so ``bytes_per_block`` is one group's pages and
 ``num_blocks = budget // bytes_per_block``. The logged numbers then count, per request of
@@ -20,6 +21,7 @@ from hfkv.errors import UnsupportedModelError
 from hfkv.model.specs import (
     ChunkedLocal,
     CompressedKV,
+    CrossAttention,
     FullAttention,
     IndexerKeys,
     LayerSpec,
@@ -35,9 +37,10 @@ from hfkv.engines.vllm import facts as vllm_facts
 from hfkv.engines.vllm import transformers as vllm_transformers
 from hfkv.engines.vllm.backends import choose_backend, is_dsa, sparse_128
 from hfkv.engines.vllm.facts import ArchFacts
-from hfkv.engines.vllm.groups import Group, block_size, make_groups
+from hfkv.engines.vllm.groups import DEFAULT_BLOCK, Group, block_size, make_groups
 from hfkv.engines.vllm.specs import (
     ChunkedLocalAttentionSpec,
+    CrossAttentionSpec,
     FullAttentionSpec,
     KVCacheSpec,
     MambaSpec,
@@ -49,7 +52,14 @@ from hfkv.engines.vllm.specs import (
     indexer_token_bytes,
     mla_token_bytes,
 )
-from hfkv.engines.vllm.models import VllmRefusal, default_max_model_len, full_text_config, refusal, transformers_backend
+from hfkv.engines.vllm.models import (
+    VllmRefusal,
+    default_max_model_len,
+    full_text_config,
+    pooling_class,
+    refusal,
+    transformers_backend,
+)
 from hfkv.engines.contract import context_length, EngineInput, EngineKnobs, number, printed
 
 __all__ = ["VllmRefusal", "simulate"]
@@ -119,6 +129,8 @@ def part_spec(part: Any, report: EngineInput, kv: str, knobs: EngineKnobs, packe
     if isinstance(part, SlidingWindow):  # Cohere 2's W + 1 keys (commandr.py) are already the mapper's window
         return SlidingWindowSpec(token_bytes=attention_token_bytes(part, kv, tp), window=part.window,
                                  head_dim=part.head_dim)
+    if isinstance(part, CrossAttention):  # an encoder-decoder's cross-attention (CrossAttention.get_kv_cache_spec)
+        return CrossAttentionSpec(token_bytes=attention_token_bytes(part, kv, tp), head_dim=part.head_dim)
     if isinstance(part, ChunkedLocal):
         return ChunkedLocalAttentionSpec(token_bytes=attention_token_bytes(part, kv, tp), window=part.chunk,
                                          head_dim=part.head_dim)
@@ -224,16 +236,22 @@ def attention_free(report: EngineInput, specs: list[KVCacheSpec]) -> bool:
 
 
 def request_plan(knobs: EngineKnobs, assumptions: list[str], *, windows: bool, states: bool,
-                 free: bool = False) -> RequestPlan:
+                 free: bool = False, cross: bool = False) -> RequestPlan:
     """What a request's blocks depend on besides its length (``RequestPlan``): the tokens in flight for
-    the sliding-window bound, the Mamba state blocks, align mode. ``windows`` / ``states``: the model
-    has sliding or chunked specs / Mamba specs (their assumptions are said only then); ``free``: an
-    attention-free model (``attention_free``), whose prefix caching is off by default."""
+    the sliding-window bound, the Mamba state blocks, align mode, the encoder length cross-attention is
+    sized for. ``windows`` / ``states`` / ``cross``: the model has sliding or chunked specs / Mamba specs /
+    cross-attention specs (their assumptions are said only then); ``free``: an attention-free model
+    (``attention_free``), whose prefix caching is off by default."""
     batched = knobs.max_num_batched_tokens
     if batched is None:
         batched = DEFAULT_MAX_NUM_BATCHED_TOKENS
-        if windows:
+        if windows or cross:
             assumptions.append(f"max_num_batched_tokens {batched} (API server on a >=70 GiB non-A100 GPU)")
+    if cross:
+        assumptions.append(f"encoder-decoder: cross-attention sized for max_num_encoder_input_tokens = "
+                           f"max_num_batched_tokens = {batched} encoder tokens per request (CrossAttentionSpec); "
+                           "chunked prefill and prefix caching are off (SchedulerConfig), and the "
+                           "encoder-decoder cache manager only counts encoder inputs for scheduling")
     batches = 2 if knobs.async_scheduling else 1
     if windows:
         assumptions.append(f"sliding-window admission adds {batches} × {batched} tokens in flight "
@@ -246,7 +264,21 @@ def request_plan(knobs: EngineKnobs, assumptions: list[str], *, windows: bool, s
         checkpoint = " + 1 prefill-checkpoint block per layer that exports one" if caching else ""
         mode = "align (prefix caching on)" if caching else "none (prefix caching off)"
         assumptions.append(f"mamba_cache_mode {mode}: {state_blocks} block(s) per request{checkpoint}")
-    return RequestPlan(in_flight=batches * int(batched), state_blocks=state_blocks, align_mode=bool(caching))
+    return RequestPlan(in_flight=batches * int(batched), state_blocks=state_blocks, align_mode=bool(caching),
+                       encoder_tokens=int(batched))
+
+
+def check_encoder_budget(report: EngineInput, plan: RequestPlan, assumptions: list[str]) -> None:
+    """``compute_mm_encoder_budget`` (``v1/core/encoder_cache_manager.py``): an encoder-decoder schedules
+    its encoder input whole (chunked MM input is off for it), so the model's encoder length (Whisper:
+    ``max_source_positions``, ``get_num_audio_tokens``) must fit max_num_batched_tokens; then say what a
+    real request holds of the cross-attention pool."""
+    encoder = max(p.encoder_tokens for layer in report.layer_specs for p in layer.parts if isinstance(p, CrossAttention))
+    if encoder > plan.encoder_tokens:
+        raise VllmRefusal(f"Chunked MM input disabled but max_tokens_per_mm_item ({encoder}) is larger than "
+                          f"max_num_batched_tokens ({plan.encoder_tokens}). Please increase max_num_batched_tokens.")
+    assumptions.append(f"a running request holds only its encoder output's cross-attention blocks ({encoder} "
+                       "tokens); vLLM's start-up figures below count the max_num_encoder_input_tokens bound")
 
 
 def blocks_per_request(groups: list[Group], length: int, plan: RequestPlan) -> int:
@@ -317,6 +349,9 @@ def simulate(report: EngineInput, *, budget_bytes: int | None, max_model_len: in
         length = default_max_model_len(report, assumptions)
     kv = kv_dtype(report, assumptions)
     assumptions.append(f"KV dtype {kv} (vLLM 'auto' = model dtype or the checkpoint's declared fp8)")
+    pooled = pooling_class(report)
+    if pooled is not None:
+        return pooling(pooled.architecture, pooled.pooling_kv_cache, budget_bytes, length, assumptions)
     if any(isinstance(p, CompressedKV) for layer in report.layer_specs for p in layer.parts):
         return deepseek_v4(report, budget_bytes, length, knobs, assumptions)
     backend_class = transformers_backend(report)
@@ -327,8 +362,11 @@ def simulate(report: EngineInput, *, budget_bytes: int | None, max_model_len: in
     if not specs:
         raise UnsupportedModelError("no layer keeps a KV cache or state that vLLM would allocate")
     free = attention_free(report, specs)
+    cross = any(isinstance(s, CrossAttentionSpec) for s in specs)
     plan = request_plan(knobs, assumptions, windows=any(s.local for s in specs),
-                        states=any(isinstance(s, MambaSpec) for s in specs), free=free)
+                        states=any(isinstance(s, MambaSpec) for s in specs), free=free, cross=cross)
+    if cross:
+        check_encoder_budget(report, plan, assumptions)
     backend = choose_backend(report, specs, kv, knobs)
     block = block_size(specs, backend, knobs, plan.align_mode, length, assumptions, free)
     groups = make_groups(specs, block, assumptions)
@@ -352,6 +390,25 @@ def simulate(report: EngineInput, *, budget_bytes: int | None, max_model_len: in
     return finish(result, lambda n: blocks_per_request(groups, n, plan),
                   any(isinstance(g.spec, FullAttentionSpec) for g in groups),
                   budget_bytes, length, assumptions)
+
+
+def pooling(arch: str, cache: str | None, budget_bytes: int | None, length: int, assumptions: list[str]) -> dict:
+    """A pooling-only class (``OtherArchFacts.pooling_kv_cache``): with encoder-only attention vLLM builds no
+    KV-cache spec at all and starts with no groups (``get_kv_cache_configs`` then keeps one block; no "GPU
+    KV cache size" is logged, so no token count or concurrency); a class with causal layers is not replayed."""
+    if cache != "none":
+        raise UnsupportedModelError(f"vLLM 0.33.0 serves {arch} only as a pooling model, with the KV cache of the "
+                                    "causal layers it builds: not replayed by hfkv's vLLM mode")
+    assumptions.append(f"vLLM serves {arch} as a pooling model with encoder-only attention (EncoderOnlyAttention "
+                       "keeps no KV cache, and no layer keeps state): no KV cache groups; requests are bounded by "
+                       "max_num_seqs and max_num_batched_tokens, not by KV memory")
+    result: dict[str, Any] = {"bytes_per_token": 0, "full_attention_bytes_per_token": 0, "block_size": DEFAULT_BLOCK,
+                              "bytes_per_block": 0, "kv_cache_groups": [], "max_model_len": length,
+                              "attention_backend": None, "blocks_per_request": 0, "request_bytes": 0}
+    if budget_bytes is not None:
+        result.update(num_blocks=1, max_model_len_fit=None, max_concurrency=None, kv_cache_tokens=None)
+    result["assumptions"] = assumptions
+    return result
 
 
 def finish(result: dict, blocks: Callable[[int], int], grows: bool, budget_bytes: int | None, length: int,

@@ -20,6 +20,7 @@ import pytest
 
 from hfkv.engines import tables
 from hfkv.engines.sglang import facts, tablegen
+from hfkv.engines.experts import ExpertsCheck
 from hfkv.engines.sglang.facts import ConfigDefault, Multimodal, Rename
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -64,7 +65,7 @@ def test_every_row_fills_every_column(path, record):
 def test_every_cell_parses_to_a_known_value():
     # The parsers accept only each column's vocabulary; loading the tables parses every cell.
     assert len(facts.table()) == 290
-    assert len(facts.model_types()) == 11
+    assert len(facts.model_types()) == 13  # deepseek_v4 (strict_fields) and whisper (context_length_keys) added
 
 
 def test_the_scripts_find_their_columns_where_they_write_them():
@@ -201,6 +202,28 @@ ROWS = [
     # models/qwen2.py: Qwen2Attention.__init__ asserts total_num_heads % tp_size and the KV heads
     ("Qwen2ForCausalLM", "tp_asserts", (facts.TpAssert(frozenset({"heads", "kv"}), "tp", "Qwen2Attention"),)),
     ("Lfm2ForCausalLM", "tp_asserts", ()),
+    # configs/model_config.py ModelConfig: `if "WhisperForConditionalGeneration" in self.hf_config.architectures:
+    # self.num_attention_layers = encoder_layers + 2 * decoder_layers`; model_override_base.py
+    # get_default_attn_backend returns "flashinfer" for it; attention_hook.py turns its radix cache off
+    ("WhisperForConditionalGeneration", "encoder_decoder_layers", True),
+    ("WhisperForConditionalGeneration", "attention_backend", "flashinfer"),
+    ("WhisperForConditionalGeneration", "radix_cache", "off"),
+    ("MllamaForConditionalGeneration", "encoder_decoder_layers", False),  # is_encoder_decoder, same layer count
+    ("MllamaForConditionalGeneration", "radix_cache", None),  # "other encoder-decoder models (e.g., mllama) use radix cache"
+    # arg_groups/cuda_graph_hook.py disable_breakable_cudagraph_if_incompatible: the KDA rule holds unless
+    # "Glm5NextForConditionalGeneration" is among the architectures
+    ("Glm5NextForConditionalGeneration", "kda_prefill_graph", True),
+    ("KimiLinearForCausalLM", "kda_prefill_graph", False),
+    ("KimiK3ForConditionalGeneration", "kda_prefill_graph", False),
+    # models/qwen3_moe.py Qwen3MoeSparseMoeBlock: self.tp_size = get_parallel().moe_tp_size;
+    # `if self.tp_size > config.num_experts: raise ValueError(...)`
+    ("Qwen3MoeForCausalLM", "tp_experts", (ExpertsCheck("num_experts", False, "moe_tp", "Qwen3MoeSparseMoeBlock"),)),
+    # models/deepseek_v2.py DeepseekV2MoE: self.tp_size = get_parallel().tp_size; `> config.n_routed_experts`
+    ("DeepseekV3ForCausalLM", "tp_experts", (ExpertsCheck("n_routed_experts", False, "tp", "DeepseekV2MoE"),)),
+    # models/ernie45_moe_vl.py: max_moe_num_experts = max(moe_num_experts), moe_num_experts = config.moe_num_experts
+    ("Ernie4_5_VLMoeForConditionalGeneration", "tp_experts",
+     (ExpertsCheck("moe_num_experts", True, "tp", "Ernie4_5_VLMoeMoE"),)),
+    ("LlamaForCausalLM", "tp_experts", ()),
 ]
 
 
@@ -235,12 +258,29 @@ MODEL_TYPE_ROWS = [
     # model_type == "deepseek_v41" and vision_n_layers > 0
     ("deepseek_v41", "flat_multimodal", "vision_n_layers"),
     ("qwen3_next", "flat_multimodal", None),
+    # utils/hf_transformers/common.py get_context_length reads getattr(config, key) for its five keys; WhisperConfig
+    # defines none of them (its lengths are max_source_positions / max_target_positions): 2048
+    ("whisper", "context_length_keys", "none"),
+    ("qwen3_next", "context_length_keys", "class"),
+    ("deepseek_v4", "strict_fields", None),  # checked below (configs/deepseek_v4.py DeepSeekV4Config)
 ]
 
 
-@pytest.mark.parametrize("model_type, column, expected", MODEL_TYPE_ROWS)
+@pytest.mark.parametrize("model_type, column, expected", [row for row in MODEL_TYPE_ROWS if row[2] is not None
+                                                            or row[1] != "strict_fields"])
 def test_model_type_rows_say_what_sglangs_source_says(model_type, column, expected):
     assert getattr(facts.model_type_facts(model_type), column) == expected
+
+
+def test_strict_fields_are_deepseek_v4s_typed_fields():
+    # configs/deepseek_v4.py: @dataclass(kw_only=True) class DeepSeekV4Config(PretrainedConfig), a strict
+    # dataclass: kv_lora_rank: int = 512, q_lora_rank: int = 1024, compress_ratios: List[int], ...
+    strict = facts.model_type_facts("deepseek_v4").strict_fields
+    assert strict.config_class == "DeepSeekV4Config"
+    fields = dict(strict.fields)
+    assert (fields["kv_lora_rank"], fields["q_lora_rank"], fields["compress_ratios"]) == ("int", "int", "List[int]")
+    assert "quantization_config" not in fields and len(fields) == 75
+    assert facts.model_type_facts("deepseek_v41").strict_fields is None  # DeepseekV41Config: a DeepseekV3Config
 
 
 # -- whole columns against the lists in SGLang's source ----------------------------------------------

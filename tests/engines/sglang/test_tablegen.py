@@ -25,6 +25,10 @@ FILES = {
         'multimodal_model_archs = ["NewSwaForCausalLM", *MIMO_V2_MULTIMODAL_ARCHS]\n'
         'multimodal_breakable_cuda_graph_supported_model_archs = ["NewSwaForCausalLM"]\n'
         "class ModelConfig:\n"
+        "    def _derive_model_shapes(self):\n"
+        '        if "NewSwaForCausalLM" in self.hf_config.architectures:\n'
+        '            encoder_layers = getattr(self.hf_text_config, "encoder_layers", 0)\n'
+        "            self.num_attention_layers = encoder_layers + 2 * self.num_hidden_layers\n"
         "    def __init__(self, enable_multimodal=None):\n"
         "        if enable_multimodal is None:\n"
         '            mm_disabled_models = ["LlamaForCausalLM"]\n'
@@ -35,6 +39,19 @@ FILES = {
         "                enable_multimodal = False\n"
         "            else:\n"
         "                enable_multimodal = True\n"),
+    "arg_groups/model_override_base.py": (
+        "def get_default_attn_backend(server_args, model_config, use_mla_backend):\n"
+        '    if "NewSwaForCausalLM" in (model_config.hf_config.architectures or []):\n'
+        '        return "flashinfer"\n'
+        '    return "fa3"\n'),
+    "arg_groups/attention_hook.py": (
+        "def handle_attention_backend_compatibility(server_args):\n"
+        '    if model_config.is_encoder_decoder and "NewSwaForCausalLM" in (model_config.hf_config.architectures or []):\n'
+        '        declare_resolution(server_args, "x", disable_radix_cache=True)\n'),
+    "arg_groups/cuda_graph_hook.py": (
+        "def disable_breakable_cudagraph_if_incompatible(server_args):\n"
+        '    rules = [("KDA hybrid linear attention", lambda: (uses_kda_attention(cfg) and "NewMambaForCausalLM"\n'
+        "                                                        not in cfg.architectures))]\n"),
     "arg_groups/overrides.py": '_MAMBA_EXTRA_BUFFER_ARCHS = frozenset({"NewMambaForCausalLM"})\n',
     "arg_groups/model_overrides/inkling.py": '@_register_for("NewMambaForCausalLM")\ndef _inkling_overrides(a, b):\n    return {}\n',
     "arg_groups/model_overrides/deepseek_v2.py": (
@@ -85,8 +102,15 @@ def test_a_new_entry_class_gets_the_cells_sglangs_lists_decide_and_the_rest_unre
     assert mamba["sm100_attention_backend"] == "triton" and swa["sm100_attention_backend"] == "default"
     assert (swa["multimodal"], swa["multimodal_prefill_graph"]) == ("listed", "yes")
     assert (mamba["multimodal"], mamba["multimodal_prefill_graph"]) == ("listed+needs_vision_and_audio", "no")
-    # What no list decides is left for a person (tp_asserts: the tp-asserts script; supports_pp: SGLang's venv).
-    assert swa["tp_asserts"] == swa["supports_pp"] == tablegen.UNREAD
+    # Rules keyed by one name in a function's code (tablegen.architecture_rules): Whisper's layer count, its
+    # default backend and radix cache; GLM-5.3 Flash's exemption from the KDA prefill-graph rule.
+    assert (swa["encoder_decoder_layers"], swa["attention_backend"], swa["radix_cache"]) == ("yes", "flashinfer", "off")
+    assert (mamba["encoder_decoder_layers"], mamba["attention_backend"], mamba["radix_cache"]) == ("no", "default",
+                                                                                                   "default")
+    assert (mamba["kda_prefill_graph"], swa["kda_prefill_graph"]) == ("yes", "no")
+    # What no list decides is left for a person (tp_asserts, tp_experts: the scripts in tests/oracles;
+    # supports_pp: SGLang's venv).
+    assert swa["tp_asserts"] == swa["tp_experts"] == swa["supports_pp"] == tablegen.UNREAD
 
 
 def test_a_table_with_an_unread_cell_does_not_load(source, tmp_path):

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from hfkv.engines import tables
+from hfkv.engines.experts import ExpertsCheck
 from hfkv.engines.vllm import facts as vf
 from hfkv.engines.vllm import tablegen
 
@@ -249,6 +250,21 @@ def test_required_config_attr(arch, expected):
 
 
 @pytest.mark.parametrize("arch, expected", [
+    # qwen3_moe.py:146-158 Qwen3MoeSparseMoeBlock: self.tp_size = get_tensor_model_parallel_world_size();
+    # `if self.tp_size > config.num_experts: raise ValueError("Tensor parallel size ... number of experts ...")`
+    ("Qwen3MoeForCausalLM", (ExpertsCheck("num_experts", False, "tp", "Qwen3MoeSparseMoeBlock"),)),
+    # minimax_m2.py:80 MiniMaxM2MoE: `if self.tp_size > config.num_local_experts`
+    ("MiniMaxM2ForCausalLM", (ExpertsCheck("num_local_experts", False, "tp", "MiniMaxM2MoE"),)),
+    # lfm2_moe.py:112: self.n_routed_experts = config.num_experts; `if self.tp_size > self.n_routed_experts`
+    ("Lfm2MoeForCausalLM", (ExpertsCheck("num_experts", False, "tp", "Lfm2MoeSparseMoeBlock"),)),
+    ("DeepseekV3ForCausalLM", ()),  # deepseek_v2.py's MoE block checks nothing of the kind
+    ("MixtralForCausalLM", ()),
+])
+def test_tp_experts(arch, expected):
+    assert column("tp_experts", arch) == expected
+
+
+@pytest.mark.parametrize("arch, expected", [
     ("MambaForCausalLM", True),  # mamba.py:173 (…, SupportsPP, …), forward(…, intermediate_tensors, …)
     ("Mamba2ForCausalLM", False),  # mamba2.py:167: no SupportsPP
     ("Zamba2ForCausalLM", False),
@@ -305,6 +321,28 @@ def test_mm_prefix(model_type, config, expected):
 def test_other_architectures(arch, pooling, route, until):
     found = vf.other_facts(arch)
     assert (found.pooling_only, found.transformers_backend, found.supported_until) == (pooling, route, until)
+
+
+# interfaces_base.get_attn_type of each pooling-only class, asked in vLLM's venv: "encoder_only" for these seven
+# (@attn_type("encoder_only"): bert.py, lfm2.py:500, modernbert.py, openai_privacy_filter.py, roberta.py)
+ENCODER_ONLY_POOLING = {"BertForMaskedLM", "BertForTokenClassification", "Lfm2BidirectionalModel",
+                        "ModernBertForTokenClassification", "OpenAIPrivacyFilterForTokenClassification",
+                        "RobertaForTokenClassification", "XLMRobertaForTokenClassification"}
+
+
+def test_pooling_kv_cache_is_none_exactly_for_the_encoder_only_pooling_classes():
+    cells = {arch: (f.pooling_only, f.pooling_kv_cache) for arch, f in vf.others().items()}
+    assert {arch for arch, (_, cache) in cells.items() if cache == "none"} == ENCODER_ONLY_POOLING
+    assert all((cache is None) == (not pooling) for pooling, cache in cells.values())
+
+
+def test_pooling_supports_pp():
+    # interfaces.supports_pp of the loaded class: lfm2.py Lfm2BidirectionalModel(Lfm2Model) has no SupportsPP;
+    # LlamaModel is registered as LlamaForCausalLM (SupportsPP)
+    assert vf.other_facts("Lfm2BidirectionalModel").pooling_supports_pp is False
+    assert vf.other_facts("LlamaModel").pooling_supports_pp is True
+    assert vf.other_facts("Terratorch").pooling_supports_pp is None  # does not import in the venv: unknown
+    assert vf.other_facts("Olmo3ForCausalLM").pooling_supports_pp is None  # not pooling-only
 
 
 def test_resolved_architecture_is_the_first_the_registries_hold():
