@@ -236,7 +236,8 @@ def sliding_window(cfg: ConfigView, *, default: int | None = None, keys: Sequenc
     """The window W, or None for no window.
 
     ``use_sliding_window: false`` means none even when a window is written (Qwen2/3), and so does a
-    window of 0. ``default`` applies when no window key is present (the transformers default of
+    window of 0; so does a ``use_sliding_window`` left out where the config class defaults it to False
+    (Qwen2-Audio's text config: transformers and the engines then build no window). ``default`` applies when no window key is present (the transformers default of
     families whose configs may omit it). Beside a text sub-config only the sub-config's keys count:
     a root ``window_size`` belongs to a projector or tower (Granite Speech's is 15), not the decoder.
     """
@@ -247,6 +248,8 @@ def sliding_window(cfg: ConfigView, *, default: int | None = None, keys: Sequenc
     window = cfg.optional_int(*keys) if keys else None
     if window is None:
         return default
+    if window and not cfg.present("use_sliding_window") and cfg.value("use_sliding_window", defaults=True) is False:
+        return None  # omitted, and the config class defaults it off (Qwen2Config): the engines build no window
     return window or None
 
 
