@@ -65,9 +65,10 @@ def summarise(items: "list[str] | tuple[str, ...]", limit: int = ITEMS_LIMIT) ->
     return ", ".join(shown) + (f", … and {rest:,} more" if rest > 0 else "")
 
 
-_INNER_LIST = re.compile(r"\[([^\[\]]*)\]")
-_QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
-_LONG_RUN = re.compile(r"\S{%d,}" % (QUOTE_LIMIT + 1))
+# Patterns of ``bounded``, as re source: compiled (and cached by ``re``) only when a long message comes.
+_INNER_LIST = r"\[([^\[\]]*)\]"
+_QUOTED = r"'[^']*'|\"[^\"]*\""
+_LONG_RUN = r"\S{%d,}" % (QUOTE_LIMIT + 1)
 
 
 def _cut_quoted(text: str) -> str:
@@ -89,9 +90,9 @@ def bounded(text: str) -> str:
         items = match.group(1).split(", ")
         return match.group(0) if len(items) <= ITEMS_LIMIT else "[" + summarise(items) + "]"
 
-    text = _INNER_LIST.sub(fewer, text)
-    text = _QUOTED.sub(lambda m: m.group(0) if len(m.group(0)) <= QUOTE_LIMIT + 2 else _cut_quoted(m.group(0)), text)
-    text = _LONG_RUN.sub(lambda m: cut(m.group(0)), text)
+    text = re.sub(_INNER_LIST, fewer, text)
+    text = re.sub(_QUOTED, lambda m: m.group(0) if len(m.group(0)) <= QUOTE_LIMIT + 2 else _cut_quoted(m.group(0)), text)
+    text = re.sub(_LONG_RUN, lambda m: cut(m.group(0)), text)
     return cut(text, LINE_LIMIT)
 
 

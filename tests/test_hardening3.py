@@ -11,6 +11,7 @@ import os
 import re
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -284,3 +285,48 @@ def test_bounded_leaves_ordinary_messages_alone_and_cuts_the_rest():
     assert summarise([str(i) for i in range(1234 + 3)], limit=3) == "0, 1, 2, … and 1,234 more"
     assert quote("q" * 1000).endswith("' (1,002 characters)") and len(quote("q" * 1000)) < 220
     assert len(bounded("word " * 10_000)) < 2100
+
+
+# -- a local JSON report imports what it uses --------------------------------------------------------------
+
+
+def imported_by(*args: str) -> set[str]:
+    """Modules a fresh ``hfkv ARGS`` process imports (``-X importtime``) beyond ``python -c pass``'s."""
+    def modules(*command: str) -> set[str]:
+        result = subprocess.run([sys.executable, "-X", "importtime", *command], capture_output=True, text=True,
+                                cwd=ROOT, timeout=120, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+        assert result.returncode in (0, 3), result.stderr[-2000:]  # 3: a verdict of "does NOT fit"
+        return {line.split("|")[-1].strip() for line in result.stderr.splitlines() if line.startswith("import time:")}
+
+    return modules("-m", "hfkv", *args) - modules("-c", "pass")
+
+
+def test_a_local_json_report_does_not_import_what_it_never_uses():
+    """pydantic's plugin loader imported importlib.metadata (with email, csv, zipfile, socket: ~10 ms)
+    before reading PYDANTIC_DISABLE_PLUGINS; a report with no deployment imported the planning stage
+    and every engine to enrich nothing. Neither is imported now; everything else is as before."""
+    modules = imported_by(str(DEEPSEEK), "--format", "json")
+    assert "pydantic" in modules and "hfkv.mappings.registry" in modules
+    assert not {"importlib.metadata", "importlib.metadata._adapters", "email", "email.message"} & modules
+    assert not {m for m in modules if m.startswith("hfkv.planning")}
+    planned = imported_by(str(DEEPSEEK), "--format", "json", "--gpu", "H200")
+    assert "hfkv.planning.enrich" in planned  # with a deployment, the planning stage is loaded as before
+
+
+def test_a_deferred_module_is_the_real_one_at_first_use():
+    code = textwrap.dedent("""
+        import sys, threading
+        from hfkv.commands.cli import defer_imports
+        defer_imports()
+        import importlib.metadata as metadata
+        assert type(metadata).__name__ == "Deferred"
+        seen = []
+        threads = [threading.Thread(target=lambda: seen.append(metadata.version("click"))) for _ in range(8)]
+        [t.start() for t in threads]; [t.join() for t in threads]
+        from importlib.metadata import version
+        assert seen == [version("click")] * 8 and metadata.version is version
+        assert type(sys.modules["importlib.metadata"]).__name__ == "module"
+        print("ok")
+    """)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert result.stdout == "ok\n", result.stderr

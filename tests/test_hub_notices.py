@@ -5,6 +5,7 @@ library users keep the one line."""
 
 from __future__ import annotations
 
+import logging
 import os
 import pty
 import select
@@ -27,12 +28,18 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.fixture
 def heard(monkeypatch) -> list[tuple[float, str]]:
-    """Notices on: each line with the time it was written."""
+    """Notices on: each line with the time it was written. The library's logger is put back afterwards
+    (``install`` sets it up once per process, as the command line does)."""
     lines: list[tuple[float, str]] = []
+    logger = logging.getLogger("huggingface_hub.utils._http")
+    saved = (list(logger.handlers), logger.propagate, logger.level)
+    monkeypatch.setattr(notices, "_installed", False)
     monkeypatch.setattr(notices, "enabled", True)
     monkeypatch.setattr(notices, "_write", lambda line: lines.append((time.monotonic(), line)))
     monkeypatch.setattr(notices, "_said", {})
-    return lines
+    yield lines
+    logger.handlers[:], logger.propagate = saved[0], saved[1]
+    logger.setLevel(saved[2])  # and the loggers' cached answers are cleared
 
 
 def test_a_refused_connection_announces_the_retry_at_once(heard, hub_cache, no_sleep):

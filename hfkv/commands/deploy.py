@@ -82,7 +82,9 @@ class Deployment:
     def apply(self, report: Report) -> Report:
         """``report`` with its serving plan, the engine's figures and the verdict (``enrich``); raises
         ``UnsupportedModelError`` (named) when the engine would refuse the model or layout."""
-        from hfkv.planning.enrich import enrich
+        if not self.planned and self.weights_bytes is None and not report.batch:
+            return report  # enrich would change nothing (no plan, no given weights, no --batch to warn of)
+        from hfkv.planning.enrich import enrich  # and its imports (planning, the engines) are not paid
 
         return enrich(report, gpu=self.gpu, engine=self.engine, weights_bytes=self.weights_bytes,
                       weights_read_bytes=self.weights_read_bytes, max_model_len=self.max_model_len,

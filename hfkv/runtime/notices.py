@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import logging
 import re
 import sys
 import threading
 import time
-from typing import Callable, Iterator
-from urllib.parse import urlsplit
+from typing import TYPE_CHECKING, Any, Callable, Iterator
+
+if TYPE_CHECKING:
+    import logging
 
 enabled = False  # set by the command line (stderr is a terminal); importing this module costs nothing more
 SLOW_SECONDS = 2.0
@@ -42,8 +43,9 @@ _last_reason = threading.local()
 _write: Callable[[str], None] | None = None
 _ids = itertools.count()
 
-_RETRY = re.compile(r"(?:Retrying in|Waiting) ([0-9.]+)s (?:before retry )?\[Retry (\d+)/(\d+)\]")
-_THROWN = re.compile(r"^(?:HTTP Error (\d+)|'(.*)') thrown while requesting \S+ (\S+)", re.S)
+# huggingface_hub's retry records (re source: compiled by ``re`` when the first record comes, not at start).
+_RETRY = r"(?:Retrying in|Waiting) ([0-9.]+)s (?:before retry )?\[Retry (\d+)/(\d+)\]"
+_THROWN = r"(?s)^(?:HTTP Error (\d+)|'(.*)') thrown while requesting \S+ (\S+)"
 
 
 def note(host: str, text: str) -> None:
@@ -78,32 +80,40 @@ def install() -> None:
         if _installed:
             return
         _installed = True
+    import logging  # here: the command line imports this module at every start
+
     logger = logging.getLogger("huggingface_hub.utils._http")
     if not logger.isEnabledFor(logging.WARNING):  # hidden anyway (hfkv sets HF_HUB_VERBOSITY=error):
         logger.setLevel(logging.WARNING)  # let its retry records reach the handler below,
         logger.propagate = False  # and nothing else (its text names URLs)
-    logger.addHandler(_RetryHandler(logging.WARNING))
+    logger.addHandler(_retry_handler(logging))
 
 
-class _RetryHandler(logging.Handler):
+def _retry_handler(logging: "Any") -> "logging.Handler":
     """huggingface_hub logs why a request failed, then that it will retry: one notice of both."""
 
-    def emit(self, record: logging.LogRecord) -> None:
-        try:
-            text = record.getMessage()
-        except Exception:  # noqa: BLE001 - a record we cannot read is not ours to report
-            return
-        thrown = _THROWN.match(text)
-        if thrown:
-            status, error, url = thrown.groups()
-            _last_reason.value = (_host_of(url), f"HTTP {status}" if status else _reason(error or ""))
-            return
-        retry = _RETRY.search(text)
-        if retry:
-            host, reason = getattr(_last_reason, "value", ("the Hub", "no answer"))
-            wait, number, total = retry.groups()
-            note(host, f"{host} did not answer ({reason}); trying again in {float(wait):g} s "
-                       f"(retry {number} of {total})")
+    class RetryHandler(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            _on_record(record)
+
+    return RetryHandler(logging.WARNING)
+
+
+def _on_record(record: "logging.LogRecord") -> None:
+    try:
+        text = record.getMessage()
+    except Exception:  # noqa: BLE001 - a record we cannot read is not ours to report
+        return
+    thrown = re.match(_THROWN, text)
+    if thrown:
+        status, error, url = thrown.groups()
+        _last_reason.value = (_host_of(url), f"HTTP {status}" if status else _reason(error or ""))
+        return
+    retry = re.search(_RETRY, text)
+    if retry:
+        host, reason = getattr(_last_reason, "value", ("the Hub", "no answer"))
+        wait, number, total = retry.groups()
+        note(host, f"{host} did not answer ({reason}); trying again in {float(wait):g} s (retry {number} of {total})")
 
 
 def _reason(error: str) -> str:
@@ -118,6 +128,8 @@ def _reason(error: str) -> str:
 
 
 def _host_of(url: str) -> str:
+    from urllib.parse import urlsplit
+
     try:
         parts = urlsplit(url)
         return (parts.hostname or "the Hub") + (f":{parts.port}" if parts.port else "")

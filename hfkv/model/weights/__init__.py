@@ -134,16 +134,21 @@ def estimate_weights(config: dict) -> WeightsEstimate | Unknown:
     if str(text.get("expert_dtype") or config.get("expert_dtype") or "").lower() in ("fp4", "mxfp4"):
         quant.fp4_experts()
     params: dict[str, int] = {r: 0 for r in ROLES}
-    whole: dict[str, int] = {r: 0 for r in ROLES}  # integer bytes summed apart: Fraction sums cost ~7 µs each
-    parts: dict[str, Fraction] = {r: Fraction(0) for r in ROLES}
+    # Bytes summed exactly but without Fraction arithmetic per tensor (~7 µs each, 800,000 tensors in a
+    # 100,000-layer config): integers apart, fractions as integer numerators per (role, denominator).
+    whole: dict[str, int] = {r: 0 for r in ROLES}
+    parts: dict[tuple[str, int], int] = {}
     for t in built.tensors:
         params[t.role] += t.numel
         size = quant.bytes_of(t)
         if type(size) is int:
             whole[t.role] += size
         else:
-            parts[t.role] += size
-    sizes = {r: parts[r] + whole[r] for r in ROLES}
+            key = (t.role, size.denominator)
+            parts[key] = parts.get(key, 0) + size.numerator
+    sizes = {r: Fraction(whole[r]) for r in ROLES}
+    for (role, denominator), numerator in parts.items():
+        sizes[role] += Fraction(numerator, denominator)
     breakdown = {r: RoleWeights(params[r], math.ceil(sizes[r])) for r in ROLES if params[r]}
     total_p = sum(params.values())
     total_b = math.ceil(sum(sizes.values()))

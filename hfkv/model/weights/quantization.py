@@ -80,9 +80,14 @@ class _Scheme:
     def __init__(self, label: str, fn):
         self.label = label
         self.fn = fn
+        self._bytes: dict[tuple[int, int, int], Fraction] = {}  # a model repeats a few shapes many times
 
-    def linear_bytes(self, out: int, inp: int) -> Fraction:
-        return Fraction(self.fn(out, inp))
+    def linear_bytes(self, out: int, inp: int, count: int = 1) -> Fraction:
+        """Bytes of ``count`` such linears (kept per shape: no Fraction arithmetic for a shape seen before)."""
+        found = self._bytes.get((out, inp, count))
+        if found is None:
+            found = self._bytes[(out, inp, count)] = Fraction(self.fn(out, inp)) * count
+        return found
 
 
 def _ceil(a: int, b: int) -> int:
@@ -301,4 +306,4 @@ class Quantization:
         if scheme is None or len(t.shape) != 2:
             return t.numel * (t.dtype_bytes or self.base)
         out, inp = t.shape
-        return scheme.linear_bytes(out, inp) * t.count
+        return scheme.linear_bytes(out, inp, t.count)
