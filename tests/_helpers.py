@@ -1,12 +1,17 @@
-"""Helpers shared by the family test files: load a fixture, build a report, read its layers."""
+"""Helpers shared by several test files: load a fixture, build a report, read its layers; for the engine-mode
+tests, a cached report of a fixture by name (``fixture_report``, imported there as ``report``) and the
+fixtures they share."""
 
 from __future__ import annotations
 
 import copy
 import json
+from functools import lru_cache
 from pathlib import Path
 
 import hfkv
+from hfkv.inspection import inspect_config
+from hfkv.model.options import Options
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 HUB_CONFIGS = Path(__file__).resolve().parents[2] / "shared" / "hub-configs"
@@ -53,3 +58,30 @@ def kinds(rep: hfkv.Report) -> list[str]:
 
 def state_of(rep: hfkv.Report, index: int) -> int:
     return rep.to_dict()["layers"][index]["state_bytes"]
+
+
+# -- engine-mode tests (tests/engines/) ----------------------------------------------------------------
+
+GiB = 1 << 30
+
+V32 = "deepseek-ai__DeepSeek-V3.2"
+V3 = "deepseek-ai__DeepSeek-V3"
+GPT_OSS = "openai__gpt-oss-120b"
+GEMMA3 = "google__gemma-3-27b-it-from-engine-log"
+QWEN3_NEXT = "Qwen__Qwen3-Next-80B-A3B-Thinking"
+NEMOTRON = "nvidia__NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"
+
+
+def fixture_report(name: str, **options) -> hfkv.Report:
+    """The report of fixtures/<name>/config.json with the given accounting options (cached: read-only)."""
+    return _fixture_report(name, tuple(sorted(options.items())))
+
+
+@lru_cache(maxsize=None)
+def _fixture_report(name: str, options: tuple) -> hfkv.Report:
+    data = json.loads((FIXTURES / name / "config.json").read_text())
+    return inspect_config(data, model=name, options=Options(**dict(options)))
+
+
+def ceil_div(a: int, b: int) -> int:
+    return -(-a // b)

@@ -13,8 +13,8 @@ import json
 from pathlib import Path
 
 import pytest
-from test_vllm_oracle import mismatches
-from test_vllm_transformers_backend import run_hfkv
+from engines.vllm.test_oracle import mismatches
+from engines.vllm.test_transformers import run_hfkv
 
 from hfkv.engines import simulate
 from hfkv.engines.vllm import transformers as tfb

@@ -1,7 +1,7 @@
 """Encoder-decoders and pooling models in the engine modes: Whisper as vLLM 0.33.0 and SGLang 0.5.23 size it,
 LFM2.5-Embedding as vLLM serves it. Expected figures are hand arithmetic from the engines' code (cited) and
 agree with the oracle rows (``tests/oracles/vllm-0.33.0-fixtures*.jsonl``, ``sglang-0.5.23-fixtures.jsonl``),
-which ``tests/test_vllm_oracle.py`` / ``tests/test_sglang_oracle.py`` sweep.
+which ``tests/engines/vllm/test_oracle.py`` / ``tests/engines/sglang/test_oracle.py`` sweep.
 """
 
 from __future__ import annotations

@@ -5,12 +5,12 @@ oracle rows as the sweeps classify them.
 
 Each stored row is what vLLM 0.33.0's or SGLang 0.5.23's own code computed (tests/oracles/README*.md). A row
 is *not comparable* when the oracle could not run the engine's code offline (``NOT_COMPARABLE`` /
-``OFFLINE_ERRORS`` in tests/test_vllm_oracle.py and tests/test_vllm_transformers_backend.py), a *known gap*
+``OFFLINE_ERRORS`` in tests/engines/vllm/test_oracle.py and tests/engines/vllm/test_transformers.py), a *known gap*
 when hfkv does not reproduce it yet (tests/oracles/known-gaps.tsv, with the engine's reason); every other
-row is compared, and the sweeps (tests/test_vllm_oracle.py, tests/test_sglang_oracle.py,
-tests/test_vllm_transformers_backend.py, tests/test_transformers_backend_families.py) fail unless each
+row is compared, and the sweeps (tests/engines/vllm/test_oracle.py, tests/engines/sglang/test_oracle.py,
+tests/engines/vllm/test_transformers.py, tests/test_transformers_backend_families.py) fail unless each
 compared row matches: served rows figure by figure, refused rows with the engine's reason. So "matched" here
-is "compared" while those tests pass; tests/test_engine_verification_figures.py checks the README says what
+is "compared" while those tests pass; tests/engines/test_verification_figures.py checks the README says what
 this prints.
 """
 
@@ -23,9 +23,9 @@ from pathlib import Path
 TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS))
 
-import test_sglang_oracle as sg  # noqa: E402  (the sweeps' own classification)
-import test_vllm_oracle as vo  # noqa: E402
-import test_vllm_transformers_backend as tb  # noqa: E402
+import engines.sglang.test_oracle as sg  # noqa: E402  (the sweeps' own classification)
+import engines.vllm.test_oracle as vo  # noqa: E402
+import engines.vllm.test_transformers as tb  # noqa: E402
 
 ORACLES = TESTS / "oracles"
 VLLM_GROUPS = {  # file name -> the group the README names

@@ -27,13 +27,13 @@ from hfkv.model.options import Options
 
 from _helpers import WINDOW_CONFIGS, window_config  # the window-configs entries (tests/oracles/README.md)
 
-HERE = Path(__file__).resolve().parent
-SHARED = Path(__file__).resolve().parents[2] / "shared"
+TESTS = Path(__file__).resolve().parents[2]
+SHARED = Path(__file__).resolve().parents[4] / "shared"
 HUB_CONFIGS = SHARED / "hub-configs"
-FIXTURES = HERE.parent / "fixtures"  # configs of vllm-0.33.0-fixtures.jsonl: fixtures/<name>/config.json
-ORACLE_CONFIGS = HERE / "oracles" / "configs"  # configs written for rows no hub config or fixture holds
-FIXTURE_ROWS = HERE / "oracles" / "vllm-0.33.0-fixtures.jsonl"
-ORACLE_FILES = (SHARED / "engine-oracles" / "vllm-0.33.0-h200.jsonl", *sorted((HERE / "oracles").glob("vllm-*.jsonl")))
+FIXTURES = TESTS.parent / "fixtures"  # configs of vllm-0.33.0-fixtures.jsonl: fixtures/<name>/config.json
+ORACLE_CONFIGS = TESTS / "oracles" / "configs"  # configs written for rows no hub config or fixture holds
+FIXTURE_ROWS = TESTS / "oracles" / "vllm-0.33.0-fixtures.jsonl"
+ORACLE_FILES = (SHARED / "engine-oracles" / "vllm-0.33.0-h200.jsonl", *sorted((TESTS / "oracles").glob("vllm-*.jsonl")))
 SM_OF_PLATFORM = {"H200": "9.0", "B200": "10.0", "A100": "8.0"}
 DEFAULT_BATCHED_TOKENS = 8192  # hfkv's default (vLLM on a >= 70 GiB non-A100 GPU)
 
@@ -87,7 +87,7 @@ OFFLINE_ERRORS = {
 # Rows hfkv's vLLM mode does not match yet, each with the engine's own reason: tests/oracles/known-gaps.tsv
 # (engine, config, TP, KV dtype, reason), shared with the SGLang sweep. They must still mismatch
 # (test_known_gaps_still_differ), so a row that starts to match fails until it is taken off the file.
-KNOWN_GAPS_FILE = HERE / "oracles" / "known-gaps.tsv"
+KNOWN_GAPS_FILE = TESTS / "oracles" / "known-gaps.tsv"
 
 
 def known_gaps(engine: str) -> dict:

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-HERE = Path(__file__).resolve().parent
-ORACLES = HERE / "oracles"
-README = HERE.parent / "README.md"
-SHARED = HERE.parents[1] / "shared"
+TESTS = Path(__file__).resolve().parents[1]
+ORACLES = TESTS / "oracles"
+README = TESTS.parent / "README.md"
+SHARED = TESTS.parents[1] / "shared"
 FIGURES = re.compile(r"<!-- figures: printed by python tests/oracles/verification_figures.py -->\n(.*?)\.\n"
                      r"<!-- /figures -->", re.S)
 

@@ -11,7 +11,8 @@ from hfkv.engines import simulate
 from hfkv.engines.vllm.startup import VllmRefusal
 from hfkv.errors import UnsupportedModelError
 
-from test_engines import GEMMA3, GPT_OSS, NEMOTRON, QWEN3_NEXT, V3, V32, GiB, ceil_div, report
+from _helpers import GEMMA3, GPT_OSS, NEMOTRON, QWEN3_NEXT, V3, V32, GiB, ceil_div
+from _helpers import fixture_report as report
 
 
 def test_vllm_says_it_leaves_draft_layers_out():
@@ -309,7 +310,7 @@ def test_vllm_longrope_default_length_is_the_original_one():
     import json
 
     from hfkv.inspection import inspect_config
-    from test_engines import FIXTURES
+    from _helpers import FIXTURES
 
     data = json.loads((FIXTURES / "microsoft__Phi-3.5-mini-instruct" / "config.json").read_text())
     data.update(original_max_position_embeddings=4096,
@@ -350,7 +351,7 @@ def test_vllm_kimi_linear_with_mla_use_nope_starts():
     import json
 
     from hfkv.inspection import inspect_config
-    from test_engines import FIXTURES
+    from _helpers import FIXTURES
 
     data = json.loads((FIXTURES / "moonshotai__Kimi-Linear-48B-A3B-Instruct-transformers-defaults" / "config.json")
                       .read_text())
@@ -448,7 +449,7 @@ def test_vllm_never_resolves_gemma3_to_float16():
 
     from hfkv.inspection import inspect_config
     from hfkv.model.options import Options
-    from test_engines import FIXTURES
+    from _helpers import FIXTURES
 
     data = json.loads((FIXTURES / "google__gemma-3-4b-it" / "config.json").read_text())
     data["torch_dtype"] = "float16"

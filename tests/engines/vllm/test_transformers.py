@@ -2,7 +2,7 @@
 
 Two halves: every row of ``tests/oracles/transformers-backend-vllm-0.33.0.jsonl`` (vLLM's own start-up
 code run by the oracle, tests/oracles/README.md) driven as a user would and compared figure by figure
-(``test_vllm_oracle.mismatches``); and the decision itself, with expected values read from vLLM's code
+(``mismatches`` of tests/engines/vllm/test_oracle.py); and the decision itself, with expected values read from vLLM's code
 (file and function cited beside each) or derived by hand.
 """
 
@@ -13,7 +13,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from test_vllm_oracle import capability, kv_arg, mismatches, vllm_reason
+from engines.vllm.test_oracle import capability, kv_arg, mismatches, vllm_reason
 
 from hfkv.engines import simulate
 from hfkv.engines.vllm import transformers as tfb
@@ -24,10 +24,10 @@ from hfkv.inspection import inspect_config
 from hfkv.model.options import Options
 from hfkv.model.specs import FullAttention, LayerSpec, MambaState, ShortConvState, SlidingWindow
 
-HERE = Path(__file__).resolve().parent
-ROWS = HERE / "oracles" / "transformers-backend-vllm-0.33.0.jsonl"
-CONFIGS = HERE / "oracles" / "transformers-configs"  # configs no fixture holds
-FIXTURES = HERE.parent / "fixtures"
+TESTS = Path(__file__).resolve().parents[2]
+ROWS = TESTS / "oracles" / "transformers-backend-vllm-0.33.0.jsonl"
+CONFIGS = TESTS / "oracles" / "transformers-configs"  # configs no fixture holds
+FIXTURES = TESTS.parent / "fixtures"
 OLMO3 = FIXTURES / "allenai__Olmo-3-7B-Instruct-transformers-defaults" / "config.json"
 GiB = 1 << 30
 

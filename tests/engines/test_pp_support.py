@@ -32,8 +32,8 @@ from hfkv.errors import UnsupportedModelError
 from hfkv.inspection import inspect_config
 from hfkv.model.options import Options
 
-ROOT = Path(__file__).resolve().parents[1]
-SHARED = Path(__file__).resolve().parents[2] / "shared"
+ROOT = Path(__file__).resolve().parents[2]
+SHARED = Path(__file__).resolve().parents[3] / "shared"
 VLLM_PP = ("Pipeline parallelism is not supported for this model. Supported models implement the `SupportsPP` "
            "interface.")
 SGLANG_PP = "Pipeline Parallel is not compatible with this model."

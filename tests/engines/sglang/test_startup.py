@@ -13,7 +13,8 @@ from hfkv.engines import simulate
 from hfkv.errors import UnsupportedModelError
 from hfkv.inspection import inspect_config
 
-from test_engines import FIXTURES, GEMMA3, GPT_OSS, NEMOTRON, QWEN3_NEXT, V3, V32, GiB, report
+from _helpers import FIXTURES, GEMMA3, GPT_OSS, NEMOTRON, QWEN3_NEXT, V3, V32, GiB
+from _helpers import fixture_report as report
 
 
 def test_sglang_dsa_fp8_cell_and_page():

@@ -24,9 +24,9 @@ from hfkv.errors import HfkvError
 from hfkv.inspection import inspect_config
 from hfkv.model.options import Options
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
+SHARED = Path(__file__).resolve().parents[4] / "shared"
 HUB_CONFIGS = SHARED / "hub-configs"
-ORACLES = Path(__file__).resolve().parent / "oracles"
+ORACLES = Path(__file__).resolve().parents[2] / "oracles"
 SOURCES = {
     "h200": SHARED / "engine-oracles" / "sglang-0.5.23-h200.jsonl",
     "b200": ORACLES / "sglang-0.5.23-b200.jsonl",
@@ -34,7 +34,7 @@ SOURCES = {
     "fixtures": ORACLES / "sglang-0.5.23-fixtures.jsonl",
     "configs": ORACLES / "sglang-0.5.23-configs.jsonl",
 }
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[3] / "fixtures"
 CAPABILITY = {"H200": "9.0", "B200": "10.0"}
 
 # Rows whose SGLang figure hfkv cannot reproduce yet, each with SGLang's own reason, are the sglang rows of

@@ -2,7 +2,7 @@
 
 Expected verdicts are SGLang 0.5.23's assertions (``sglang/srt/models/<file>.py``, cited per test) over
 the config's head counts, with the arithmetic beside them; the stored oracle rows that SGLang would
-crash on are listed in tests/test_sglang_oracle.py (``BUILD_ASSERTS``).
+crash on are listed in tests/engines/sglang/test_oracle.py (``BUILD_ASSERTS``).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from hfkv.errors import UnsupportedModelError
 from hfkv.inspection import inspect_config
 from hfkv.model.options import Options
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 PREFIX = "SGLang 0.5.23 cannot serve this model"
 
 
