@@ -1,44 +1,39 @@
-"""The calculator page (hfkv.commands.serve): its logic without a browser, then the real page in headless Chromium.
+"""The calculator page's logic, without Gradio (hfkv.commands.serve_form, serve_access, serve_pages).
 
-The browser tests start ``hfkv serve`` (``serve_command``) in a subprocess against the fake Hub, drive
-Debian's Chromium through Selenium, compare every figure shown with the JSON report built here, save
-screenshots under /tmp (hfkv-web-*.png) and check that the page fetched nothing but 127.0.0.1. They
-skip with the reason when gradio, selenium or the browser is missing (``pip install 'hfkv[app]'
-selenium``; ``apt-get install chromium chromium-driver``). Expected figures are derived by hand beside
-each assertion, or taken from the engine modes' JSON (themselves checked against the engines).
+Against the fake Hub on 127.0.0.1 (tests/fakehub.py). Expected figures are derived by hand beside each
+assertion, or are what the command the page prints gives (run here through the real CLI). The page as
+a server (Gradio, its guard, uploads, sessions, concurrency) is tested in tests/web/test_server.py, and
+in a browser in tests/web/test_browser.py.
 """
 
 from __future__ import annotations
 
-import contextlib
-import importlib.util
 import json
-import os
 import re
-import socket
+import shlex
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
 
-import hfkv
+from fakehub import Fault
+from hfkv import errors
+from hfkv.commands.cli import main
+from hfkv.commands.serve_access import NOT_VISIBLE, Session, Settings
+from hfkv.commands.serve_form import Form
+from hfkv.commands.serve_pages import compare_page, plan_page, report_page
 from hfkv.units import exact_bytes
-from hfkv.planning.enrich import enrich
-from hfkv.sources.hub import HubClient
-from hfkv.commands.serve import MISSING_EXTRA, Form, compare_page, report_page
 from test_html import ALLOWED_TAGS, parse
 
-GIB = 2**30
 LLAMA = "meta-llama/Meta-Llama-3.1-8B"
+QWEN_MOE = "Qwen/Qwen3-30B-A3B"
 DEEPSEEK = "deepseek-ai/DeepSeek-V3.2"
-SENTINEL = "hf_SentinelTokenNeverShown0123456789"
-CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
-SHOTS = Path("/tmp")
+GPT_OSS = "openai/gpt-oss-120b"
+VISITOR = "hf_VisitorTokenNeverShown0123456789"
 SPACE = Path(__file__).resolve().parents[1] / "space"
 HOSTILE = {
     "model_type": "<img src=x onerror=alert(1)>", "architectures": ["<script>alert(2)</script>"],
@@ -48,31 +43,65 @@ HOSTILE = {
 
 
 @pytest.fixture
-def client(fake_hub: Any, hub_cache: str) -> HubClient:
-    return HubClient(endpoint=fake_hub.url, cache_dir=hub_cache)
+def settings(fake_hub: Any) -> Settings:
+    return Settings(endpoint=fake_hub.url)
 
 
 def cells(page: str, field: str) -> list[str]:
     return re.findall(rf'data-field="{re.escape(field)}">([^<]*)<', page)
 
 
-# -- the page logic, no browser -------------------------------------------------------------------
+def by_id(page: str, element_id: str) -> str:
+    """The text of the element with ``id`` (HTML entities left as they are)."""
+    found = re.search(rf'id="{re.escape(element_id)}"[^>]*>(.*?)</(?:td|code|p|a)>', page, re.S)
+    assert found, f"no #{element_id}"
+    return found.group(1).replace("&#x27;", "'").replace("&amp;", "&")
+
+
+def error_line(page: str) -> str:
+    found = re.findall(r'<p class="error"[^>]*>([^<]*)</p>', page)
+    assert len(found) == 1, page[:500]
+    return found[0].replace("&#x27;", "'")
+
+
+def run_cli(command: str, fake_hub: Any, *extra: str) -> tuple[int, str]:
+    """Run a command the page printed through the real CLI, against the fake Hub: (exit code, stdout, or
+    stderr when stdout is empty)."""
+    args = shlex.split(command)
+    assert args[0] == "hfkv"
+    result = CliRunner().invoke(main, [*args[1:], *extra, "--endpoint", fake_hub.url])
+    return result.exit_code, result.stdout or result.stderr
+
+
+# -- the form ---------------------------------------------------------------------------------------
 
 
 def test_form_query_round_trip():
-    form = Form(model=DEEPSEEK, kv_cache_dtype="fp8", tp=8, dp=2, gpu="H200-141GB", budget="60GiB", contexts="4k,128k")
+    form = Form(model=DEEPSEEK, kv_cache_dtype="fp8", tp=8, dp=2, pp=2, ep=True, gpu="H200-141GB", budget="60GiB",
+                contexts="4k,128k", max_model_len="128k", gpu_memory_utilization="0.9", mem_fraction_static="0.85")
     query = form.query_string()
-    assert query == ("?model=deepseek-ai%2FDeepSeek-V3.2&kv=fp8&tp=8&dp=2&gpu=H200-141GB&budget=60GiB"
-                     "&context=4k%2C128k")
+    assert query == ("?model=deepseek-ai%2FDeepSeek-V3.2&kv=fp8&tp=8&dp=2&pp=2&ep=1&gpu=H200-141GB&budget=60GiB"
+                     "&context=4k%2C128k&max_len=128k&gmu=0.9&mfs=0.85")
     from urllib.parse import parse_qsl
 
     assert Form.from_query(dict(parse_qsl(query[1:]))) == form
-    # DP 2 replicas of TP 8: 16 GPUs of the preset, as the CLI spells it.
-    assert form.cli_command() == ("hfkv deepseek-ai/DeepSeek-V3.2 --kv-cache-dtype fp8 --tp 8 --gpu H200-141GB:16 "
-                                  "--budget 60GiB --context 4k,128k")
+    # TP 8 × PP 2 × DP 2 replicas: 32 GPUs of the preset, as the CLI spells it.
+    assert form.report_command(engine="vllm") == (
+        "hfkv deepseek-ai/DeepSeek-V3.2 --kv-cache-dtype fp8 --tp 8 --dp 2 --pp 2 --enable-expert-parallel "
+        "--gpu H200-141GB:32 --budget 60GiB --context 4k,128k --max-model-len 128k --gpu-memory-utilization 0.9 "
+        "--mem-fraction-static 0.85 --engine vllm")
+    # DP attention keeps its DP ranks inside TP: 8 GPUs.
+    assert Form(model="a/b", tp=8, dp=8, dp_attention=True, gpu="H200-141GB").gpu_spec() == "H200-141GB:8"
     assert Form().query_string() == ""
-    bad = Form.from_query({"tp": "-3", "dp": "x", "kv": "fp7", "nonsense": "1"})
-    assert (bad.tp, bad.dp, bad.kv_cache_dtype) == (1, 1, "auto")
+    bad = Form.from_query({"tp": "-3", "dp": "x", "kv": "fp7", "dpa": "maybe", "requests": "-1", "nonsense": "1"})
+    assert (bad.tp, bad.dp, bad.kv_cache_dtype, bad.dp_attention, bad.requests) == (1, 1, "auto", False, 0)
+    plan = Form(model=LLAMA, requests=64, plan_context="32k", plan_engine="sglang", max_gpus=4)
+    assert plan.tab == "plan" and plan.query_string("plan") == (
+        "?model=meta-llama%2FMeta-Llama-3.1-8B&requests=64&plan_context=32k&plan_engine=sglang&max_gpus=4")
+
+
+def test_commands_are_quoted():
+    assert Form(model="a/b", budget="60 GiB; rm -rf ~").report_command() == "hfkv a/b --budget '60 GiB; rm -rf ~'"
 
 
 @pytest.mark.parametrize("form, line", [
@@ -80,383 +109,344 @@ def test_form_query_round_trip():
     (Form(model=LLAMA, budget="lots"), "hfkv: error: cannot read size 'lots'"),
     (Form(model=LLAMA, gpu="H900"), "hfkv: error: unknown GPU 'H900'"),
     (Form(model=LLAMA, kv_cache_dtype="fp7"), "hfkv: error: KV dtype 'fp7' is not one of"),
+    (Form(model=LLAMA, gpu_memory_utilization="1.5"), "hfkv: error: --gpu-memory-utilization must be in (0, 1]"),
+    (Form(model=LLAMA, mem_fraction_static="most"), "hfkv: error: --mem-fraction-static must be a number"),
+    (Form(model=LLAMA, tp=5000), "hfkv: error: TP 5,000 is more than this page computes"),
 ])
-def test_bad_fields_are_one_line(client, form, line):
-    html, text = report_page(form, client)
-    assert text == "" and f'<p class="error" id="hfkv-error">{line}' in html.replace("&#x27;", "'")
+def test_bad_fields_are_one_line(settings, form, line):
+    html, text = report_page(form, settings)
+    assert text == "" and error_line(html).startswith(line)
 
 
-def test_cli_command_is_quoted():
-    assert Form(model="a/b", budget="60 GiB; rm -rf ~").cli_command() == "hfkv a/b --budget '60 GiB; rm -rf ~'"
+# -- Report: each engine's verdict, and the commands that print it ------------------------------------
 
 
-def test_report_figures_equal_the_json(client):
-    html, text = report_page(Form(model=LLAMA, budget="60GiB", contexts="4k,128k"), client)
+def test_report_figures_equal_the_cli(settings, fake_hub):
+    html, text = report_page(Form(model=LLAMA, budget="60GiB", contexts="4k,128k"), settings)
     data = json.loads(text)
     # Llama-3.1-8B: 32 layers × 2 × 8 KV heads × 128 × 2 B = 131,072 B per token.
-    assert data["alpha_bytes_per_token"] == 131072
-    assert cells(html, "alpha_bytes_per_token") == [exact_bytes(data["alpha_bytes_per_token"])] == ["131,072 B (128.00 KiB)"]
+    assert cells(html, "alpha_bytes_per_token") == [exact_bytes(131072)] == ["131,072 B (128.00 KiB)"]
     # 60 GiB / (4096 × 2^17 B) = 120; 60 GiB / (2^17 × 2^17 B) = 3.75 → 3.
-    assert cells(html, "max_concurrency") == [f"{c['max_concurrency']:,}" for c in data["contexts"]] == ["120", "3"]
-    from hfkv.commands.cli import main
-
-    cli = CliRunner().invoke(main, [LLAMA, "--budget", "60GiB", "--context", "4k,128k", "--format", "json",
-                                    "--endpoint", client.endpoint])
-    assert json.loads(cli.output) == data  # the command the page shows prints the same JSON
+    assert cells(html, "max_concurrency") == ["120", "3"]
+    code, output = run_cli(by_id(html, "hfkv-cli"), fake_hub, "--format", "json")
+    assert code == 0 and json.loads(output) == data  # the command the page shows prints the same JSON
+    assert by_id(html, "hfkv-cli") == "hfkv meta-llama/Meta-Llama-3.1-8B --budget 60GiB --context 4k,128k"
     assert 'href="?model=meta-llama%2FMeta-Llama-3.1-8B&amp;budget=60GiB&amp;context=4k%2C128k"' in html
-    assert ">hfkv meta-llama/Meta-Llama-3.1-8B --budget 60GiB --context 4k,128k<" in html
 
 
-def test_engine_figures_and_refusals(client):
-    html, _ = report_page(Form(model=DEEPSEEK, kv_cache_dtype="fp8", tp=8, gpu="H200-141GB"), client)
-    # SGLang's fp8 DSA cell: 61 × (656 B packed latent + 132 B indexer) = 48,068 B per token, both engines.
-    assert cells(html, "engine.bytes_per_token") == ["48,068", "48,068"]
-    whisper, _ = report_page(Form(model="openai/whisper-large-v3"), client)
-    assert whisper.count('class="error" data-engine=') == 2 and "cross-attention" in whisper
-    assert cells(whisper, "alpha_bytes_per_token")  # the theory figures stand
+def test_each_engine_says_its_own_verdict(settings, fake_hub):
+    """Qwen3-30B-A3B at TP 8 with DP attention 8 on 8 × H200: SGLang serves it, vLLM refuses the layout in
+    its own words; each column is what `hfkv … --engine NAME` prints, and hfkv's own line names both."""
+    form = Form(model=QWEN_MOE, tp=8, dp=8, dp_attention=True, gpu="H200-141GB")
+    html, text = report_page(form, settings)
+    vllm, sglang = by_id(html, "hfkv-verdict-vllm"), by_id(html, "hfkv-verdict-sglang")
+    assert vllm == ("vLLM refused: vLLM has no --enable-dp-attention: its --data-parallel-size ranks already keep "
+                    "their own requests (attention replicated per rank)")
+    assert sglang.startswith("fits on 8 × H200-141GB: ") and "(SGLang, TP 8, DP attention 8)" in sglang
+    theory = json.loads(text)["serving"]["verdict"]
+    assert "(hfkv, TP 8, DP attention 8)" in theory and "vLLM: would refuse" in theory
+    for engine, shown in (("sglang", sglang), ("vllm", vllm)):
+        command = by_id(html, f"hfkv-cli-{engine}")
+        assert command == f"hfkv Qwen/Qwen3-30B-A3B --tp 8 --dp 8 --enable-dp-attention --gpu H200-141GB:8 --engine {engine}"
+        code, output = run_cli(command, fake_hub, "--format", "json")
+        if engine == "sglang":
+            assert code == 0 and json.loads(output)["serving"]["verdict"] == shown
+        else:  # the CLI refuses with the same words (exit 2, one line)
+            assert code == 2 and output.strip().endswith(shown.removeprefix("vLLM refused: "))
+
+
+def test_engine_knobs_reach_both_engines(settings, fake_hub):
+    """gpu_memory_utilization is vLLM's, mem_fraction_static SGLang's: each moves its own engine's budget,
+    and each command carries both flags."""
+    base = Form(model=GPT_OSS, tp=2, gpu="H200-141GB", max_model_len="32k")
+    tight = Form(**{**base.__dict__, "gpu_memory_utilization": "0.6", "mem_fraction_static": "0.6"})
+    counts = {}
+    for form in (base, tight):
+        html, _ = report_page(form, settings)
+        for engine in ("vllm", "sglang"):
+            command = by_id(html, f"hfkv-cli-{engine}")
+            code, output = run_cli(command, fake_hub, "--format", "json")
+            assert code == 0 and json.loads(output)["serving"]["verdict"] == by_id(html, f"hfkv-verdict-{engine}")
+            counts[(form is tight, engine)] = json.loads(output)["serving"]["verdict_detail"]["requests"]
+    assert "--gpu-memory-utilization 0.6 --mem-fraction-static 0.6" in by_id(html, "hfkv-cli-vllm")
+    assert counts[(True, "vllm")] < counts[(False, "vllm")] and counts[(True, "sglang")] < counts[(False, "sglang")]
+
+
+def test_engine_refusals_keep_the_theory(settings, fake_hub):
+    """RWKV-4: hfkv accounts for it, neither engine serves it; each says so in its own words, which are
+    what its command prints."""
+    html, _ = report_page(Form(model="RWKV/rwkv-4-169m-pile"), settings)
+    assert html.count('class="error" data-engine=') == 2
+    assert by_id(html, "hfkv-verdict-vllm").startswith("vLLM refused: vLLM 0.33.0 would refuse to start: ")
+    assert by_id(html, "hfkv-verdict-sglang").startswith("SGLang refused: SGLang 0.5.23 cannot serve this model")
+    for engine in ("vllm", "sglang"):
+        code, output = run_cli(by_id(html, f"hfkv-cli-{engine}"), fake_hub)
+        assert code == 2 and output.strip().endswith(by_id(html, f"hfkv-verdict-{engine}").split(" refused: ", 1)[1])
+    assert cells(html, "alpha_bytes_per_token")  # the theory figures stand
+
+
+def test_report_without_gpu_says_how_to_get_a_verdict(settings):
+    html, _ = report_page(Form(model=LLAMA), settings)
+    assert by_id(html, "hfkv-verdict-vllm").startswith("no verdict: pick a GPU preset")
+
+
+# -- Compare ------------------------------------------------------------------------------------------
+
+
+def test_compare_page_and_its_commands(settings, fake_hub):
+    form = Form(compare=f"{LLAMA}, {GPT_OSS}\nnobody/missing", gpu="H200-141GB", tp=2)
+    html, text = compare_page(form, settings)
+    assert error_line(html).startswith("hfkv: error: nobody/missing: " + NOT_VISIBLE)
+    assert "Meta-Llama-3.1-8B vs gpt-oss-120b" in html
+    command = by_id(html, "hfkv-cli")
+    assert command == ("hfkv compare meta-llama/Meta-Llama-3.1-8B openai/gpt-oss-120b nobody/missing --tp 2 "
+                       "--gpu H200-141GB:2")
+    code, output = run_cli(command, fake_hub, "--format", "json")
+    cli, page = json.loads(output), json.loads(text)
+    assert code == 1 and cli["models"] == page["models"] and cli["pairs"] == page["pairs"]
+    assert cli["ranking"] == page["ranking"] and page["ranking"]  # planned on 2 × H200: requests served
+    for engine in ("vllm", "sglang"):
+        code, output = run_cli(by_id(html, f"hfkv-cli-compare-{engine}"), fake_hub, "--format", "json")
+        shown = [by_id(html, f"hfkv-compare-{engine}-{k}") for k in range(2)]
+        assert [m["serving"]["verdict"] for m in json.loads(output)["models"]] == shown
+
+
+def test_compare_needs_two_to_eight(settings):
+    html, _ = compare_page(Form(compare=" ".join(f"org/m{k}" for k in range(9))), settings)
+    assert "give 2 to 8 Hub repo ids" in html
+
+
+def test_compare_fetches_in_parallel_under_one_deadline(fake_hub):
+    """Three repos answering in 1 s each: one page in about 1 s, not 3. A repo that answers in 6 s misses a
+    3 s deadline: the page answers within it, the others shown, that one one line."""
+    for name in ("a", "b", "c", "slow"):
+        fake_hub.add_fixture(f"org/{name}", folder="meta-llama__Meta-Llama-3.1-8B")
+    for name in ("a", "b", "c"):
+        fake_hub.faults[f"org/{name}"] = Fault(kind="slow", delay=1.0, where="resolve", file="config.json")
+    fake_hub.faults["org/slow"] = Fault(kind="slow", delay=6.0, where="resolve", file="config.json")
+    settings = Settings(endpoint=fake_hub.url, deadline=3.0)
+    start = time.monotonic()
+    html, _ = compare_page(Form(compare="org/a org/b org/c"), settings)
+    took = time.monotonic() - start
+    assert 'class="compare"' in html and "error" not in html and took < 2.5, took
+    start = time.monotonic()
+    html, _ = compare_page(Form(compare="org/a org/slow"), settings)
+    took = time.monotonic() - start
+    assert took < 3.5, took
+    assert error_line(html) == "hfkv: error: org/slow: no answer within 3 s; retry in a while"
+    assert "<th>a</th>" in html  # org/a is still compared (alone)
+
+
+# -- Plan ---------------------------------------------------------------------------------------------
+
+
+def test_plan_page_is_hfkv_plan(settings, fake_hub):
+    form = Form(model=LLAMA, requests=32, plan_context="32k", plan_engine="both", max_gpus=2)
+    html, text = plan_page(form, settings)
+    page = json.loads(text)
+    command = by_id(html, "hfkv-cli")
+    assert command == ("hfkv plan meta-llama/Meta-Llama-3.1-8B --requests 32 --context 32k --gpu H200-141GB "
+                       "--engine both --max-gpus 2 --kv-cache-dtype both")
+    code, output = run_cli(command, fake_hub, "--format", "json")
+    assert code == 0 and json.loads(output) == page
+    # The fewest GPUs: one H200 holds 32 requests of 32K (Llama-3.1-8B at fp8: 64 KiB per token → 2 GiB each).
+    assert by_id(html, "hfkv-plan-best").startswith("1 × H200-141GB hold 32 requests of 32K tokens: ")
+    best = page["best"]
+    assert by_id(html, "hfkv-plan-verdict") == best["verdict"] and by_id(html, "hfkv-plan-best-cli") == best["command"]
+    code, output = run_cli(best["command"], fake_hub, "--format", "json")  # the layout's own command
+    assert code == 0 and json.loads(output)["serving"]["verdict"] == best["verdict"]
+    assert f"Layouts that hold them ({len(page['kept'])} of {len(page['kept']) + len(page['dropped'])} tried)" in html
+
+
+def test_plan_that_nothing_holds(settings):
+    html, text = plan_page(Form(model=DEEPSEEK, requests=5000, plan_context="128k", max_gpus=1), settings)
+    assert by_id(html, "hfkv-plan-best").startswith("does NOT fit: no layout of up to 1 GPUs tried holds 5,000")
+    assert json.loads(text)["best"] is None
+
+
+def test_plan_never_reads_a_server_path(settings, monkeypatch):
+    """hfkv.api.plan reads a local path when one exists under the name given: the page asks it for the
+    Hub repo only (here the checkout's fixtures folder, which the working directory holds)."""
+    monkeypatch.chdir(Path(__file__).resolve().parents[1])
+    html, text = plan_page(Form(model="fixtures/openai__gpt-oss-120b", requests=1, plan_context="4k"), settings)
+    assert text == "" and error_line(html).startswith("hfkv: error: fixtures/openai__gpt-oss-120b: " + NOT_VISIBLE)
+
+
+def test_plan_limits(settings):
+    html, _ = plan_page(Form(model=LLAMA, requests=1, plan_context="4k", max_gpus=64), settings)
+    assert error_line(html) == "hfkv: error: the page tries at most 16 GPUs, got 64"
+
+
+# -- reading the Hub for a visitor --------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("typed", ["/etc/passwd", "../fixtures/openai__gpt-oss-120b/config.json",
-                                   "fixtures/openai__gpt-oss-120b", "a b/c", ""])
-def test_only_hub_repos_are_read(client, typed):
-    html, text = report_page(Form(model=typed), client)
+                                   "fixtures/openai__gpt-oss-120b", "a b/c", "a/..", "https://evil.example/x", ""])
+def test_only_hub_repos_are_read(settings, typed, monkeypatch):
+    monkeypatch.chdir(Path(__file__).resolve().parents[1])
+    html, text = report_page(Form(model=typed), settings)
     assert text == "" and html.count('class="error"') == 1 and "hfkv: error: " in html
     assert "gpt_oss" not in html  # no server file was read
 
 
-def test_hub_errors_are_one_line(client, fake_hub):
-    fake_hub.add_model("org/gated", {"config.json": {"model_type": "llama"}}, gated="manual")
-    html, _ = report_page(Form(model="org/gated"), client)
-    assert "hfkv: error: org/gated: " in html and "gated" in html and "Traceback" not in html
+def test_server_token_reads_public_and_gated_repos_only(fake_hub):
+    """The server's token goes to a repo only after an anonymous request showed it public: a gated repo
+    opens, a private one the token could read does not (no request for it carries the token), unless the
+    operator opts in."""
+    fake_hub.add_fixture("org/gated", folder="meta-llama__Meta-Llama-3.1-8B", gated="manual")
+    fake_hub.add_fixture("org/private", folder="meta-llama__Meta-Llama-3.1-8B", private=True)
+    server = Settings(endpoint=fake_hub.url, server_token=fake_hub.token)
+    html, _ = report_page(Form(model="org/gated"), server)
+    assert cells(html, "alpha_bytes_per_token") == ["131,072 B (128.00 KiB)"]
+    assert any(e["auth"] == fake_hub.token for e in fake_hub.requests("org/gated", file="config.json"))
+    html, _ = report_page(Form(model="org/private"), server)
+    assert error_line(html) == f"hfkv: error: org/private: {NOT_VISIBLE} (a private repo needs your own token)"
+    assert [e["auth"] for e in fake_hub.requests("org/private")] == [None]  # the anonymous probe, nothing else
+    opted_in = Settings(endpoint=fake_hub.url, server_token=fake_hub.token, allow_private=True)
+    html, _ = report_page(Form(model="org/private"), opted_in)
+    assert cells(html, "alpha_bytes_per_token") == ["131,072 B (128.00 KiB)"]
 
 
-def test_upload_goes_through_the_local_reader(tmp_path, client):
+def test_missing_and_invisible_read_the_same(fake_hub):
+    """For a repo the visitor cannot see, the line is the same whether it exists or not, with a server
+    token or without, at any revision."""
+    fake_hub.add_fixture("org/private", folder="meta-llama__Meta-Llama-3.1-8B", private=True)
+    lines = set()
+    for server_token in (None, fake_hub.token, "hf_OtherServerTokenWithNoAccess00"):
+        fake_hub.ungranted_tokens.add("hf_OtherServerTokenWithNoAccess00")
+        settings = Settings(endpoint=fake_hub.url, server_token=server_token)
+        for repo in ("org/private", "org/nothing-here", "org/private@v9", "org/nothing-here@v9"):
+            html, _ = report_page(Form(model=repo), settings)
+            lines.add(error_line(html).replace(repo.split("@")[0], "REPO"))
+    assert lines == {f"hfkv: error: REPO: {NOT_VISIBLE} (a private repo needs your own token)"}
+
+
+def test_visitor_token_is_used_for_that_request_only(fake_hub, hub_cache):
+    """A visitor's token opens their private repo, goes only to the Hub, is shown nowhere, is forgotten
+    afterwards, and what it read is not served to the next visitor (not even at its commit, from a cache)."""
+    fake_hub.token = VISITOR
+    fake_hub.add_fixture("org/mine", folder="meta-llama__Meta-Llama-3.1-8B", private=True)
+    settings = Settings(endpoint=fake_hub.url)
+    html, text = report_page(Form(model="org/mine"), settings, token=VISITOR)
+    assert cells(html, "alpha_bytes_per_token") == ["131,072 B (128.00 KiB)"]
+    assert VISITOR not in html + text and VISITOR not in errors._SECRETS
+    assert {e["auth"] for e in fake_hub.requests("org/mine")} == {VISITOR}
+    assert {e["host"] for e in fake_hub.requests()} == {fake_hub.url.removeprefix("http://")}
+    commit = fake_hub.commit("org/mine")
+    html, _ = report_page(Form(model=f"org/mine@{commit}"), settings)
+    assert error_line(html).startswith(f"hfkv: error: org/mine: {NOT_VISIBLE}")
+    # A wrong token is the visitor's to fix, and is not shown either.
+    html, _ = report_page(Form(model="org/mine"), settings, token="hf_WrongTokenOfTheVisitor000000")
+    assert error_line(html) == ("hfkv: error: org/mine: the Hub rejected the token sent (check the token you "
+                                "pasted)")
+    # Anything that is not token-shaped never reaches a request header, nor the page.
+    odd = "hf_abc\r\nX-Injected: 1 " + "x" * 600
+    html, _ = report_page(Form(model="org/mine"), settings, token=odd)
+    assert error_line(html) == "hfkv: error: that is not a Hub token (hf_ followed by letters and digits); it was not used"
+    assert "X-Injected" not in html
+
+
+def test_gated_lines_say_whose_token(fake_hub):
+    fake_hub.add_fixture("org/gated", folder="meta-llama__Meta-Llama-3.1-8B", gated="manual")
+    fake_hub.ungranted_tokens.add("hf_ValidButNotGranted000000000")
+    page = lambda **kw: error_line(report_page(Form(model="org/gated"), **kw)[0])  # noqa: E731
+    assert page(settings=Settings(endpoint=fake_hub.url)) == (
+        "hfkv: error: org/gated: gated repo: paste a read token whose account has been granted access")
+    assert page(settings=Settings(endpoint=fake_hub.url), token="hf_ValidButNotGranted000000000") == (
+        "hfkv: error: org/gated: gated repo: your token has not been granted access; request access on the "
+        "model's page")
+    assert page(settings=Settings(endpoint=fake_hub.url, server_token="hf_ValidButNotGranted000000000")) == (
+        "hfkv: error: org/gated: gated repo: this server's token has not been granted access; paste a token "
+        "whose account has access")
+
+
+def test_errors_name_neither_the_endpoint_nor_server_paths(fake_hub, tmp_path):
+    """A Hub that cannot be reached, a Hub error and a gated page name no host, port or folder of the
+    server (the CLI's lines do: the page is not the operator's terminal)."""
+    closed = Settings(endpoint="http://127.0.0.1:9", hub_timeout=2)
+    html, _ = report_page(Form(model=LLAMA), closed)
+    assert error_line(html) == ("hfkv: error: meta-llama/Meta-Llama-3.1-8B: the Hub did not answer this server "
+                                "usefully; retry in a while")
+    fake_hub.faults["org/broken"] = Fault(status=418, message="teapot at /srv/hub/internal", where="all")
+    html, _ = report_page(Form(model="org/broken"), Settings(endpoint=fake_hub.url))
+    line = error_line(html)
+    assert "127.0.0.1" not in line and "/srv" not in line and str(fake_hub.url) not in html
+    path = tmp_path / "config.json"
+    path.write_text("{not json")
+    html, _ = report_page(Form(), Settings(endpoint=fake_hub.url), upload=str(path))
+    assert error_line(html) == "hfkv: error: config.json: config.json is not valid JSON: Expecting property name " \
+                               "enclosed in double quotes at line 1 column 2"
+    assert str(tmp_path) not in html
+
+
+def test_a_slow_hub_meets_the_deadline(fake_hub):
+    fake_hub.add_fixture("org/slow", folder="meta-llama__Meta-Llama-3.1-8B")
+    fake_hub.faults["org/slow"] = Fault(kind="slow", delay=5.0, where="resolve")
+    start = time.monotonic()
+    html, _ = report_page(Form(model="org/slow"), Settings(endpoint=fake_hub.url, deadline=2.0))
+    assert time.monotonic() - start < 2.5
+    assert error_line(html) == "hfkv: error: org/slow: no answer within 2 s; retry in a while"
+
+
+def test_each_request_reads_the_hub_afresh(fake_hub, tmp_path, monkeypatch):
+    """Nothing the page fetches outlives its request: no cache folder is left behind, and the operator's
+    own Hub cache is never read (a config cached there by the CLI is not served)."""
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    report_page(Form(model=LLAMA), Settings(endpoint=fake_hub.url))
+    assert list(tmp_path.iterdir()) == []
+    with Session(Settings(endpoint=fake_hub.url)) as session:
+        assert session.cache_dir and Path(session.cache_dir).parent == tmp_path
+    assert list(tmp_path.iterdir()) == []
+
+
+# -- uploads ------------------------------------------------------------------------------------------
+
+
+def test_upload_goes_through_the_local_reader(tmp_path, settings):
     path = tmp_path / "config.json"
     path.write_text(json.dumps(HOSTILE))
-    html, text = report_page(Form(model="ignored/when-uploaded"), client, upload=str(path))
+    html, text = report_page(Form(model="ignored/when-uploaded"), settings, upload=str(path))
     # 2 layers × 2 × 2 KV heads × 64 head_dim × 2 B = 1,024 B per token.
     assert json.loads(text)["alpha_bytes_per_token"] == 1024
     assert {tag for tag, _ in parse(html).tags} <= ALLOWED_TAGS  # no img, script or svg onload: text only
     assert not any(name.startswith("on") for _, attrs in parse(html).tags for name in attrs)
-    assert ">hfkv config.json<" in html
+    assert by_id(html, "hfkv-cli") == "hfkv config.json" and "No link to this page" in html
     big = tmp_path / "big.json"
     big.write_bytes(b" " * (32 * 1024 * 1024 + 1))
-    html, _ = report_page(Form(), client, upload=str(big))
+    html, _ = report_page(Form(), settings, upload=str(big))
     # The CLI's one line, naming the file as dropped (not the server's temporary path).
-    assert ">hfkv: error: big.json: config.json is " in html and "33,554,433" in html and "limit" in html
+    assert error_line(html).startswith("hfkv: error: big.json: config.json is ") and "33,554,433" in html
     assert str(tmp_path) not in html
 
 
-def test_compare_page(client):
-    page = compare_page(Form(compare=f"{LLAMA}, openai/gpt-oss-120b\nnobody/missing", budget="60GiB"), client)
-    assert page.count('class="error"') == 1 and "nobody/missing" in page
-    assert "Meta-Llama-3.1-8B vs gpt-oss-120b" in page
-    # gpt-oss-120b at 4K: 4096 × 36,864 + 4,718,592 = 155,713,536 B → floor(60 GiB / that) = 413; Llama 120.
-    assert "<td>4K: B_max in 60.00 GiB</td><td class=\"num\">120</td><td class=\"num\">413</td>" in page
-    too_many = compare_page(Form(compare=" ".join(f"org/m{k}" for k in range(9))), client)
-    assert "give 2 to 8 Hub repo ids" in too_many
+def test_plan_of_an_upload_names_the_file(tmp_path, settings):
+    path = tmp_path / "config.json"
+    path.write_bytes((Path(__file__).resolve().parents[1] / "fixtures" / "meta-llama__Meta-Llama-3.1-8B" /
+                      "config.json").read_bytes())
+    html, text = plan_page(Form(requests=8, plan_context="8k", max_gpus=1), settings, upload=str(path))
+    assert str(tmp_path) not in html + text
+    assert by_id(html, "hfkv-plan-best-cli").startswith("hfkv config.json --gpu H200-141GB:1 --tp 1 --engine")
 
 
-def test_serve_binds_what_it_is_told(monkeypatch):
-    import hfkv.commands.serve as web
-    from hfkv.render.html import STYLE
-
-    launched: list[dict] = []
-
-    class App:
-        def launch(self, **options: Any) -> None:
-            launched.append(options)
-
-    monkeypatch.setattr(web, "import_gradio", lambda: None)
-    monkeypatch.setattr(web, "build_app", lambda: App())
-    assert CliRunner().invoke(web.serve_command, []).exit_code == 0
-    assert CliRunner().invoke(web.serve_command, ["--host", "0.0.0.0", "--port", "8080"]).exit_code == 0
-    assert [(o["server_name"], o["server_port"]) for o in launched] == [("127.0.0.1", 7860), ("0.0.0.0", 8080)]
-    assert launched[0]["css"] == STYLE and launched[0]["share"] is False
-    assert CliRunner().invoke(web.serve_command, ["--port", "0"]).exit_code == 2  # a usage error, one line
-
-
-def test_serve_without_gradio_is_one_line(monkeypatch):
-    import hfkv.commands.serve as web
-
-    def missing() -> None:
-        raise ImportError("No module named 'gradio'")
-
-    monkeypatch.setattr(web, "import_gradio", missing)
-    result = CliRunner().invoke(web.serve_command, ["--port", "7999"])
-    assert result.exit_code == 2 and result.output.strip() == f"hfkv: error: {MISSING_EXTRA}"
+# -- the command and the Space ------------------------------------------------------------------------
 
 
 def test_hfkv_imports_without_gradio():
-    code = ("import sys; sys.modules['gradio'] = None; import hfkv, hfkv.commands.serve, hfkv.render.html; "
-            "print('gradio' in sys.modules and sys.modules['gradio'] is not None)")
+    code = ("import sys; sys.modules['gradio'] = None; import hfkv, hfkv.commands.serve, hfkv.commands.serve_pages, "
+            "hfkv.commands.serve_app, hfkv.render.html; print('gradio' in sys.modules and sys.modules['gradio'] is not None)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and out.stdout.strip() == "False", out.stderr
 
 
-# -- the page in a real browser ------------------------------------------------------------------
+def test_serve_help_loads_neither_gradio_nor_the_report_stack():
+    code = ("import sys; from click.testing import CliRunner; from hfkv.commands.cli import main; "
+            "r = CliRunner().invoke(main, ['serve', '--help']); "
+            "print(r.exit_code, 'gradio' in sys.modules, 'pydantic' in sys.modules, '--allow-private-repos' in r.output)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.stdout.split() == ["0", "False", "False", "True"], out.stderr
 
-
-def _browser_missing() -> str | None:
-    for module, hint in (("gradio", "pip install 'hfkv[app]'"), ("selenium", "pip install selenium")):
-        if importlib.util.find_spec(module) is None:
-            return f"{module} is not installed ({hint})"
-    for path in (CHROMIUM, CHROMEDRIVER):
-        if not Path(path).exists():
-            return f"{path} is missing (apt-get install chromium chromium-driver)"
-    return None
-
-
-browser = pytest.mark.skipif(_browser_missing() is not None, reason=str(_browser_missing()))
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def server_env(hub_url: str, home: Path) -> dict[str, str]:
-    """The server's environment: the fake Hub as HF_ENDPOINT, a cache in ``home``, the token only here."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "HUGGING", "GRADIO_"))}
-    env.update(HF_ENDPOINT=hub_url, HF_HOME=str(home), HF_HUB_CACHE=str(home / "hub"), HF_TOKEN=SENTINEL,
-               HF_HUB_DISABLE_TELEMETRY="1", GRADIO_ANALYTICS_ENABLED="False", PYTHONUNBUFFERED="1")
-    return env
-
-
-@contextlib.contextmanager
-def running(command: list[str], env: dict[str, str], port: int, log_path: Path) -> Iterator[str]:
-    """Run a page server until the block ends; yields its URL once it answers (90 s at most)."""
-    url = f"http://127.0.0.1:{port}/"
-    with open(log_path, "w+") as log:
-        proc = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
-        try:
-            deadline = time.monotonic() + 90
-            while True:
-                try:
-                    urllib.request.urlopen(url, timeout=2).close()
-                    break
-                except OSError:
-                    if proc.poll() is not None or time.monotonic() > deadline:
-                        log.seek(0)
-                        pytest.fail(f"{command[1:]} did not start: {log.read()[-2000:]}")
-                    time.sleep(0.3)
-            yield url
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-
-
-@pytest.fixture(scope="module")
-def server(fake_hub_server: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The Space entry point (``space/app.py``: ``build_app().launch(**launch_options())``, what ``hfkv
-    serve`` launches too) in a subprocess against the fake Hub, which accepts only the server's token.
-    One Gradio start for every browser test; ``serve_command``'s own part is tested without one."""
-    home = tmp_path_factory.mktemp("serve-home")
-    token = fake_hub_server.token
-    fake_hub_server.token = SENTINEL
-    port = _free_port()
-    env = server_env(fake_hub_server.url, home) | {"GRADIO_SERVER_PORT": str(port)}  # as Spaces set it
-    try:
-        with running([sys.executable, str(SPACE / "app.py")], env, port, home / "serve.log") as url:
-            yield url
-    finally:
-        fake_hub_server.token = token
-
-
-@pytest.fixture(scope="module")
-def driver() -> Iterator[Any]:
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1280,1800",
-                # Any name but 127.0.0.1 fails to resolve: nothing the page asks for can leave the machine.
-                "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"):
-        options.add_argument(arg)
-    options.set_capability("goog:loggingPrefs", {"performance": "ALL"})
-    chrome = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-    chrome.set_page_load_timeout(60)
-    yield chrome
-    chrome.quit()
-
-
-def wait_for(driver: Any, css: str, timeout: float = 60) -> Any:
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import WebDriverWait
-
-    return WebDriverWait(driver, timeout).until(lambda d: (d.find_elements(By.CSS_SELECTOR, css) or [None])[0])
-
-
-def wait_until(driver: Any, condition: Any, timeout: float = 60) -> Any:
-    from selenium.webdriver.support.ui import WebDriverWait
-
-    return WebDriverWait(driver, timeout).until(condition)
-
-
-def shown(driver: Any, css: str) -> list[str]:
-    from selenium.webdriver.common.by import By
-
-    return [e.text for e in driver.find_elements(By.CSS_SELECTOR, css)]
-
-
-def fetched(driver: Any) -> set[str]:
-    """Every URL the page requested since the last call, data: URLs aside."""
-    urls = set()
-    for entry in driver.get_log("performance"):
-        message = json.loads(entry["message"])["message"]
-        if message["method"] == "Network.requestWillBeSent":
-            urls.add(message["params"]["request"]["url"])
-    return {u for u in urls if not u.startswith("data:")}
-
-
-def type_into(driver: Any, elem_id: str, text: str) -> None:
-    field = wait_for(driver, f"#{elem_id} textarea, #{elem_id} input")
-    field.clear()
-    field.send_keys(text)
-
-
-def json_report(fake_hub: Any, cache: str, repo: str, **options: Any) -> dict:
-    return hfkv.inspect(repo, hub=HubClient(endpoint=fake_hub.url, cache_dir=cache), **options).to_dict()
-
-
-def call_api(server: str, name: str, data: list) -> str:
-    """One call of the page's API (what the buttons call): the event stream's text."""
-    base = f"{server}gradio_api/call/{name}"
-    request = urllib.request.Request(base, data=json.dumps({"data": data}).encode(),
-                                     headers={"Content-Type": "application/json"})
-    event = json.loads(urllib.request.urlopen(request, timeout=30).read())["event_id"]
-    return urllib.request.urlopen(f"{base}/{event}", timeout=60).read().decode()
-
-
-@browser
-def test_api_reads_no_server_path(server):
-    assert "hfkv: KV cache calculator" in urllib.request.urlopen(server, timeout=10).read().decode()
-    knobs = ["auto", 1, 1, "(none)", "60GiB", ""]
-    ok = call_api(server, "report", [LLAMA, None] + knobs)
-    assert ok.startswith("event: complete") and "131,072 B (128.00 KiB)" in ok
-    # A file "upload" naming a path on the server is refused by Gradio before hfkv sees it.
-    fixture = str(Path(__file__).resolve().parents[1] / "fixtures" / "openai__gpt-oss-120b" / "config.json")
-    refused = call_api(server, "report", ["", {"path": fixture, "meta": {"_type": "gradio.FileData"}}] + knobs)
-    assert refused.startswith("event: error") and "36,864" not in refused and "gpt_oss" not in refused
-
-
-@browser
-def test_browser_report_from_typed_id(server, driver, fake_hub, hub_cache):
-    driver.get(server)
-    type_into(driver, "hfkv-model", LLAMA)
-    type_into(driver, "hfkv-budget", "60GiB")
-    wait_for(driver, "#hfkv-go").click()
-    wait_for(driver, "#hfkv-headline")
-    driver.save_screenshot(str(SHOTS / "hfkv-web-report.png"))
-    data = json_report(fake_hub, hub_cache, LLAMA, budget_bytes=60 * GIB)
-    assert shown(driver, '[data-field="alpha_bytes_per_token"]') == ["131,072 B (128.00 KiB)"]  # 32 × 2 × 8 × 128 × 2
-    assert shown(driver, '[data-field="gamma_bytes_per_request"]') == [exact_bytes(data["gamma_bytes_per_request"])]
-    assert shown(driver, '[data-field="kv_bytes_per_request"]') == [exact_bytes(c["kv_bytes_per_request"])
-                                                                   for c in data["contexts"]]
-    # B_max in 60 GiB at 4K, 32K, 128K: 60·2^30 / (S · 2^17) = 120, 15, 3 (the model's max is 128K).
-    assert shown(driver, '#hfkv-report [data-field="max_concurrency"]') == ["120", "15", "3"]
-    assert shown(driver, "#hfkv-headline") == ["In 60.00 GiB of KV memory per GPU: 3 requests at 128K"]
-    assert len(driver.find_elements("css selector", "#hfkv-report svg.hfkv-chart")) == 2
-    assert not {u for u in fetched(driver) if not u.startswith(server)}
-
-
-@browser
-def test_browser_link_reproduces_the_page_with_engines(server, driver, fake_hub, hub_cache):
-    # DeepSeek-V3.2's config with 689e9 fp8 weights in the Hub's safetensors metadata.
-    repo = "demo/DeepSeek-V3.2"
-    fake_hub.add_fixture(repo, folder="deepseek-ai__DeepSeek-V3.2",
-                         safetensors={"model.safetensors": {"w": ("F8_E4M3", [689 * 10**9])}})
-    query = Form(model=repo, kv_cache_dtype="fp8", tp=8, gpu="H200-141GB").query_string()
-    driver.get(server + query)
-    wait_for(driver, "#hfkv-headline")
-    driver.save_screenshot(str(SHOTS / "hfkv-web-link.png"))
-    assert shown(driver, '[data-field="alpha_bytes_per_token"]') == ["48,068 B (46.94 KiB)"]  # 61 × (656 + 132)
-    # The verdict every output prints. KV budget per GPU, vLLM's rule: 138,110,256,860 requested (an H200's
-    # CUDA total × 0.92) − 689e9 / 8 = 86,125,000,000 of weights − the 8,075,461,395 B vLLM keeps besides
-    # (tests/test_deploy.py, DS_RESERVE_TP8) = 43,909,795,465 B; at 160K a request holds 163,840 × 48,068 =
-    # 7,875,461,120 B → 5 requests (5.58).
-    headline = shown(driver, "#hfkv-headline")[0]
-    assert headline.startswith("fits on 8 × H200-141GB: 5 requests at 160K (hfkv, TP 8)")
-    planned = hfkv.inspect(repo, hub=HubClient(endpoint=fake_hub.url, cache_dir=hub_cache), kv_cache_dtype="fp8",
-                           tensor_parallel_size=8)
-    assert headline == enrich(planned, gpu="H200-141GB:8").extra["serving"]["verdict"]  # the CLI's line
-    assert wait_for(driver, "#hfkv-link").get_attribute("href") == server + query
-    assert shown(driver, "#hfkv-cli") == [f"hfkv {repo} --kv-cache-dtype fp8 --tp 8 --gpu H200-141GB:8"]
-    engines = []
-    for name in ("sglang", "vllm"):
-        report = hfkv.inspect(repo, hub=HubClient(endpoint=fake_hub.url, cache_dir=hub_cache),
-                              kv_cache_dtype="fp8", tensor_parallel_size=8)
-        engines.append(enrich(report, gpu="H200-141GB:8", engine=name, weights_bytes=689 * 10**9).extra["engine"])
-    assert shown(driver, '[data-field="engine.kv_cache_tokens"]') == [f"{e['kv_cache_tokens']:,}" for e in engines]
-    assert shown(driver, '[data-field="engine.bytes_per_token"]') == ["48,068", "48,068"]
-
-
-@browser
-def test_browser_errors_token_and_hostile_upload(server, driver, fake_hub, tmp_path):
-    driver.get(server + "?model=nobody/missing")
-    assert wait_for(driver, "#hfkv-error").text.startswith("hfkv: error: nobody/missing: repo not found")
-    # A gated repo opens with the server's token, which the page never shows.
-    fake_hub.add_fixture("org/gated-llama", folder="meta-llama__Meta-Llama-3.1-8B", gated="manual")
-    driver.get(server + "?model=org/gated-llama")
-    wait_for(driver, "#hfkv-headline")
-    assert shown(driver, '[data-field="alpha_bytes_per_token"]') == ["131,072 B (128.00 KiB)"]
-    assert SENTINEL not in driver.page_source
-    # A hostile config dropped on the page is shown as text: no element, no script runs.
-    path = tmp_path / "hostile-config.json"
-    path.write_text(json.dumps(HOSTILE))
-    driver.get(server)
-    wait_for(driver, "#hfkv-upload input[type=file]").send_keys(str(path))
-    wait_until(driver, lambda d: path.stem in d.find_element("css selector", "#hfkv-upload").text)  # uploaded
-    wait_for(driver, "#hfkv-go").click()
-    wait_for(driver, "#hfkv-headline")
-    driver.save_screenshot(str(SHOTS / "hfkv-web-hostile.png"))
-    assert driver.execute_script("return document.querySelectorAll('#hfkv-report img, #hfkv-report script').length") == 0
-    assert "<img src=x onerror=alert(1)>" in wait_for(driver, "#hfkv-report section.report p.meta").text
-    assert shown(driver, '[data-field="alpha_bytes_per_token"]') == ["1,024 B (1.00 KiB)"]  # 2 × 2 × 2 × 64 × 2
-
-
-@browser
-def test_browser_dark_theme_keeps_the_report_readable(server, driver):
-    driver.get(server + Form(model=LLAMA).query_string() + "&__theme=dark")
-    wait_for(driver, "#hfkv-headline")
-    colours = driver.execute_script(
-        "const s = e => getComputedStyle(document.querySelector(e));"
-        "return [s('#hfkv-headline').color, s('#hfkv-report td.num').color, s('#hfkv-report div.hfkv').backgroundColor];")
-    assert colours == ["rgb(27, 27, 27)", "rgb(27, 27, 27)", "rgb(255, 255, 255)"]  # dark text on the white card
-
-
-@browser
-def test_browser_compare_view(server, driver):
-    driver.get(server + Form(compare=f"{LLAMA},openai/gpt-oss-120b", budget="60GiB").query_string())
-    table = wait_for(driver, "#hfkv-compared table.compare")
-    driver.save_screenshot(str(SHOTS / "hfkv-web-compare.png"))
-    assert "Meta-Llama-3.1-8B" in table.text and "gpt-oss-120b" in table.text
-    # α row: 131,072 B (Llama, by hand above) and 18 × 2 × 8 × 64 × 2 = 36,864 B (gpt-oss-120b full layers).
-    assert "α (bytes/token) 131,072 B (128.00 KiB) 36,864 B (36.00 KiB)" in table.text
-
-
-@browser
-def test_browser_static_report_fetches_nothing(driver, tmp_path):
-    from hfkv.render.html import render_html
-
-    report = hfkv.inspect(Path(__file__).resolve().parents[1] / "fixtures" / "openai__gpt-oss-120b" / "config.json",
-                          budget_bytes=60 * GIB)
-    path = tmp_path / "report.html"
-    path.write_text(render_html(report))
-    fetched(driver)  # drop what earlier pages asked for
-    driver.get(path.as_uri())
-    wait_for(driver, "svg.hfkv-chart")
-    driver.save_screenshot(str(SHOTS / "hfkv-web-static.png"))
-    assert fetched(driver) == {path.as_uri()}
-    assert shown(driver, '[data-field="max_concurrency"]')[0] == "413"  # 60 GiB / 155,713,536 B at 4K
-
-
-# -- the Space -----------------------------------------------------------------------------------
 
 def front_matter(text: str) -> dict[str, str]:
     head = text.split("---\n")[1]
@@ -469,6 +459,8 @@ def test_space_front_matter():
     assert meta["sdk"] == "gradio" and (SPACE / meta["app_file"]).is_file()
     assert re.fullmatch(r"[0-9]+\.[0-9]+\.[0-9]+", meta["sdk_version"])
     assert "hfkv" in (SPACE / "requirements.txt").read_text().split()
+    import importlib.util
+
     if importlib.util.find_spec("gradio") is not None:  # the Space runs the Gradio major the tests ran
         from importlib.metadata import version
 

@@ -1,0 +1,207 @@
+"""The calculator page's memory over many requests: ``hfkv serve`` against the fake Hub, its resident
+memory sampled as requests go through the page's API (what its buttons call).
+
+The server runs in its own process (``python -m hfkv serve``), the fake Hub (tests/fakehub.py, no added
+latency) and the clients in this one. After ``--warmup`` requests (imports, caches, Gradio's first
+sessions), ``--requests`` more go through ``--clients`` threads, a mix of what visitors do:
+
+    60%  Report of a Hub model on a GPU preset (TP 1, 2, 4 or 8 in turn): hfkv's report and both engines
+    10%  Report of a repo that does not exist (the error path)
+    10%  Report of a private repo with a visitor's token (a new token every time: the token bookkeeping)
+    10%  an uploaded config.json, then its Report (the upload is deleted once read)
+    10%  Compare of two models; and every 100th request a Plan (2 GPUs at most)
+
+The server's RSS (``/proc/PID/status``) is sampled every ``--sample`` requests; the figure is the RSS
+after all requests against the RSS after the warm-up (the target: within 10%). Also counted: files left
+in Gradio's temporary folder and ``hfkv-page-*`` folders left in the temporary directory.
+
+    python benchmarks/web_memory.py [--requests 10000] [--warmup 1000] [--clients 4] [--sample 500]
+
+Exit status 1 when the RSS grew by more than 10%.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+LLAMA = "meta-llama/Meta-Llama-3.1-8B"
+FIELDS = ("model", "kv_cache_dtype", "tp", "dp", "pp", "dp_attention", "ep", "gpu", "budget", "contexts",
+          "max_model_len", "gpu_memory_utilization", "mem_fraction_static", "compare", "requests", "plan_context",
+          "plan_gpu", "plan_engine", "max_gpus", "plan_kv")
+DEFAULTS = dict(model="", kv_cache_dtype="auto", tp=1, dp=1, pp=1, dp_attention=False, ep=False, gpu="(none)",
+                budget="", contexts="", max_model_len="", gpu_memory_utilization="", mem_fraction_static="",
+                compare="", requests=64, plan_context="32k", plan_gpu="H200-141GB", plan_engine="both", max_gpus=2,
+                plan_kv="fp8")
+
+
+def values(**given: object) -> list:
+    return [{**DEFAULTS, **given}[name] for name in FIELDS]
+
+
+def call(server: str, name: str, data: list) -> str:
+    base = f"{server}gradio_api/call/{name}"
+    request = urllib.request.Request(base, data=json.dumps({"data": data}).encode(),
+                                     headers={"Content-Type": "application/json"})
+    event = json.loads(urllib.request.urlopen(request, timeout=120).read())["event_id"]
+    return urllib.request.urlopen(f"{base}/{event}", timeout=120).read().decode()
+
+
+def upload(server: str, content: bytes) -> str:
+    boundary = uuid.uuid4().hex
+    body = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"files\"; filename=\"config.json\"\r\n"
+            "Content-Type: application/json\r\n\r\n").encode() + content + f"\r\n--{boundary}--\r\n".encode()
+    request = urllib.request.Request(f"{server}gradio_api/upload", data=body,
+                                     headers={"Content-Type": f"multipart/form-data; boundary={boundary}"})
+    return json.loads(urllib.request.urlopen(request, timeout=60).read())[0]
+
+
+def one(server: str, k: int, hub: object, config: bytes) -> bool:
+    """The k-th request of the mix; True when the page answered with a report (or the expected error)."""
+    kind = k % 10
+    if k % 100 == 99:
+        answer = call(server, "plan", [None, ""] + values(model=LLAMA, requests=16, plan_context="8k"))
+        return "hfkv-plan-best" in answer
+    if kind < 6:
+        answer = call(server, "report", [None, ""] + values(model=LLAMA, gpu="H200-141GB", tp=(1, 2, 4, 8)[k % 4]))
+        return "hfkv-verdict-vllm" in answer
+    if kind == 6:
+        answer = call(server, "report", [None, ""] + values(model=f"nobody/missing-{k}"))
+        return "no such repo" in answer
+    if kind == 7:
+        token = f"hf_Visitor{k:026d}"  # a new token each time; the fake Hub accepts it as valid, not granted
+        hub.ungranted_tokens.add(token)  # type: ignore[attr-defined]
+        answer = call(server, "report", [None, token] + values(model="org/private-bench"))
+        hub.ungranted_tokens.discard(token)  # type: ignore[attr-defined]
+        return "no such repo" in answer and token not in answer
+    if kind == 8:
+        path = upload(server, config)
+        answer = call(server, "report", [{"path": path, "meta": {"_type": "gradio.FileData"}}, ""] + values())
+        return "hfkv config.json" in answer
+    answer = call(server, "compare", [""] + values(compare=f"{LLAMA} openai/gpt-oss-120b"))
+    return 'class=\\"compare\\"' in answer
+
+
+def rss(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError("no VmRSS")
+
+
+def threads(pid: int) -> int:
+    return len(os.listdir(f"/proc/{pid}/task"))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--requests", type=int, default=10_000)
+    parser.add_argument("--warmup", type=int, default=1_000)
+    parser.add_argument("--clients", type=int, default=4)
+    parser.add_argument("--sample", type=int, default=500)
+    args = parser.parse_args()
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    from fakehub import FakeHub
+
+    hub = FakeHub().start()
+    hub.add_fixture("org/private-bench", folder="meta-llama__Meta-Llama-3.1-8B", private=True)
+    config = (ROOT / "fixtures" / "meta-llama__Meta-Llama-3.1-8B" / "config.json").read_bytes()
+    work = Path(tempfile.mkdtemp(prefix="hfkv-web-bench-"))
+    gradio_temp = work / "gradio"
+    gradio_temp.mkdir()
+    with __import__("socket").socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "GRADIO_", "HFKV_"))}
+    env.update(HF_ENDPOINT=hub.url, HF_HOME=str(work / "hf"), GRADIO_TEMP_DIR=str(gradio_temp),
+               HF_HUB_DISABLE_TELEMETRY="1")
+    log = open(work / "serve.log", "w")
+    proc = subprocess.Popen([sys.executable, "-m", "hfkv", "serve", "--port", str(port), "--concurrency",
+                             str(args.clients)], env=env, stdout=log, stderr=subprocess.STDOUT)
+    server = f"http://127.0.0.1:{port}/"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                urllib.request.urlopen(server, timeout=2).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    raise SystemExit(f"the server did not start: {(work / 'serve.log').read_text()[-2000:]}")
+                time.sleep(0.2)
+        before_tmp = {p.name for p in Path(tempfile.gettempdir()).glob("hfkv-page-*")}
+        counter = iter(range(args.warmup + args.requests))
+        lock = threading.Lock()
+        failures: list[int] = []
+        done = [0]
+        samples: list[tuple[int, int, int, float]] = []
+        start = [time.monotonic()]
+
+        def worker() -> None:
+            while True:
+                with lock:
+                    k = next(counter, None)
+                if k is None:
+                    return
+                try:
+                    ok = one(server, k, hub, config)
+                except Exception:
+                    ok = False
+                with lock:
+                    if not ok:
+                        failures.append(k)
+                    done[0] += 1
+                    n = done[0]
+                    if n == args.warmup:
+                        hub.log.clear()
+                        start[0] = time.monotonic()
+                    if n >= args.warmup and (n - args.warmup) % args.sample == 0:
+                        samples.append((n - args.warmup, rss(proc.pid), threads(proc.pid), time.monotonic()))
+                        print(f"{n - args.warmup:>6} requests after warm-up: RSS {samples[-1][1] / 2**20:7.1f} MiB, "
+                              f"{samples[-1][2]} threads", flush=True)
+                    if n % 1000 == 0:
+                        hub.log.clear()
+
+        pool = [threading.Thread(target=worker) for _ in range(args.clients)]
+        for t in pool:
+            t.start()
+        for t in pool:
+            t.join()
+        elapsed = samples[-1][3] - start[0]
+        first, last = samples[0][1], samples[-1][1]
+        peak = max(s[1] for s in samples)
+        left_uploads = [p for p in gradio_temp.rglob("*") if p.is_file()]
+        left_pages = {p.name for p in Path(tempfile.gettempdir()).glob("hfkv-page-*")} - before_tmp
+        growth = (last - first) / first
+        print()
+        print(f"requests: {args.warmup:,} warm-up + {args.requests:,} measured, {args.clients} clients, "
+              f"{args.requests / elapsed:.1f} requests/s, {len(failures)} failed")
+        print(f"RSS after warm-up {first / 2**20:.1f} MiB; after {args.requests:,} more {last / 2**20:.1f} MiB "
+              f"({growth:+.1%}); peak {peak / 2**20:.1f} MiB; median {statistics.median(s[1] for s in samples) / 2**20:.1f} MiB")
+        print(f"threads {samples[0][2]} → {samples[-1][2]}; files left in Gradio's folder: {len(left_uploads)}; "
+              f"hfkv-page-* folders left: {len(left_pages)}")
+        return 0 if abs(growth) <= 0.10 and not failures else 1
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+        hub.stop()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
