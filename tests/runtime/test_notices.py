@@ -23,7 +23,7 @@ from hfkv.commands.cli import main
 from hfkv.runtime import notices
 from hfkv.sources.hub import HubClient
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture

@@ -19,7 +19,7 @@ from fakehub import Fault
 from hfkv.errors import SourceError
 from hfkv.sources.hub import HubClient
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SENTINEL = "hf_SENTINELx7Qk2Lm9Pz4Rt8Vw3Yb6"
 CONFIG = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": 512, "num_attention_heads": 8,
           "num_key_value_heads": 4, "num_hidden_layers": 2, "max_position_embeddings": 2048, "torch_dtype": "bfloat16"}

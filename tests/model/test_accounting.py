@@ -261,7 +261,7 @@ def test_many_contexts_equal_the_per_layer_sums_on_every_fixture():
     from hfkv import HfkvError, inspect_config
 
     sizes = [1, 2, 3, 127, 128, 129, 511, 512, 513, 4095, 4096, 4097, 10001, 131072, 131073, 1 << 20]
-    fixtures = sorted((Path(__file__).resolve().parents[1] / "fixtures").glob("*/config.json"))
+    fixtures = sorted((Path(__file__).resolve().parents[2] / "fixtures").glob("*/config.json"))
     checked = 0
     for path in fixtures:
         try:

@@ -14,7 +14,7 @@ from fakehub import Fault
 from hfkv.sources.hub import HubClient
 from hfkv.sources.weights import weights_summary
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 LLAMA2 = "meta-llama/Llama-2-7b-hf"
 CONFIG_PATH = "/meta-llama/Llama-2-7b-hf/resolve/main/config.json"
 

@@ -15,7 +15,7 @@ from hfkv.model import defaults as tfdefaults
 from hfkv.model.options import make_options
 from hfkv.commands.scan import Job, Output, run
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 GEMMA3 = ROOT / "fixtures" / "google__gemma-3-4b-it" / "config.json"
 QWEN3 = ROOT / "fixtures" / "Qwen__Qwen3-8B" / "config.json"
 LLAMA2 = ROOT / "fixtures" / "meta-llama__Llama-2-7b-hf" / "config.json"

@@ -28,7 +28,7 @@ from click.testing import CliRunner
 from hfkv.commands.cli import main
 from hfkv.render.compare import short_label, unique_labels
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 LLAMA = str(FIXTURES / "meta-llama__Meta-Llama-3.1-8B" / "config.json")
 GPT_OSS = str(FIXTURES / "openai__gpt-oss-120b" / "config.json")
 V32 = str(FIXTURES / "deepseek-ai__DeepSeek-V3.2" / "config.json")
@@ -242,7 +242,7 @@ def test_plot_gives_compressor_rings_their_own_band():
     from hfkv.inspection import inspect_config
     from hfkv.model.options import Options
 
-    v4 = Path(__file__).resolve().parents[1] / "fixtures" / "deepseek-ai__DeepSeek-V4-Flash" / "config.json"
+    v4 = Path(__file__).resolve().parents[2] / "fixtures" / "deepseek-ai__DeepSeek-V4-Flash" / "config.json"
     report = inspect_config(json.loads(v4.read_text()), model="v4", options=Options())
     c = curves(report, [1024])
     # rings (bf16 KV, fp32 state): 21 CSA × (8 × 4 × 512 × 4 + 8 × 4 × 128 × 4 = 81,920) + 20 HCA × 128 × 2 × 512 × 4
@@ -362,7 +362,7 @@ def test_small_bands_keep_their_exact_figures():
 def test_deployment_figures_come_from_the_serving_plan():
     from hfkv.commands.plot import deployment
 
-    # Llama-3.1-8B, 16 GB of weights, vLLM's budget on an H200 (tests/test_serving.py): 138,110,256,860
+    # Llama-3.1-8B, 16 GB of weights, vLLM's budget on an H200 (tests/planning/test_serving.py): 138,110,256,860
     # requested − 16,000,000,000 − the 3,621,583,590 B vLLM keeps besides = 118,488,673,270 B of KV.
     # 4,096 tokens: 131,072 × 4,096 = 536,870,912 B → 220.7 → 220 requests; 32,768: 4 GiB → 27.6 → 27.
     # DP 2 on 2 GPUs (one engine per rank): twice each.

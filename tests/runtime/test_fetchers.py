@@ -22,7 +22,7 @@ import pytest
 
 from hfkv.runtime import fetchers
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 needs_fork = pytest.mark.skipif(not (sys.platform.startswith("linux") and (os.cpu_count() or 1) > 1),
                                 reason="the fetching process is forked on Linux with a second core only")
 

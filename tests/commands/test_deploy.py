@@ -22,8 +22,8 @@ from hfkv.inspection import inspect_config
 from hfkv.model.options import Options
 from hfkv.planning.serving import plan_serving
 
-ROOT = Path(__file__).resolve().parents[1]
-SHARED = Path(__file__).resolve().parents[2] / "shared"
+ROOT = Path(__file__).resolve().parents[2]
+SHARED = Path(__file__).resolve().parents[3] / "shared"
 DSV32 = SHARED / "hub-configs" / "deepseek-ai__DeepSeek-V3.2.json"
 
 # vLLM's budget starts from the total CUDA reports: an H200's 139.81 GiB (as vLLM logs print it) =
@@ -189,7 +189,7 @@ def test_pp2_dense_llama():
     weights = 8_030_261_248 * 2  # 16,060,522,496 B of bf16 weights
     plan = plan_serving(report, gpu="H100:2", weights_bytes=weights, layout_knobs={"pipeline_parallel_size": 2})
     # Each stage: 16 layers and half the weights: 16,060,522,496 / 2 = 8,030,261,248. vLLM's reserve for a
-    # 16-layer stage (the H100 serve defaults of tests/test_serving.py): sampler buffers 558,170,112 +
+    # 16-layer stage (the H100 serve defaults of tests/planning/test_serving.py): sampler buffers 558,170,112 +
     # peak activation 1,905,786,880 + non-torch 268,435,456 + CUDA graphs int(0.30 × 2^30) + int(0.15 ×
     # 2^20) × 16 × 102 = 578,813,299 + slack 53,687,091 = 3,364,892,838; budget 78,226,826,200 −
     # 8,030,261,248 − 3,364,892,838 = 66,831,672,114.
@@ -262,7 +262,7 @@ def _planned(weights: int):
 
 
 @pytest.mark.parametrize("weights, expected, mark", [
-    # 58,544,720,114 B budget (tests/test_serving.py); one 128K request is 17,179,869,184 B: 3 fit, in vLLM's
+    # 58,544,720,114 B budget (tests/planning/test_serving.py); one 128K request is 17,179,869,184 B: 3 fit, in vLLM's
     # and SGLang's budgets alike (neither differs by 10%, so neither is named). The reserve's band: activation
     # 1,905,786,880 // 10 + non-torch int(0.15 × 2^30) + graphs 835,504,051 // 2 + slack 53,687,091 =
     # 190,578,688 + 161,061,273 + 417,752,025 + 53,687,091 = 823,079,077 B = 784.95 MiB.

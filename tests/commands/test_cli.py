@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 V32 = str(FIXTURES / "deepseek-ai__DeepSeek-V3.2" / "config.json")
 LLAMA = str(FIXTURES / "meta-llama__Meta-Llama-3.1-8B")
 
@@ -291,7 +291,7 @@ def test_only_the_command_line_imports_the_http_stack_without_trio():
 def test_parallel_layout_flags_are_spelled_like_the_engines():
     # DeepSeek-V3.2 fp8 on 8 × H200, TP 8 with SGLang's DP attention over 8 ranks, 689 GB of weights given
     # (the figures themselves are derived in test_deploy.py): --dp is vLLM's short -dp, the switches take no value.
-    shared = Path(__file__).resolve().parents[2] / "shared" / "hub-configs" / "deepseek-ai__DeepSeek-V3.2.json"
+    shared = Path(__file__).resolve().parents[3] / "shared" / "hub-configs" / "deepseek-ai__DeepSeek-V3.2.json"
     if not shared.is_file():
         pytest.skip(f"{shared} is absent")
     args = [str(shared), "--kv-cache-dtype", "fp8", "--gpu", "H200:8", "--tp", "8", "--engine", "sglang",

@@ -16,7 +16,7 @@ from hfkv.inspection import inspect_config
 from hfkv.model.options import Options
 from hfkv.planning.serving import gpu_plans, plan_serving
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 
 # Llama-3.1-8B: 32 layers × 8 KV heads × head_dim 128 × 2 (K and V) × 2 B (bf16) = 131,072 B per token.
 LLAMA_PER_TOKEN = 32 * 8 * 128 * 2 * 2

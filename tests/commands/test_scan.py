@@ -22,7 +22,7 @@ from hfkv.commands import scan as scan_module
 from hfkv.commands.cli import main
 from hfkv.commands.scan import read_entries
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 QWEN3 = "Qwen/Qwen3-8B"
 LLAMA2 = "meta-llama/Llama-2-7b-hf"
 GPT_OSS = "openai/gpt-oss-120b"
