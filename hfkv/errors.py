@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import re
 
+from hfkv.text import one_line
+
 
 class HfkvError(Exception):
     """Base class of every error hfkv raises on purpose."""
@@ -104,32 +106,6 @@ def shorten(name: str, limit: int = NAME_LIMIT) -> str:
         return text
     keep = limit - 1
     return text[: keep - keep // 3] + "…" + text[len(text) - keep // 3:]
-
-
-_SECRETS: set[str] = set()  # every token hfkv sends, and the user:password of the endpoint
-
-
-def add_secret(value: str) -> None:
-    """Never print ``value``: ``redact`` (and so every message of an ``HfkvError``) replaces it.
-
-    Values shorter than 4 characters are not registered: replacing "a" everywhere would say nothing
-    and mangle every message."""
-    if isinstance(value, str) and len(value) >= 4:
-        _SECRETS.add(value)
-
-
-def redact(text: str) -> str:
-    """``text`` with every registered secret replaced by ``<token>`` (longest first)."""
-    for secret in sorted(_SECRETS, key=len, reverse=True):
-        if secret in text:
-            text = text.replace(secret, "<token>")
-    return text
-
-
-def one_line(text: str) -> str:
-    """Control characters escaped (a repo id from the Hub may hold a newline): never a forged line;
-    secrets (``add_secret``) redacted."""
-    return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in redact(str(text)))
 
 
 class ConfigError(HfkvError):

@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # The order of the data flow; a module may import its own stage or an earlier one. ``hfkv.api`` (the
 # Python entry point) sits with ``hfkv.commands`` (the CLI's); ``hfkv`` itself re-exports lazily.
-STAGES = ["hfkv._version", "hfkv.errors", "hfkv.units", "hfkv.runtime", "hfkv.sources", "hfkv.model",
+STAGES = ["hfkv._version", "hfkv.text", "hfkv.errors", "hfkv.units", "hfkv.runtime", "hfkv.sources", "hfkv.model",
           "hfkv.mappings", "hfkv.inspection", "hfkv.engines", "hfkv.planning", "hfkv.render",
           ("hfkv.commands", "hfkv.api"), ("hfkv", "hfkv.__main__")]
 RANK = {name: i for i, stage in enumerate(STAGES) for name in (stage if isinstance(stage, tuple) else (stage,))}

@@ -18,6 +18,7 @@ import hfkv
 from hfkv.render.html import render_html, report_section
 from hfkv.render.site import write_site
 from hfkv.units import format_bytes
+from hfkv.text import markup
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 GIB = 2**30
@@ -278,4 +279,4 @@ def test_chart_scales_and_ticks():
     assert svg.linear_ticks(6.2) == [0, 2, 4, 6]  # 6.2 / 5 = 1.24 → step 2
     assert svg.log2_ticks(1024, 131072, 9) == [1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072]
     assert svg.log2_ticks(1000, 140_000, 9) == [1024, 4096, 16384, 65536]  # 2^9..2^18: 10 > 9, every other
-    assert svg.esc('a<b>"\u202e\n') == "a&lt;b&gt;&quot;\\u202e\\n"
+    assert markup('a<b>"\u202e\n') == "a&lt;b&gt;&quot;\\u202e\\n"

@@ -18,6 +18,7 @@ from hfkv.runtime import files
 from hfkv.errors import SourceError
 from hfkv.model.options import Options
 from hfkv.sources import LoadedConfig
+from hfkv.text import one_line
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 LLAMA = json.loads((FIXTURES / "meta-llama__Meta-Llama-3.1-8B" / "config.json").read_text())
@@ -205,8 +206,8 @@ def test_hostile_ids_make_distinct_plain_names_inside_out(tmp_path):
     assert sorted(summary.written) == sorted(VALID) and not summary.failed
     assert sorted(client.loaded) == sorted(VALID)
     invalid = [i for i in HOSTILE if i not in VALID]
-    assert sorted(k for k, _ in summary.skipped) == sorted(watch.escape_id(i) for i in invalid)
-    assert watch.escape_id("a\x00b/c") == "a\\x00b/c" and watch.escape_id("org/\u202egnp.exe") == "org/\\u202egnp.exe"
+    assert sorted(k for k, _ in summary.skipped) == sorted(one_line(i) for i in invalid)
+    assert one_line("a\x00b/c") == "a\\x00b/c" and one_line("org/\u202egnp.exe") == "org/\\u202egnp.exe"
     assert [p for p in tmp_path.rglob("*") if p.is_file() and p.parent != out] == []
     stems = {files.safe_name(i) for i in HOSTILE}
     assert len(stems) == len(HOSTILE)  # distinct ids never share a file

@@ -21,7 +21,7 @@ import pytest
 from click.testing import CliRunner
 
 from fakehub import Fault
-from hfkv import errors
+from hfkv import text as hfkv_text
 from hfkv.commands.cli import main
 from hfkv.commands.serve_access import NOT_VISIBLE, Session, Settings
 from hfkv.commands.serve_form import Form
@@ -329,7 +329,7 @@ def test_visitor_token_is_used_for_that_request_only(fake_hub, hub_cache):
     settings = Settings(endpoint=fake_hub.url)
     html, text = report_page(Form(model="org/mine"), settings, token=VISITOR)
     assert cells(html, "alpha_bytes_per_token") == ["131,072 B (128.00 KiB)"]
-    assert VISITOR not in html + text and VISITOR not in errors._SECRETS
+    assert VISITOR not in html + text and VISITOR not in hfkv_text._SECRETS
     assert {e["auth"] for e in fake_hub.requests("org/mine")} == {VISITOR}
     assert {e["host"] for e in fake_hub.requests()} == {fake_hub.url.removeprefix("http://")}
     commit = fake_hub.commit("org/mine")

@@ -22,7 +22,8 @@ import click
 from hfkv._version import __version__
 from hfkv.commands.options import fail
 from hfkv.commands.report import report_command
-from hfkv.errors import HfkvError, bounded, one_line, system_refusal
+from hfkv.errors import HfkvError, bounded, system_refusal
+from hfkv.text import one_line
 from hfkv.runtime import notices
 
 # Subcommands live in their own modules: name -> "module:attribute".

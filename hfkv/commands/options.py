@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Callable, NoReturn
 
 import click
 
-from hfkv.engines.contract import EngineKnobs, cli_flag, knob_fields
+from hfkv.engines.contract import EngineKnobs, cli_flag
 from hfkv.errors import UsageError
 from hfkv.units import parse_size, parse_token_list, parse_tokens
 

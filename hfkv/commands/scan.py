@@ -28,7 +28,8 @@ from hfkv.runtime import fetchers
 from hfkv.model import defaults as tfdefaults
 from hfkv.commands.deploy import Deployment, deployment_options
 from hfkv.commands.options import accounting_options, build_hub, build_options, fail, hub_options
-from hfkv.errors import HfkvError, UsageError, WriteError, one_line, system_refusal
+from hfkv.errors import HfkvError, UsageError, WriteError, system_refusal
+from hfkv.text import markdown_cell, one_line, spreadsheet_cell
 from hfkv.runtime.files import write_atomic
 from hfkv.units import format_bytes, format_tokens
 
@@ -362,28 +363,17 @@ def _number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
-
-
-def csv_text(value: Any) -> str:
-    """A text cell made inert: control characters escaped (``one_line``), so a newline in a config's
-    text cannot split a row (which ``--resume`` reads line by line) or reach a terminal; and a cell a
-    spreadsheet would run as a formula (starting with = + - @, a tab or CR) prefixed with a quote."""
-    text = one_line(value)
-    return "'" + text if text.startswith(_FORMULA_STARTS) or str(value).startswith(_FORMULA_STARTS) else text
-
-
 class CsvWriter(Writer):
     def header(self) -> list[str]:
         return [self._join(self.columns.names())]
 
     def line(self, row: Row) -> str:
-        """One csv line: numbers as numbers, text through ``csv_text``."""
-        return self._join(["" if v is None else _plain(v) if isinstance(v, (int, float)) else csv_text(v)
+        """One csv line: numbers as numbers, text through ``spreadsheet_cell``."""
+        return self._join(["" if v is None else _plain(v) if isinstance(v, (int, float)) else spreadsheet_cell(v)
                            for v in self.columns.values(row)])
 
     def key(self, entry: str) -> str:
-        return csv_text(entry)
+        return spreadsheet_cell(entry)
 
     @staticmethod
     def _join(cells: list[Any]) -> str:
@@ -404,22 +394,16 @@ class MarkdownWriter(Writer):
     _CELL_SPLIT = re.compile(r"(?<!\\)\|")
 
     def header(self) -> list[str]:
-        from hfkv.render.terminal import md_escape
-
         titles = self.columns.titles()
         text = ("model", "model_type", "mapper", "KV dtype", "source", "status", "verdict", "error")
         rule = ["---" if t in text else "---:" for t in titles]
-        return ["| " + " | ".join(md_escape(t) for t in titles) + " |", "|" + "|".join(rule) + "|"]
+        return ["| " + " | ".join(markdown_cell(t) for t in titles) + " |", "|" + "|".join(rule) + "|"]
 
     def line(self, row: Row) -> str:
-        from hfkv.render.terminal import md_escape
-
-        return "| " + " | ".join(md_escape(c) for c in self.columns.human(row)) + " |"
+        return "| " + " | ".join(markdown_cell(c) for c in self.columns.human(row)) + " |"
 
     def key(self, entry: str) -> str:
-        from hfkv.render.terminal import md_escape
-
-        return md_escape(entry)
+        return markdown_cell(entry)
 
     def parse(self, line: str) -> tuple[str, str | None] | None:
         if not line.startswith("|") or not line.rstrip().endswith("|"):

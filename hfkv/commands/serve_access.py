@@ -35,7 +35,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, TypeVar
 from urllib.parse import quote, urlsplit
 
-from hfkv.errors import ConfigError, HfkvError, SourceError, UsageError, add_secret, one_line, shorten
+from hfkv.errors import ConfigError, HfkvError, SourceError, UsageError, shorten
+from hfkv.text import add_secret, forget_secret, one_line
 from hfkv.commands.serve_form import check_repo
 
 T = TypeVar("T")
@@ -169,8 +170,6 @@ def _hold(token: str) -> None:
 def _release(token: str, server_token: str | None) -> None:
     """The request using ``token`` is over: once no request uses it, hfkv forgets it (its list of values
     to redact holds the server's token and nothing a visitor typed)."""
-    from hfkv import errors
-
     with _TOKEN_LOCK:
         left = _TOKEN_USERS.get(token, 1) - 1
         if left > 0:
@@ -178,7 +177,7 @@ def _release(token: str, server_token: str | None) -> None:
             return
         _TOKEN_USERS.pop(token, None)
         if token != server_token:
-            errors._SECRETS.discard(token)  # noqa: SLF001 - hfkv.errors has no public way to forget a value
+            forget_secret(token)
 
 
 # -- one request's Hub access ---------------------------------------------------------------------

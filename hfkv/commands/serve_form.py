@@ -24,7 +24,8 @@ from dataclasses import dataclass, fields, replace
 from typing import Any, Mapping
 from urllib.parse import urlencode
 
-from hfkv.errors import UsageError, one_line
+from hfkv.errors import UsageError
+from hfkv.text import one_line
 from hfkv.units import parse_size, parse_token_list, parse_tokens
 
 DTYPES = ("auto", "bf16", "fp16", "fp8", "fp4", "fp32")  # --kv-cache-dtype's choices (hfkv.commands.options)

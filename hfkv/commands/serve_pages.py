@@ -28,8 +28,9 @@ from typing import Any, Callable
 from hfkv.commands.serve_access import (NOT_VISIBLE, Deadline, DeadlineExceeded, PageError, Scrubber, Session,
                                         Settings, failure_line, pool, within)
 from hfkv.commands.serve_form import ENGINES, MAX_MODELS, Form, check_repo
-from hfkv.errors import HfkvError, UnsupportedModelError, one_line, shorten
-from hfkv.render.svg import esc
+from hfkv.errors import HfkvError, UnsupportedModelError, shorten
+from hfkv.text import one_line
+from hfkv.text import markup
 
 ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "both": "vLLM and SGLang"}
 NO_VERDICT = "no verdict: pick a GPU preset (or give a KV budget) to see how many requests this engine serves"
@@ -38,7 +39,7 @@ SHOWN_DROPPED = 40
 
 
 def error_html(message: str) -> str:
-    return f'<div class="hfkv"><p class="error" id="hfkv-error">{esc(message)}</p></div>'
+    return f'<div class="hfkv"><p class="error" id="hfkv-error">{markup(message)}</p></div>'
 
 
 def _answer(settings: Settings, token: str | None, what: str, compute: Callable[[Session, Deadline], tuple[str, str]],
@@ -109,9 +110,9 @@ def _planned(form: Form, engine: str) -> bool:
 
 def links_html(link: str | None, command: str, *, note: str = "") -> str:
     """The link that reproduces the tab (None: an upload, which no link can carry) and its command."""
-    parts = [f'<p class="meta">Link to this page: <a id="hfkv-link" href="{esc(link or "?")}">{esc(link or "?")}</a></p>'
+    parts = [f'<p class="meta">Link to this page: <a id="hfkv-link" href="{markup(link or "?")}">{markup(link or "?")}</a></p>'
              if link is not None else '<p class="meta">No link to this page: an uploaded config is not kept.</p>',
-             f'<p class="meta">Same figures on the command line: <code id="hfkv-cli">{esc(command)}</code>{note}</p>']
+             f'<p class="meta">Same figures on the command line: <code id="hfkv-cli">{markup(command)}</code>{note}</p>']
     return "".join(parts)
 
 
@@ -130,13 +131,13 @@ def _verdict_cell(name: str, outcome: Any, cell_id: str) -> str:
     if isinstance(outcome, BaseException):
         words = outcome.message if isinstance(outcome, HfkvError) else type(outcome).__name__
         kind = "refused" if isinstance(outcome, UnsupportedModelError) else "error"
-        return (f'<td class="verdict failed" id="{esc(cell_id)}" data-status="{kind}">'
-                f"{esc(ENGINE_NAMES[name])} {kind}: {esc(one_line(words))}</td>")
+        return (f'<td class="verdict failed" id="{markup(cell_id)}" data-status="{kind}">'
+                f"{markup(ENGINE_NAMES[name])} {kind}: {markup(one_line(words))}</td>")
     serving = (outcome.extra.get("serving") or {}) if outcome is not None else {}
     line = serving.get("verdict") or NO_VERDICT
     status = (serving.get("verdict_detail") or {}).get("status") or "none"
     failed = " failed" if status in ("does-not-fit", "refused") else ""
-    return f'<td class="verdict{failed}" id="{esc(cell_id)}" data-status="{esc(status)}">{esc(line)}</td>'
+    return f'<td class="verdict{failed}" id="{markup(cell_id)}" data-status="{markup(status)}">{markup(line)}</td>'
 
 
 # -- Report -----------------------------------------------------------------------------------------
@@ -165,10 +166,10 @@ def engine_figures(engines: dict[str, Any]) -> dict[str, dict[str, Any] | str]:
 
 def verdicts_html(form: Form, model: str, engines: dict[str, Any]) -> str:
     """vLLM and SGLang side by side: each engine's verdict line (or refusal) and the command that prints it."""
-    head = "<tr><th></th>" + "".join(f"<th>{esc(_engine_title(n))}</th>" for n in engines) + "</tr>"
+    head = "<tr><th></th>" + "".join(f"<th>{markup(_engine_title(n))}</th>" for n in engines) + "</tr>"
     verdicts = "<tr><td>verdict</td>" + "".join(_verdict_cell(n, r, f"hfkv-verdict-{n}") for n, r in engines.items()) + "</tr>"
     commands = ("<tr><td>same on the command line</td>" + "".join(
-        f'<td><code id="hfkv-cli-{n}">{esc(form.report_command(model, n))}</code></td>' for n in engines) + "</tr>")
+        f'<td><code id="hfkv-cli-{n}">{markup(form.report_command(model, n))}</code></td>' for n in engines) + "</tr>")
     return (f'<h2>Each engine\'s own verdict</h2><table class="verdicts"><thead>{head}</thead>'
             f"<tbody>{verdicts}{commands}</tbody></table>")
 
@@ -279,14 +280,14 @@ def _comparison(form: Form, fetched: dict[str, Any], settings: Settings, session
     budget = form.options().budget_bytes
     pairs = all_pairs(out.reports, budget)
     parts = [links_html(form.query_string("compare"), form.compare_command(), note=_token_note(session))]
-    parts += [f'<p class="error">{esc(failure_line(got, deadline=settings.deadline, what=model))}</p>'
+    parts += [f'<p class="error">{markup(failure_line(got, deadline=settings.deadline, what=model))}</p>'
               for model, got in per_model.items() if isinstance(got, BaseException)]
     if out.reports:
         rows = ([cell(title)] + [cell(c, num=True) for c in cells] for title, cells in table_rows(out.reports, budget))
         parts += [table([""] + out.labels, rows, attrs=' class="compare"'),
-                  *(f'<p class="meta">{esc(n)}</p>' for n in footnotes(out.reports)),
-                  *(f'<p class="meta verdict-line">{esc(n)}</p>' for n in verdict_lines(out) + ranking_lines(out)),
-                  '<ul class="pairs">', *(f"<li>{esc(pair_line(v, out.reports, out.labels))}</li>" for v in pairs),
+                  *(f'<p class="meta">{markup(n)}</p>' for n in footnotes(out.reports)),
+                  *(f'<p class="meta verdict-line">{markup(n)}</p>' for n in verdict_lines(out) + ranking_lines(out)),
+                  '<ul class="pairs">', *(f"<li>{markup(pair_line(v, out.reports, out.labels))}</li>" for v in pairs),
                   "</ul>"]
         if form.gpu:
             parts.append(_engines_per_model(form, fetched, settings))
@@ -297,14 +298,14 @@ def _comparison(form: Form, fetched: dict[str, Any], settings: Settings, session
 def _engines_per_model(form: Form, fetched: dict[str, Any], settings: Settings) -> str:
     """On the deployment: each engine's verdict for each model (``hfkv compare … --engine NAME``)."""
     per_engine = {name: collect(form, fetched, name, settings)[1] for name in ENGINES}
-    head = "<tr><th>model</th>" + "".join(f"<th>{esc(_engine_title(n))}</th>" for n in ENGINES) + "</tr>"
+    head = "<tr><th>model</th>" + "".join(f"<th>{markup(_engine_title(n))}</th>" for n in ENGINES) + "</tr>"
     rows = []
     for k, model in enumerate(m for m, got in fetched.items() if not isinstance(got, BaseException)):
         cells = "".join(_verdict_cell(name, per_engine[name][model], f"hfkv-compare-{name}-{k}") for name in ENGINES)
-        rows.append(f"<tr><td>{esc(model)}</td>{cells}</tr>")
+        rows.append(f"<tr><td>{markup(model)}</td>{cells}</tr>")
     commands = ("<tr><td>same on the command line</td>" + "".join(
-        f'<td><code id="hfkv-cli-compare-{n}">{esc(form.compare_command(n))}</code></td>' for n in ENGINES) + "</tr>")
-    return (f"<h2>Each engine's own verdict on {esc(form.gpu_spec() or '')}</h2>"
+        f'<td><code id="hfkv-cli-compare-{n}">{markup(form.compare_command(n))}</code></td>' for n in ENGINES) + "</tr>")
+    return (f"<h2>Each engine's own verdict on {markup(form.gpu_spec() or '')}</h2>"
             f'<table class="verdicts"><thead>{head}</thead><tbody>{"".join(rows)}{commands}</tbody></table>')
 
 
@@ -371,17 +372,17 @@ def plan_html(found: Any) -> str:
     if best is None:
         closest = max(found.dropped, key=lambda o: o.requests or 0, default=None)
         parts.append(f'<p class="headline failed" id="hfkv-plan-best">does NOT fit: no layout of up to '
-                     f"{found.max_gpus} GPUs tried holds {esc(asked)}</p>")
+                     f"{found.max_gpus} GPUs tried holds {markup(asked)}</p>")
         if closest is not None and closest.requests:
-            parts.append(f'<p class="meta">closest: {closest.layout.gpus} GPUs, {esc(closest.layout.describe())} '
-                         f"({esc(ENGINE_NAMES[closest.layout.engine])}): {esc(closest.reason)}</p>"
-                         f'<p><code id="hfkv-plan-closest-cli">{esc(closest.command)}</code></p>')
+            parts.append(f'<p class="meta">closest: {closest.layout.gpus} GPUs, {markup(closest.layout.describe())} '
+                         f"({markup(ENGINE_NAMES[closest.layout.engine])}): {markup(closest.reason)}</p>"
+                         f'<p><code id="hfkv-plan-closest-cli">{markup(closest.command)}</code></p>')
     else:
-        parts.append(f'<p class="headline" id="hfkv-plan-best">{best.layout.gpus} × {esc(found.gpu)} hold '
+        parts.append(f'<p class="headline" id="hfkv-plan-best">{best.layout.gpus} × {markup(found.gpu)} hold '
                      f"{found.requests:,} requests of {format_tokens(found.context)} tokens: "
-                     f"{esc(best.layout.describe())} ({esc(ENGINE_NAMES[best.layout.engine])})</p>"
-                     f'<p class="verdict-line" id="hfkv-plan-verdict">{esc(best.verdict or "")}</p>'
-                     f'<p><code id="hfkv-plan-best-cli">{esc(best.command)}</code></p>')
+                     f"{markup(best.layout.describe())} ({markup(ENGINE_NAMES[best.layout.engine])})</p>"
+                     f'<p class="verdict-line" id="hfkv-plan-verdict">{markup(best.verdict or "")}</p>'
+                     f'<p><code id="hfkv-plan-best-cli">{markup(best.command)}</code></p>')
         rows = [_outcome_row(o) for o in found.kept[:SHOWN_LAYOUTS + 1]]
         parts.append(f"<h2>Layouts that hold them ({len(found.kept)} of {len(found.kept) + len(found.dropped)} tried)"
                      f'</h2><table class="plan"><thead><tr><th>GPUs</th><th>engine</th><th>layout</th><th>requests</th>'
@@ -397,7 +398,7 @@ def plan_html(found: Any) -> str:
             counts[o.status] = counts.get(o.status, 0) + 1
         summary = ", ".join(f"{n} {status}" for status, n in sorted(counts.items(), key=lambda kv: -kv[1]))
         rows = [_outcome_row(o, reason=True) for o in found.dropped[:SHOWN_DROPPED]]
-        parts.append(f"<details><summary>{len(found.dropped)} layouts dropped ({esc(summary)}): why</summary>"
+        parts.append(f"<details><summary>{len(found.dropped)} layouts dropped ({markup(summary)}): why</summary>"
                      f'<table class="dropped"><thead><tr><th>GPUs</th><th>engine</th><th>layout</th><th>requests</th>'
                      f"<th>per GPU</th><th>why</th><th>command</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
                      + (f'<p class="meta">{len(found.dropped) - SHOWN_DROPPED} more in the JSON</p>'
@@ -408,6 +409,6 @@ def plan_html(found: Any) -> str:
 def _outcome_row(o: Any, *, reason: bool = False) -> str:
     requests = "-" if o.requests is None else f"{o.requests:,}"
     said = o.reason if reason else (o.verdict or "")
-    return (f"<tr><td class=\"num\">{o.layout.gpus}</td><td>{esc(ENGINE_NAMES[o.layout.engine])}</td>"
-            f"<td>{esc(o.layout.describe())}</td><td class=\"num\">{requests}</td>"
-            f"<td class=\"num\">{o.requests_per_gpu:,.1f}</td><td>{esc(said)}</td><td><code>{esc(o.command)}</code></td></tr>")
+    return (f"<tr><td class=\"num\">{o.layout.gpus}</td><td>{markup(ENGINE_NAMES[o.layout.engine])}</td>"
+            f"<td>{markup(o.layout.describe())}</td><td class=\"num\">{requests}</td>"
+            f"<td class=\"num\">{o.requests_per_gpu:,.1f}</td><td>{markup(said)}</td><td><code>{markup(o.command)}</code></td></tr>")

@@ -59,15 +59,16 @@ from hfkv.commands.deploy import Deployment, deployment_options
 from hfkv.commands.options import accounting_options, build_hub, build_options, fail, hub_options
 from hfkv.commands.watch_report import (SKIPPED, build_model_report, done_entry, error_entry, index_markdown,
                                         model_markdown, sha_of)
-from hfkv.commands.watch_state import (STATE_FILE, STATE_VERSION, FileNames, OutputError, escape_id, iso,
-                                       load_state, output_error, parse_since, printable_text, repair_state,
+from hfkv.commands.watch_state import (STATE_FILE, STATE_VERSION, FileNames, OutputError, iso,
+                                       load_state, output_error, parse_since, repair_state,
                                        save_state, state_lock)
 from hfkv.errors import HfkvError, UsageError
 from hfkv.planning.gpus import COMMON_GPUS, parse_gpu
 from hfkv.runtime.files import inside, remove_stale_temporaries, write_atomic
+from hfkv.text import one_line
 
-__all__ = ["STATE_FILE", "STATE_VERSION", "WatchConfig", "PollSummary", "poll", "watch_command", "escape_id",
-           "printable_text", "state_lock", "load_state", "save_state", "parse_since", "OutputError"]
+__all__ = ["STATE_FILE", "STATE_VERSION", "WatchConfig", "PollSummary", "poll", "watch_command", "state_lock",
+           "load_state", "save_state", "parse_since", "OutputError"]
 
 DEFAULT_WINDOW = dt.timedelta(days=7)
 EXPAND = ["createdAt", "sha", "config", "safetensors"]
@@ -124,7 +125,7 @@ def _scrub(text: str) -> str:
     sent whatever its shape, anything token-shaped, URL user:password)."""
     from hfkv.sources.hub import scrub
 
-    return escape_id(scrub(text))[:300]
+    return one_line(scrub(text))[:300]
 
 
 def _error_line(err: BaseException) -> str:
@@ -336,7 +337,7 @@ def poll_one(client: Any, info: Any, author: str, cfg: WatchConfig, models: dict
     in the state or the index) and recorded as skipped.
     """
     repo_id = str(info.id)
-    key = repo_id if is_hub_id(repo_id) else escape_id(repo_id)
+    key = repo_id if is_hub_id(repo_id) else one_line(repo_id)
     old = models.get(key)
     if old and (old.get("status") == "done" or (old.get("status") == SKIPPED and old.get("sha") == sha_of(info))):
         return key, None
@@ -374,14 +375,14 @@ def _since_option(ctx: click.Context, param: click.Parameter, value: str | None)
 
 def _echo_summary(summary: PollSummary) -> None:
     for line in summary.warnings:
-        click.echo(f"hfkv: warning: {escape_id(line)}", err=True)
+        click.echo(f"hfkv: warning: {one_line(line)}", err=True)
     for line in summary.list_errors:
-        click.echo(f"hfkv: error: {escape_id(line)}", err=True)
+        click.echo(f"hfkv: error: {one_line(line)}", err=True)
     for repo_id, error in summary.failed:
-        click.echo(f"hfkv: warning: {escape_id(repo_id)}: {escape_id(error)} (retried on the next run)", err=True)
+        click.echo(f"hfkv: warning: {one_line(repo_id)}: {one_line(error)} (retried on the next run)", err=True)
     for repo_id, error in summary.skipped:
-        click.echo(f"hfkv: warning: {escape_id(repo_id)}: {escape_id(error)} (recorded; not retried)", err=True)
-    written = ", ".join(escape_id(r) for r in summary.written) if summary.written else "nothing new"
+        click.echo(f"hfkv: warning: {one_line(repo_id)}: {one_line(error)} (recorded; not retried)", err=True)
+    written = ", ".join(one_line(r) for r in summary.written) if summary.written else "nothing new"
     skipped = f"; {len(summary.skipped)} skipped" if summary.skipped else ""
     listing = f"; {len(summary.list_errors)} listing error(s)" if summary.list_errors else ""  # why the exit is 1
     click.echo(f"hfkv watch: {len(summary.written)} report(s) written ({written}); {len(summary.failed)} failed"

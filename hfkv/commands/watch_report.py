@@ -5,7 +5,8 @@ Each GPU spec gets its own serving plan from ``Deployment.apply`` (``hfkv.comman
 the engine's reserve, the one verdict), on a copy of the report (``hfkv.planning.serving.gpu_plans``);
 the plans travel in ``report.extra["watch"]["plans"]`` (so in ``<name>.json``) and feed the Markdown,
 the HTML page and, summarised, the indexes. Every text from the Hub or a config passes through
-``md_escape`` (no HTML, no live link or image, one line) and ``printable_text``.
+``hfkv.text``: ``markdown_cell`` (no HTML, no live link or image, one line), and the whole document
+through ``lines`` (no control or bidi-override character).
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ import dataclasses
 import re
 from typing import TYPE_CHECKING, Any, Iterable
 
-from hfkv.commands.watch_state import escape_id, iso, printable_text
+from hfkv.commands.watch_state import iso
+from hfkv.text import lines as printable_lines
+from hfkv.text import markdown_cell, one_line
 from hfkv.units import format_bytes
 
 if TYPE_CHECKING:
@@ -78,16 +81,16 @@ def build_model_report(client: Any, info: Any, cfg: WatchConfig) -> tuple[Report
 def model_markdown(report: Report, plans: dict[str, dict], weights: dict | None) -> str:
     """The release-thread report: provenance, parameters and weights, then the KV report with a column
     of requests served per GPU spec and each spec's verdict, weights per GPU and KV budget."""
-    from hfkv.render.terminal import md_escape, render_markdown
+    from hfkv.render.terminal import render_markdown
 
     watch = report.extra.get("watch", {})
-    lines = [f"# KV cache: {md_escape(report.model)}", ""]
+    lines = [f"# KV cache: {markdown_cell(report.model)}", ""]
     if watch.get("created_at"):
-        lines.append(f"- published: {md_escape(watch['created_at'][:16].replace('T', ' '))} UTC")
+        lines.append(f"- published: {markdown_cell(watch['created_at'][:16].replace('T', ' '))} UTC")
     if report.commit:
-        lines.append(f"- config commit: `{md_escape(report.commit)}`")
+        lines.append(f"- config commit: `{markdown_cell(report.commit)}`")
     if weights:
-        by_dtype = ", ".join(f"{md_escape(d)} {n:,}" for d, n in sorted(weights["parameters"].items()))
+        by_dtype = ", ".join(f"{markdown_cell(d)} {n:,}" for d, n in sorted(weights["parameters"].items()))
         approx = "" if weights.get("parameters_exact", True) else " (approximate: packed tensors)"
         lines.append(f"- parameters: {weights['total_parameters']:,}{approx} ({by_dtype}), from the Hub's safetensors metadata")
         if weights.get("weights_bytes") is not None:
@@ -98,7 +101,7 @@ def model_markdown(report: Report, plans: dict[str, dict], weights: dict | None)
         lines.append("- requests on GPU: what each deployment serves at each context, every rank counted, in the "
                      "engine's own budget (GPU memory × its fraction, less the weights and the engine's reserve: "
                      "docs/deployments.md); each GPU's verdict, weights per GPU and KV budget follow the table")
-    return printable_text("\n".join(lines) + "\n\n" + render_markdown(report, plans=plans))
+    return printable_lines("\n".join(lines) + "\n\n" + render_markdown(report, plans=plans))
 
 
 def done_entry(report: Report, info: Any, author: str, stem: str, weights: dict | None,
@@ -129,8 +132,6 @@ def index_markdown(state: dict[str, Any]) -> str:
     """``index.md``: every report, newest first, with each GPU spec's verdict; then the models that
     failed (retried next run) and those skipped."""
     from hfkv.render.site import gpu_cell
-    from hfkv.render.terminal import md_escape
-
     models = state["models"]
 
     def newest_first(items: Iterable[tuple[str, dict]]) -> list[tuple[str, dict]]:
@@ -145,12 +146,12 @@ def index_markdown(state: dict[str, Any]) -> str:
         specs += [s for s in (entry.get("gpus") or {}) if s not in specs]
     lines = [
         "# hfkv watch: new models", "",
-        f"Authors: {md_escape(', '.join(authors)) or '-'}. Models created since {md_escape(state['since'][:10])}; "
+        f"Authors: {markdown_cell(', '.join(authors)) or '-'}. Models created since {markdown_cell(state['since'][:10])}; "
         f"{len(done)} report(s), newest first."
         + (" Per GPU: the verdict (✓ fits, ✗ does not fit or refused, ? weights unknown: at most) and the "
            "requests served at its context." if specs else ""), "",
         "| published | model | model type | α (bytes/token) | parameters | weights | "
-        + "".join(f"{md_escape(s)} | " for s in specs) + "report |",
+        + "".join(f"{markdown_cell(s)} | " for s in specs) + "report |",
         "|---|---|---|---:|---:|---:|" + "---:|" * len(specs) + "---|",
     ]
     for repo_id, entry in done:
@@ -160,16 +161,16 @@ def index_markdown(state: dict[str, Any]) -> str:
         weights = entry.get("weights_bytes")
         gpus = entry.get("gpus") or {}
         lines.append(
-            f"| {md_escape(_text(entry.get('created_at'))[:10])} | {md_escape(escape_id(repo_id))} "
-            f"| {md_escape(_text(entry.get('model_type'), '?'))} "
+            f"| {markdown_cell(_text(entry.get('created_at'))[:10])} | {markdown_cell(one_line(repo_id))} "
+            f"| {markdown_cell(_text(entry.get('model_type'), '?'))} "
             f"| {f'{alpha:,}' if isinstance(alpha, (int, float)) else '-'} | {f'{params:,}' if isinstance(params, int) else '-'} "
             f"| {format_bytes(weights) if isinstance(weights, int) else '-'} | "
-            + "".join(f"{md_escape(gpu_cell(gpus.get(s)))} | " for s in specs)
+            + "".join(f"{markdown_cell(gpu_cell(gpus.get(s)))} | " for s in specs)
             + f"[md]({stem}.md) · [json]({stem}.json) |"
         )
     for title, entries in (("Not reported yet (retried on the next run)", failed), ("Skipped (not retried)", skipped)):
         if entries:
             lines += ["", f"## {title}", "", "| published | model | error |", "|---|---|---|"]
-            lines += [f"| {md_escape(_text(entry.get('created_at'))[:10])} | {md_escape(escape_id(repo_id))} "
-                      f"| {md_escape(escape_id(entry.get('error', '?')))} |" for repo_id, entry in entries]
-    return printable_text("\n".join(lines) + "\n")
+            lines += [f"| {markdown_cell(_text(entry.get('created_at'))[:10])} | {markdown_cell(one_line(repo_id))} "
+                      f"| {markdown_cell(one_line(entry.get('error', '?')))} |" for repo_id, entry in entries]
+    return printable_lines("\n".join(lines) + "\n")

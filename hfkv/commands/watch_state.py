@@ -15,12 +15,12 @@ import hashlib
 import json
 import os
 import re
-import unicodedata
 from pathlib import Path
 from typing import Any, Iterator
 
 from hfkv.errors import HfkvError, UsageError
 from hfkv.runtime.files import safe_name, write_atomic
+from hfkv.text import one_line
 
 STATE_FILE = ".hfkv-watch.json"
 STATE_VERSION = 2  # 2: per-GPU verdicts, γ and S* in done entries; version 1 states load as they are
@@ -49,29 +49,6 @@ def output_error(err: OSError, folder: Path) -> OutputError:
     where = Path(err.filename).parent if isinstance(err.filename, str) and err.filename else folder
     reason = err.strerror or type(err).__name__
     return OutputError(f"cannot write in {where}: {reason}; the models not yet recorded are redone on the next run")
-
-
-# -- text ---------------------------------------------------------------------------------------------
-
-
-def printable_text(text: str) -> str:
-    """``text`` with control and format characters (NUL, bidi overrides, ...) shown as ``\\uXXXX``; newlines kept.
-
-    Repo ids come from the Hub and end up in Markdown; ``md_escape`` handles pipes, brackets and HTML, this the rest.
-    """
-    return "".join(
-        c if c == "\n" or unicodedata.category(c) not in ("Cc", "Cf", "Cs", "Co") else f"\\u{ord(c):04x}"
-        for c in text
-    )
-
-
-def escape_id(text: Any) -> str:
-    """``text`` with every unprintable character (newline, NUL, ESC, bidi overrides, ...) as its Python escape.
-
-    For ids in terminal lines, state keys of invalid ids and Markdown: ``evil/x\\nInjected: 1`` stays
-    one line. Valid Hub ids are unchanged (they hold only word characters, ``.``, ``-`` and ``/``).
-    """
-    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in str(text))
 
 
 # -- the lock -----------------------------------------------------------------------------------------
@@ -139,7 +116,7 @@ def load_state(path: Path) -> dict[str, Any] | None:
     try:
         parse_since(state["since"])
     except UsageError:
-        raise UsageError(f"{path}: its cut-off 'since' ({escape_id(state['since'])[:40]}) is not a date; "
+        raise UsageError(f"{path}: its cut-off 'since' ({one_line(state['since'])[:40]}) is not a date; "
                          "fix it or move the file away to start afresh") from None
     return state
 
@@ -155,7 +132,7 @@ def repair_state(state: dict[str, Any], path: Path) -> list[str]:
     models = state["models"]
     for key in list(models):
         entry = models[key]
-        name = escape_id(key)[:120]
+        name = one_line(key)[:120]
         why = _damage(entry)
         if why:
             del models[key]
@@ -172,7 +149,7 @@ def _damage(entry: Any) -> str | None:
     if not isinstance(entry, dict):
         return f"a {type(entry).__name__}, not an object"
     if entry.get("status") not in STATUSES:
-        return f"status {escape_id(entry.get('status'))[:40]!s}"
+        return f"status {one_line(entry.get('status'))[:40]!s}"
     if entry["status"] == "done" and not (isinstance(entry.get("file"), str) and _STEM.fullmatch(entry["file"])):
         return "no plain report file name"
     return None
@@ -193,7 +170,7 @@ def _repair(entry: dict[str, Any]) -> list[str]:
                     summary.get(k) is not None and (not isinstance(summary[k], t) or isinstance(summary[k], bool))
                     for k, t in GPU_FIELDS.items()):
                 del gpus[spec]
-                removed.append(f"gpus.{escape_id(spec)[:40]}")
+                removed.append(f"gpus.{one_line(spec)[:40]}")
     return removed
 
 
@@ -230,4 +207,4 @@ class FileNames:
             if key not in self.RESERVED and self.owner.get(key, repo_id) == repo_id:
                 self.owner[key] = repo_id
                 return stem
-        raise UsageError(f"no free report file name for {escape_id(repo_id)[:120]}")  # 2^-256: never
+        raise UsageError(f"no free report file name for {one_line(repo_id)[:120]}")  # 2^-256: never

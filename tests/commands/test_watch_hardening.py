@@ -13,6 +13,7 @@ import errno
 import json
 import os
 import re
+import threading
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -206,6 +207,9 @@ def test_an_invalid_json_config_is_recorded_once_until_a_new_commit(fake_hub, tm
     entry = json.loads((out / watch.STATE_FILE).read_text())["models"][repo]
     assert entry["status"] == "skipped" and entry["sha"] == fake_hub.commit(repo)
 
+    for thread in threading.enumerate():  # the first run's parameter-count prefetch may still be on its way
+        if thread.name == "hfkv-weights":
+            thread.join(timeout=10)
     fake_hub.reset()
     second = run(fake_hub, out)
     assert second.exit_code == 0 and repo not in second.stderr and "nothing new" in second.stdout

@@ -146,9 +146,9 @@ def test_the_token_is_not_kept_in_a_session(page, fake_hub):
     holder = page.app.state_holder
     kept = repr([(s.config_values, s.state_data) for s in holder.session_data.values()])
     assert VISITOR not in kept
-    from hfkv import errors
+    from hfkv import text
 
-    assert VISITOR not in errors._SECRETS
+    assert VISITOR not in text._SECRETS
 
 
 def test_requests_are_served_concurrently(page, fake_hub):
