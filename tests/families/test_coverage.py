@@ -18,7 +18,7 @@ from hfkv.engines.sglang.facts import architectures as sglang_architectures
 from hfkv.engines.vllm.facts import architectures as vllm_architectures
 from hfkv.mappings.registry import known_architectures
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "engine-archs"
+SHARED = Path(__file__).resolve().parents[3] / "shared" / "engine-archs"
 
 
 def engine_architectures() -> set[str]:
@@ -107,7 +107,7 @@ def test_a_report_imports_only_the_family_module_it_needs():
         "hfkv.inspect_config(data)\n"
         "print(' '.join(sorted(m.rsplit('.', 1)[1] for m in sys.modules if m.startswith('hfkv.mappings.'))))\n"
     )
-    fixture = Path(__file__).resolve().parents[1] / "fixtures" / "openbmb__MiniCPM-V-2_6" / "config.json"
+    fixture = Path(__file__).resolve().parents[2] / "fixtures" / "openbmb__MiniCPM-V-2_6" / "config.json"
     out = subprocess.run([sys.executable, "-c", code, str(fixture)], capture_output=True, text=True, check=True)
     loaded = set(out.stdout.split())
     assert "qwen" in loaded and "generic" in loaded  # the config's family (minicpmv) and the fallback

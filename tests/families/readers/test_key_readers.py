@@ -16,7 +16,7 @@ import pytest
 
 import hfkv
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[3] / "fixtures"
 
 
 def load(folder: str) -> dict:

@@ -1,0 +1,68 @@
+"""Zyphra's hybrids (mappings/zyphra.py): Zamba v1 and Zamba2, hand-derived state and KV.
+
+KV and conv bf16 (2 B), recurrent state fp32 (4 B). Mamba-1 layer: C = I·N·4 + (w − 1)·I·2 (I channels,
+N = d_state, w = d_conv). Mamba-2 layer: C = heads·P·N·4 + (w − 1)·(heads·P + 2·G·N)·2.
+"""
+
+from __future__ import annotations
+
+from _helpers import kinds, load, report, state_of
+
+
+# -- Zamba v1 ------------------------------------------------------------------------------------------
+
+
+ZAMBA = "Zyphra__Zamba-7B-v1-transformers-defaults"
+
+
+# ZambaConfig: hidden 3712, mamba_expand 2 → I = 7424 channels, d_state 16, d_conv 4
+ZAMBA_C = 7424 * 16 * 4 + 3 * 7424 * 2  # 475,136 + 44,544 = 519,680
+
+ZAMBA_HYBRID = [2, 7, 13, 19, 25, 31, 37, 43, 49, 55, 61, 67, 73]  # 2, then 3 + j for j % 6 == 4
+
+
+def test_zamba_7b_v1():
+    rep = report(load(ZAMBA))
+    assert rep.mapper == "zyphra.zamba"
+    k = kinds(rep)
+    assert len(k) == 76 and [i for i, kind in enumerate(k) if kind == "hybrid"] == ZAMBA_HYBRID
+    assert k.count("mamba") == 63  # 13 attention applications, 76 Mamba-1 states
+    # the shared block's 16 KV heads × head_dim 2 × 3712 ÷ 16 = 464, K and V, bf16, per application
+    assert rep.alpha_bytes_per_token == 13 * 2 * 16 * 464 * 2 == 386048
+    assert state_of(rep, 0) == ZAMBA_C and state_of(rep, 2) == ZAMBA_C
+    assert rep.gamma_bytes_per_request == 76 * ZAMBA_C == 39495680
+    assert not [w for w in rep.warnings if w.startswith("estimate")]
+
+
+def test_zamba_layers_block_type_decides_and_legacy_names_are_read():
+    data = dict(load(ZAMBA), num_hidden_layers=4, layers_block_type=["mamba", "hybrid", "mamba", "hybrid"])
+    rep = report(data)
+    assert kinds(rep) == ["mamba", "hybrid", "mamba", "hybrid"]
+    assert rep.alpha_bytes_per_token == 2 * 2 * 16 * 464 * 2 == 59392
+
+
+def test_zamba_kv_heads_left_out_are_the_class_default():
+    data = {k: v for k, v in load(ZAMBA).items() if k != "num_key_value_heads"}
+    data["num_attention_heads"] = 32  # head_dim 2 × 3712 ÷ 32 = 232; KV heads: ZambaConfig's 16
+    assert report(data).alpha_bytes_per_token == 13 * 2 * 16 * 232 * 2 == 193024
+
+
+def test_zamba_tp2_halves_heads_and_channels():
+    rep = report(load(ZAMBA), tensor_parallel_size=2)
+    assert rep.alpha_bytes_per_token == 13 * 2 * 8 * 464 * 2 == 193024
+    assert rep.gamma_bytes_per_request == 76 * (3712 * 16 * 4 + 3 * 3712 * 2) == 19747840
+
+
+# -- hybrids ----------------------------------------------------------------------------------------
+
+
+def test_zamba2_defaults_hybrid_layers_have_own_kv():
+    rep = report(load("Zyphra__Zamba2-2.7B-transformers-defaults"))
+    k = kinds(rep)
+    assert [i for i, kind in enumerate(k) if kind == "hybrid"] == [6, 12, 18, 24, 30, 36, 42, 47, 51]
+    # MHA: 32 heads × head_dim 2 × 2560 / 32 = 160
+    assert rep.alpha_bytes_per_token == 9 * 32 * 160 * 2 * 2 == 184320
+    # Mamba-2: 8 heads × head_dim 2 × 2560 / 8 = 640, 1 group, d_state 64
+    c = 8 * 640 * 64 * 4 + 3 * (8 * 640 + 2 * 64) * 2  # 1310720 + 31488 = 1342208
+    assert state_of(rep, 0) == c
+    assert rep.gamma_bytes_per_request == 54 * c == 72479232
