@@ -280,3 +280,13 @@ def test_chart_scales_and_ticks():
     assert svg.log2_ticks(1024, 131072, 9) == [1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072]
     assert svg.log2_ticks(1000, 140_000, 9) == [1024, 4096, 16384, 65536]  # 2^9..2^18: 10 > 9, every other
     assert markup('a<b>"\u202e\n') == "a&lt;b&gt;&quot;\\u202e\\n"
+
+
+@pytest.mark.parametrize("fixture, shown", [
+    ("meta-llama__Meta-Llama-3.1-8B", "KV bf16 · TP 1"),  # attention only: no state, conv or indexer dtype
+    ("deepseek-ai__DeepSeek-V3.2", "KV bf16 · indexer fp8 · TP 1"),  # DSA keeps indexer keys
+    ("Qwen__Qwen3-Next-80B-A3B-Thinking", "KV bf16 · state fp32 · conv bf16 · TP 1"),  # GDN state + full layers
+])
+def test_the_precision_line_names_the_dtypes_that_apply(fixture, shown):
+    section = report_section(hfkv.inspect(str(FIXTURES / fixture)))
+    assert f'<p class="meta">{shown}</p>' in section

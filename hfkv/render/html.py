@@ -26,7 +26,7 @@ from hfkv.model.report import Report
 from hfkv.planning.verdict import FAILED
 from hfkv.text import markup
 from hfkv.render.terminal import (WEIGHTS_SOURCES, _budget_text, extra_lines, layout_text, plan_status, plan_verdict,
-                                  plan_where, requests_served)
+                                  plan_where, precision_text, requests_served)
 from hfkv.units import exact_bytes, format_bytes, format_tokens
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
@@ -274,8 +274,8 @@ def report_section(report: Entry, *, engines: dict[str, dict[str, Any] | str] | 
     commit = data.get("commit")
     meta = (f"{data.get('model_type') or '?'} ({', '.join(data.get('architectures') or []) or '?'}) · "
             f"mapper {data.get('mapper')}" + (f" · commit {commit[:12]}" if commit else ""))
-    precision = (f"KV {data.get('kv_cache_dtype')} · state {data.get('state_dtype')} · conv {data.get('conv_dtype')} · "
-                 f"indexer {data.get('indexer_dtype')} · " + layout_text(SimpleNamespace(**{
+    kinds = (part.get("kind") for layer in data.get("layers") or [] for part in layer.get("parts") or [])
+    precision = (precision_text(data, kinds, " · ") + " · " + layout_text(SimpleNamespace(**{
                      key: data.get(key) for key in ("tensor_parallel_size", "attention_tensor_parallel_size",
                                                      "pipeline_parallel_size", "pipeline_stage", "layers")})))
     parts = [

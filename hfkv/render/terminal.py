@@ -232,6 +232,22 @@ def header_fields(report: Report) -> tuple[list[Any], list[Any]]:
     return first, second
 
 
+RECURRENT_PARTS = frozenset({"linear", "mamba", "conv", "rwkv"})  # kept in the state (and conv) dtype
+ATTENTION_PARTS = frozenset({"full", "sliding", "chunked", "cross", "mla", "compressed"})  # in the KV dtype
+
+
+def precision_text(dtypes: dict[str, Any], part_kinds: Iterable[str], sep: str = ", ") -> str:
+    """The dtypes that apply to this model's storage: 'KV bf16' where a layer attends, 'state fp32,
+    conv bf16' where one keeps a recurrent state, 'indexer fp8' where one keeps indexer keys."""
+    kinds = set(part_kinds)
+    words = [f"KV {dtypes.get('kv_cache_dtype')}"] if kinds & ATTENTION_PARTS or not kinds else []
+    if kinds & RECURRENT_PARTS:
+        words += [f"state {dtypes.get('state_dtype')}", f"conv {dtypes.get('conv_dtype')}"]
+    if "indexer" in kinds:
+        words.append(f"indexer {dtypes.get('indexer_dtype')}")
+    return sep.join(words)
+
+
 def layout_text(report: Report) -> str:
     """'TP 8 (bytes per GPU)', or with a layout that changes one GPU's share, which GPU the figures are
     of: 'TP 8 · DP attention 8 · PP 2: bytes per GPU at attention TP 1, stage 1 (24 layers)'."""
@@ -397,7 +413,7 @@ def render_markdown(report: Report, *, plans: dict[str, dict[str, Any]] | None =
     meta = [
         ("model type", report.model_type or "?"), ("architectures", ", ".join(report.architectures) or "?"),
         ("mapper", report.mapper), ("commit", report.commit or "-"),
-        ("precision", f"KV {report.kv_cache_dtype}, state {report.state_dtype}, conv {report.conv_dtype}, indexer {report.indexer_dtype}"),
+        ("precision", precision_text(vars(report), (p.kind for layer in report.layers for p in layer.parts))),
         ("parallel layout", layout_text(report)),
     ]
     lines += ["| | |", "|---|---|"] + [f"| {k} | {markdown_cell(v)} |" for k, v in meta] + [""]
