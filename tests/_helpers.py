@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import json
 from functools import lru_cache
+from html.parser import HTMLParser
 from pathlib import Path
 
 import hfkv
@@ -85,3 +86,33 @@ def _fixture_report(name: str, options: tuple) -> hfkv.Report:
 
 def ceil_div(a: int, b: int) -> int:
     return -(-a // b)
+
+
+# -- HTML pages (tests/render/test_html.py, tests/web/) ------------------------------------------------
+
+# Tags a page may hold: text, tables, lists and the SVG charts. No script, link, img, iframe, object.
+ALLOWED_TAGS = {
+    "html", "head", "meta", "title", "style", "body", "div", "section", "h1", "h2", "p", "table", "thead", "tbody",
+    "tr", "th", "td", "ul", "li", "details", "summary", "a", "code", "svg", "rect", "line", "text", "polyline",
+    "polygon", "circle",
+}
+
+class Elements(HTMLParser):
+    """Every start tag with its attributes, and the text, of a page."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+        self.text: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+
+
+def parse(page: str) -> Elements:
+    parser = Elements()
+    parser.feed(page)
+    return parser

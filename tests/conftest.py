@@ -34,9 +34,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # `import fakehub` from any test file
 
-from fakehub import FakeHub  # noqa: E402
+from fakehub import NOWHERE, FakeHub  # noqa: E402
 
-NOWHERE = "http://127.0.0.1:9"  # discard port: nothing listens, connections are refused at once
 
 
 @pytest.fixture(scope="session")

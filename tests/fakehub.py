@@ -58,6 +58,7 @@ from urllib.parse import parse_qs, quote, unquote, urlencode, urlsplit
 _sleep = time.sleep
 DEFAULT_CREATED = "2024-01-01T00:00:00.000Z"
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+NOWHERE = "http://127.0.0.1:9"  # discard port: nothing listens, connections are refused at once
 
 
 @dataclass

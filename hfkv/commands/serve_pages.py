@@ -1,7 +1,7 @@
 """The page's three tabs as HTML: Report, Compare and Plan (no Gradio here).
 
 Each tab builds what the matching command builds, from the same pieces, so the command it prints gives
-the same figures (tests/test_web.py runs every printed command and compares the JSON):
+the same figures (tests/web/test_page.py runs every printed command and compares the JSON):
 
 * Report: ``hfkv MODEL …`` (``inspect_loaded`` then ``enrich``: hfkv's exact count, each engine named
   where it differs) and, side by side, ``hfkv MODEL … --engine vllm`` and ``… --engine sglang``: each

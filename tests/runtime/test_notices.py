@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from conftest import NOWHERE
+from fakehub import NOWHERE
 from fakehub import Fault
 from hfkv.commands.cli import main
 from hfkv.runtime import notices

@@ -218,7 +218,7 @@ def test_browser_engine_figures_with_checkpoint_weights(server, driver, fake_hub
     wait_for(driver, "#hfkv-headline")
     assert shown(driver, '[data-field="alpha_bytes_per_token"]') == ["48,068 B (46.94 KiB)"]  # 61 × (656 + 132)
     # KV budget per GPU, vLLM's rule: 138,110,256,860 requested (an H200's CUDA total × 0.92) − 689e9 / 8 =
-    # 86,125,000,000 of weights − the 8,075,461,395 B vLLM keeps besides (tests/test_deploy.py) =
+    # 86,125,000,000 of weights − the 8,075,461,395 B vLLM keeps besides (tests/commands/test_deploy.py) =
     # 43,909,795,465 B; at 160K a request holds 163,840 × 48,068 = 7,875,461,120 B → 5 requests (5.58).
     assert shown(driver, "#hfkv-headline")[0].startswith("fits on 8 × H200-141GB: 5 requests at 160K (hfkv, TP 8)")
     engines = []

@@ -9,7 +9,6 @@ from __future__ import annotations
 import html
 import json
 import re
-from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
@@ -17,17 +16,13 @@ import pytest
 import hfkv
 from hfkv.render.html import render_html, report_section
 from hfkv.render.site import write_site
-from hfkv.units import format_bytes
 from hfkv.text import markup
+from hfkv.units import format_bytes
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+from _helpers import ALLOWED_TAGS, parse
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 GIB = 2**30
-# Tags a page may hold: text, tables, lists and the SVG charts. No script, link, img, iframe, object.
-ALLOWED_TAGS = {
-    "html", "head", "meta", "title", "style", "body", "div", "section", "h1", "h2", "p", "table", "thead", "tbody",
-    "tr", "th", "td", "ul", "li", "details", "summary", "a", "code", "svg", "rect", "line", "text", "polyline",
-    "polygon", "circle",
-}
 HOSTILE = {
     "model_type": "<script>alert(1)</script>\u202eevil", "architectures": ["<img src=x onerror=alert(1)>"],
     "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "hidden_size": 256,
@@ -35,27 +30,6 @@ HOSTILE = {
     "<b>sliding_window</b>": 5, "attn_weird_heads\n<iframe src=https://evil.example/>": 3,
 }
 HOSTILE_ID = "evil/<svg onload=alert(1)>\u202e"
-
-
-class Elements(HTMLParser):
-    """Every start tag with its attributes, and the text, of a page."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.tags: list[tuple[str, dict[str, str | None]]] = []
-        self.text: list[str] = []
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self.tags.append((tag, dict(attrs)))
-
-    def handle_data(self, data: str) -> None:
-        self.text.append(data)
-
-
-def parse(page: str) -> Elements:
-    parser = Elements()
-    parser.feed(page)
-    return parser
 
 
 def llama(**options) -> hfkv.Report:

@@ -27,14 +27,14 @@ from hfkv.commands.serve_access import NOT_VISIBLE, Session, Settings
 from hfkv.commands.serve_form import Form
 from hfkv.commands.serve_pages import compare_page, plan_page, report_page
 from hfkv.units import exact_bytes
-from test_html import ALLOWED_TAGS, parse
+from _helpers import ALLOWED_TAGS, parse
 
 LLAMA = "meta-llama/Meta-Llama-3.1-8B"
 QWEN_MOE = "Qwen/Qwen3-30B-A3B"
 DEEPSEEK = "deepseek-ai/DeepSeek-V3.2"
 GPT_OSS = "openai/gpt-oss-120b"
 VISITOR = "hf_VisitorTokenNeverShown0123456789"
-SPACE = Path(__file__).resolve().parents[1] / "space"
+SPACE = Path(__file__).resolve().parents[2] / "space"
 HOSTILE = {
     "model_type": "<img src=x onerror=alert(1)>", "architectures": ["<script>alert(2)</script>"],
     "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "hidden_size": 256,
@@ -267,7 +267,7 @@ def test_plan_that_nothing_holds(settings):
 def test_plan_never_reads_a_server_path(settings, monkeypatch):
     """hfkv.api.plan reads a local path when one exists under the name given: the page asks it for the
     Hub repo only (here the checkout's fixtures folder, which the working directory holds)."""
-    monkeypatch.chdir(Path(__file__).resolve().parents[1])
+    monkeypatch.chdir(Path(__file__).resolve().parents[2])
     html, text = plan_page(Form(model="fixtures/openai__gpt-oss-120b", requests=1, plan_context="4k"), settings)
     assert text == "" and error_line(html).startswith("hfkv: error: fixtures/openai__gpt-oss-120b: " + NOT_VISIBLE)
 
@@ -283,7 +283,7 @@ def test_plan_limits(settings):
 @pytest.mark.parametrize("typed", ["/etc/passwd", "../fixtures/openai__gpt-oss-120b/config.json",
                                    "fixtures/openai__gpt-oss-120b", "a b/c", "a/..", "https://evil.example/x", ""])
 def test_only_hub_repos_are_read(settings, typed, monkeypatch):
-    monkeypatch.chdir(Path(__file__).resolve().parents[1])
+    monkeypatch.chdir(Path(__file__).resolve().parents[2])
     html, text = report_page(Form(model=typed), settings)
     assert text == "" and html.count('class="error"') == 1 and "hfkv: error: " in html
     assert "gpt_oss" not in html  # no server file was read
@@ -423,7 +423,7 @@ def test_upload_goes_through_the_local_reader(tmp_path, settings):
 
 def test_plan_of_an_upload_names_the_file(tmp_path, settings):
     path = tmp_path / "config.json"
-    path.write_bytes((Path(__file__).resolve().parents[1] / "fixtures" / "meta-llama__Meta-Llama-3.1-8B" /
+    path.write_bytes((Path(__file__).resolve().parents[2] / "fixtures" / "meta-llama__Meta-Llama-3.1-8B" /
                       "config.json").read_bytes())
     html, text = plan_page(Form(requests=8, plan_context="8k", max_gpus=1), settings, upload=str(path))
     assert str(tmp_path) not in html + text
