@@ -30,7 +30,7 @@ import shutil
 import tempfile
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor, TimeoutError as FutureTimeout
+from concurrent.futures import Future, ThreadPoolExecutor, TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from typing import Any, Callable, TypeVar
 from urllib.parse import quote, urlsplit
@@ -190,13 +190,17 @@ class PageError(Exception):
 class Session:
     """The Hub, for one request: ``load(repo)`` reads a config (and its parameter counts) under the
     access rules above. Use as a context manager: on leaving, its temporary cache is removed and the
-    visitor's token forgotten."""
+    visitor's token forgotten, once the last fetch it started (``submit``) has ended too: a fetch left
+    running past the deadline would otherwise write into a removed folder, which then stays."""
 
     def __init__(self, settings: Settings, token: str | None = None) -> None:
         self.settings = settings
         self.visitor_token = (token or "").strip() or None
         self.cache_dir: str | None = None
         self.endpoint = settings.base_endpoint()
+        self._lock = threading.Lock()
+        self._running = 0  # fetches started by submit and not ended
+        self._left = False  # the request is over: clean up when _running reaches 0
 
     def __enter__(self) -> "Session":
         if self.visitor_token and not TOKEN_SHAPE.fullmatch(self.visitor_token):
@@ -208,6 +212,28 @@ class Session:
         return self
 
     def __exit__(self, *exc: Any) -> None:
+        with self._lock:
+            self._left = True
+            now = self._running == 0
+        if now:
+            self._clean_up()
+
+    def submit(self, call: Callable[..., T], *args: Any) -> "Future[T]":
+        """``call(*args)`` in the fetch pool, as part of this request (its cache and token stay until it ends)."""
+        with self._lock:
+            self._running += 1
+        future = pool("fetch").submit(call, *args)
+        future.add_done_callback(self._ended)
+        return future
+
+    def _ended(self, _future: Any) -> None:
+        with self._lock:
+            self._running -= 1
+            last = self._left and self._running == 0
+        if last:
+            self._clean_up()
+
+    def _clean_up(self) -> None:
         if self.cache_dir:
             shutil.rmtree(self.cache_dir, ignore_errors=True)
         if self.visitor_token:

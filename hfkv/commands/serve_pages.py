@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from hfkv.commands.serve_access import (NOT_VISIBLE, Deadline, DeadlineExceeded, PageError, Scrubber, Session,
-                                        Settings, failure_line, pool, within)
+                                        Settings, failure_line, within)
 from hfkv.commands.serve_form import ENGINES, MAX_MODELS, Form, check_repo
 from hfkv.errors import HfkvError, UnsupportedModelError, shorten
 from hfkv.text import one_line
@@ -200,7 +200,7 @@ def report_page(form: Form, settings: Settings, *, upload: str | None = None, to
 def _fetch_all(session: Session, models: list[str], deadline: Deadline) -> dict[str, Any]:
     """{model: (loaded, checkpoint) or the exception}: every model fetched at once, under one deadline
     (a model still unanswered at the deadline is a ``DeadlineExceeded``)."""
-    futures = {m: pool("fetch").submit(session.load, m) for m in models}
+    futures = {m: session.submit(session.load, m) for m in models}
     wait(list(futures.values()), timeout=deadline.fetch_left())
     out: dict[str, Any] = {}
     for model, future in futures.items():

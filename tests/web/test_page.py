@@ -237,6 +237,24 @@ def test_compare_fetches_in_parallel_under_one_deadline(fake_hub):
     assert "<th>a</th>" in html  # org/a is still compared (alone)
 
 
+
+def test_a_fetch_that_outlives_its_compare_leaves_no_folder(fake_hub, tmp_path, monkeypatch):
+    """With the server's token, a repo is first shown public (one API request), then its config is read:
+    1.4 s each here, so the config arrives at ~2.8 s, after the 3 s page gave up fetching (2.4 s) and
+    answered. The request's cache folder is removed once that fetch has ended, not before (a removed
+    folder would be recreated by the late write and stay)."""
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    for name in ("a", "late"):
+        fake_hub.add_fixture(f"org/{name}", folder="meta-llama__Meta-Llama-3.1-8B")
+    fake_hub.faults["org/late"] = Fault(kind="slow", delay=1.4, where="all")
+    settings = Settings(endpoint=fake_hub.url, server_token=fake_hub.token, deadline=3.0)
+    html, _ = compare_page(Form(compare="org/a org/late"), settings)
+    assert error_line(html) == "hfkv: error: org/late: no answer within 3 s; retry in a while"
+    time.sleep(4.0)  # the late fetch ends: its API, config and parameter-count requests, each within 1.5 s
+    assert list(tmp_path.iterdir()) == []
+
 # -- Plan ---------------------------------------------------------------------------------------------
 
 
