@@ -49,12 +49,43 @@ def load(folder: str) -> dict:
     return json.loads((FIXTURES / folder / "config.json").read_text())
 
 
-def report(data: dict, **options) -> hfkv.Report:
+def report(data: str | dict, **options) -> hfkv.Report:
+    """The report of fixtures/<data>/config.json (model named after the fixture), or of a copy of the
+    config dict ``data`` (model "test")."""
+    if isinstance(data, str):
+        return inspect_config(load(data), model=data, options=Options(**options))
     return hfkv.inspect_config(copy.deepcopy(data), model="test", options=hfkv.Options(**options))
 
 
+def report_bf16(data: dict, **options) -> hfkv.Report:
+    """The report of the config dict ``data`` with a bf16 KV cache unless ``kv_cache_dtype`` is given."""
+    options.setdefault("kv_cache_dtype", "bf16")
+    return inspect_config(data, model="test", options=Options(**options))
+
+
+def report_inline(data: dict | str, **options) -> hfkv.Report:
+    """The report of a fixture by name, or of the config dict ``data`` as model "inline"."""
+    if isinstance(data, str):
+        return inspect_config(load(data), model=data, options=Options(**options))
+    return inspect_config(data, model="inline", options=Options(**options))
+
+
 def kinds(rep: hfkv.Report) -> list[str]:
+    """The kind of each layer, in order."""
     return [layer["kind"] for layer in rep.to_dict()["layers"]]
+
+
+def kind_counts(rep: hfkv.Report) -> dict[str, int]:
+    """How many layers of each kind."""
+    out: dict[str, int] = {}
+    for layer in rep.layers:
+        out[layer.kind] = out.get(layer.kind, 0) + 1
+    return out
+
+
+def indices(rep: hfkv.Report, kind: str) -> list[int]:
+    """The indices of the layers of one kind."""
+    return [layer.index for layer in rep.layers if layer.kind == kind]
 
 
 def state_of(rep: hfkv.Report, index: int) -> int:

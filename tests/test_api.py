@@ -11,7 +11,9 @@ import pytest
 
 import hfkv
 from hfkv.model.serving import Serving
+
 from tests._helpers import FIXTURES
+
 
 LLAMA = str(FIXTURES / "meta-llama__Meta-Llama-3.1-8B")
 
@@ -55,3 +57,11 @@ def test_inspect_config_takes_options_and_a_plan():
     assert report.alpha_bytes_per_token == 32 * 8 * 128 * 2 * 2  # 131,072
     assert report.serving is not None and report.serving.engine == "theory"
     assert report.serving.requests <= 14
+
+
+# -- budget questions ------------------------------------------------------------------------------------
+
+
+def test_inspect_reads_a_folder():
+    rep = hfkv.inspect(str(FIXTURES / "meta-llama__Meta-Llama-3.1-8B"))
+    assert rep.alpha_bytes_per_token == 131072 and rep.source == "file"

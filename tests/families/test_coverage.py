@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from hfkv.mappings.coverage import architecture_lines
 from hfkv.engines.sglang.facts import architectures as sglang_architectures
 from hfkv.engines.vllm.facts import architectures as vllm_architectures
+from hfkv.mappings.coverage import architecture_lines
 from hfkv.mappings.registry import known_architectures
 
-SHARED = Path(__file__).resolve().parents[3] / "shared" / "engine-archs"
+from _helpers import FIXTURES
 
 
 def engine_architectures() -> set[str]:
@@ -31,6 +31,9 @@ def test_every_engine_architecture_is_known_by_name():
     assert len(names) > 380  # 124 + 127 vLLM, 290 SGLang, overlapping
     missing = sorted(names - set(known_architectures()))
     assert not missing, missing
+
+
+SHARED = Path(__file__).resolve().parents[3] / "shared" / "engine-archs"
 
 
 def test_package_lists_match_the_shared_engine_archs():
@@ -61,7 +64,7 @@ def test_architecture_lines_name_a_mapper_or_a_reason():
     assert table["LlamaForCausalLMEagle3"].startswith("refused: a draft model")
     assert table["BertModel"] == "refused: encoder-only model: no KV cache"
     assert table["HrmTextForCausalLM"].startswith("refused: not modelled yet: hierarchical")
-    # served by vLLM only through its Transformers backend (tests/test_transformers_backend_families.py)
+    # served by vLLM only through its Transformers backend (tests/families/test_transformers_backend.py)
     for arch in ("CwmForCausalLM", "Kolibri1ForCausalLM", "SmolLM3ForCausalLM", "VaultGemmaForCausalLM"):
         assert table[arch] == "sliding.sliding_hybrid"
     for arch in ("FlexOlmoForCausalLM", "GlmForCausalLM", "Jais2ForCausalLM", "SeedOssForCausalLM"):
@@ -148,3 +151,14 @@ def test_a_new_model_type_lands_by_architecture(arch, keys, expected):
         rep = hfkv.inspect_config(data, options=hfkv.Options(tensor_parallel_size=tp))
         assert rep.mapper == "dense.dense" and not any("not known" in w for w in rep.warnings)
         assert rep.alpha_bytes_per_token == bytes_per_token
+
+
+# -- budget questions ------------------------------------------------------------------------------------
+
+
+def test_coverage_doc_matches_the_registry():
+    from hfkv.mappings.coverage import END, START, coverage_markdown
+
+    doc = (FIXTURES.parent / "docs" / "coverage.md").read_text()
+    section = doc[doc.index(START) + len(START):doc.index(END)].strip()
+    assert section == coverage_markdown().strip(), "run: python -m hfkv.mappings.coverage --write"

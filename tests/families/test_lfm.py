@@ -7,7 +7,7 @@ import pytest
 
 import hfkv
 
-from _helpers import kinds, load, report, state_of
+from _helpers import kinds, load, report, report as inspect, state_of
 
 
 # -- LFM2 short conv --------------------------------------------------------------------------------
@@ -77,3 +77,8 @@ def test_lfm2_conv_dim_mismatch_is_warned():
     rep = report(data)
     assert rep.gamma_bytes_per_request == 40960  # hidden_size (SGLang) still sizes the state
     assert any("conv_dim" in w for w in rep.warnings)
+
+
+def test_lfm2_embedding_state_matches_sglang():
+    assert inspect(load("LiquidAI__LFM2.5-Embedding-350M")).gamma_bytes_per_request == 40960
+    assert inspect(load("LiquidAI__LFM2.5-Embedding-350M"), tensor_parallel_size=8).gamma_bytes_per_request == 5120

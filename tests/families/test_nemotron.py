@@ -6,9 +6,12 @@ Mamba-2: C = heads·head_dim·d_state·4 + (w − 1)·(heads·head_dim + 2·grou
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 
 import hfkv
+from hfkv import ConfigError
 
 from _helpers import kinds, load, report, state_of
 
@@ -68,4 +71,34 @@ def test_nemotron_h_bad_pattern_and_missing_pattern():
         report(data)
     del data["hybrid_override_pattern"]
     with pytest.raises(hfkv.ConfigError, match="hybrid_override_pattern"):
+        report(data)
+
+
+# -- Jet-Nemotron (synthetic) -----------------------------------------------------------------------
+
+
+JET = {"model_type": "jet_nemotron", "num_hidden_layers": 6, "hidden_size": 1536, "num_attention_heads": 12,
+       "num_key_value_heads": 2, "layer_types": ["jet", "jet", "attn", "jet", "swa", "jet"],
+       "efficient_attention_config": {"jet": {"num_heads": 12, "head_dim": 96, "expand_v": 2.0, "conv_size": 4},
+                                      "swa": {"window_size": 1024}}}
+
+
+def test_jet_nemotron():
+    rep = report(JET)
+    assert kinds(rep) == ["jetblock", "jetblock", "full", "jetblock", "sliding", "jetblock"]
+    # head_dim 1536 / 12 = 128: E = 2 × 256 × 2 = 1024 B
+    assert rep.alpha_bytes_per_token == 1024
+    # JetBlock: 12 × 96 × 192 × 4 + 4 rows × (12 × 192) × 2 = 884736 + 18432
+    assert state_of(rep, 0) == 903168
+    assert rep.gamma_bytes_per_request == 1024 * 1024 + 4 * 903168 == 4661248
+
+
+def test_jet_nemotron_bad_input():
+    data = copy.deepcopy(JET)
+    data["efficient_attention_config"]["jet"]["expand_v"] = 0.3  # 96 × 0.3 = 28.8
+    with pytest.raises(ConfigError, match="expand_v"):
+        report(data)
+    data = copy.deepcopy(JET)
+    data["layer_types"][1] = "mamba"
+    with pytest.raises(ConfigError, match=r"layer_types\[1\]"):
         report(data)

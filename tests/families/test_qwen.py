@@ -9,8 +9,9 @@ from __future__ import annotations
 import pytest
 
 import hfkv
+from hfkv import ConfigError
 
-from _helpers import kinds, load, report, state_of
+from _helpers import kinds, load, report, report as inspect, state_of
 
 
 # -- Qwen3-Next / Qwen3.5 ---------------------------------------------------------------------------
@@ -100,3 +101,83 @@ def test_unknown_layer_type_names_the_key():
     data["text_config"]["layer_types"][2] = "banana_attention"
     with pytest.raises(hfkv.ConfigError, match=r"text_config\.layer_types\[2\].*banana"):
         report(data)
+
+
+# -- sliding windows on every layer / switched off -----------------------------------------------------
+
+
+def test_qwen2_window_switched_off():
+    rep = report("Qwen__Qwen2-7B-Instruct")  # sliding_window 131072 but use_sliding_window false
+    assert rep.alpha_bytes_per_token == 28 * 2 * 4 * 128 * 2 == 57344
+    assert rep.gamma_bytes_per_request == 0
+    assert {layer.kind for layer in rep.layers} == {"full"}
+
+
+# -- sliding hybrids ---------------------------------------------------------------------------------------
+
+
+def test_qwen2_moe_window_off_by_default():
+    rep = report("Qwen__Qwen1.5-MoE-A2.7B-transformers-defaults")  # use_sliding_window false
+    assert rep.alpha_bytes_per_token == 24 * 2 * 16 * 128 * 2 == 196608  # engine-logs R17: 197132 ≈ +0.3%
+
+
+# -- Qwen4-Exp --------------------------------------------------------------------------------------
+
+
+QWEN4 = "Qwen__Qwen4-Exp-transformers-defaults"
+
+
+# Qwen3-Next-shaped GDN layer (N_qk 16, N_v 32, H_k = H_v = 128, w 4):
+GDN_C = 32 * 128 * 128 * 4 + 3 * (32 * 128 + 2 * 16 * 128) * 2  # 2097152 + 49152 = 2146304
+
+
+def test_qwen4_exp_defaults():
+    rep = report(load(QWEN4))
+    assert rep.mapper == "qwen.qwen4_exp"
+    # layer_types: indexed_attention iff (i + 1) % 4 == 0 → 10 full GQA layers of 2 KV heads × 256 dims
+    assert kinds(rep)[:4] == ["gdn", "gdn", "gdn", "full"]
+    assert rep.alpha_bytes_per_token == 10 * 2 * (256 + 256) * 2 == 20480
+    assert rep.gamma_bytes_per_request == 30 * GDN_C == 64389120
+
+
+def qwen4_with_qsa_and_ple() -> dict:
+    data = load(QWEN4)
+    data["text_config"].update(indexer_n_heads=16, indexer_kv_heads=1, indexer_head_dim=128, indexer_budget=2048,
+                               indexer_compress_ratio=4, ple_layer_ids=[1, 2])
+    return data
+
+
+def test_qwen4_exp_qsa_indexer_and_ple_state():
+    rep = report(qwen4_with_qsa_and_ple())
+    assert kinds(rep)[:4] == ["gdn+ple", "gdn+ple", "gdn", "qsa"]  # ple_layer_ids [1, 2] are 1-based
+    # QSA: 128 fp8 values + one 4 B scale = 132 B per 4 tokens = 33 B/token per full layer
+    assert rep.alpha_bytes_per_token == 20480 + 10 * 132 / 4 == 20810
+    # PLE: (2048 hidden × 4 hc) × ((4 − 1) × 3 ngram) = 73728 values × 2 B = 147456 per PLE layer
+    assert state_of(rep, 0) == GDN_C + 2048 * 4 * 3 * 3 * 2 == 2293760
+    assert rep.gamma_bytes_per_request == 30 * GDN_C + 2 * 147456 == 64684032
+    assert any("PLE" in w for w in rep.warnings) and any("QSA" in w for w in rep.warnings)
+
+
+def test_qwen4_exp_qsa_in_bf16():
+    rep = report(qwen4_with_qsa_and_ple(), indexer_dtype="bf16")
+    assert rep.alpha_bytes_per_token == 20480 + 10 * 128 * 2 / 4 == 21120  # 256 B per 4 tokens
+
+
+@pytest.mark.parametrize("ids, problem", [([0], "outside 1..40"), ([4], "not a linear_attention layer")])
+def test_qwen4_exp_bad_ple_ids(ids, problem):
+    data = load(QWEN4)
+    data["text_config"]["ple_layer_ids"] = ids  # 1-based: 0 is invalid, 4 is layer index 3 (full)
+    with pytest.raises(ConfigError, match=problem):
+        report(data)
+
+
+def test_qwen4_exp_unknown_layer_type():
+    data = load(QWEN4)
+    data["text_config"]["layer_types"][5] = "mamba"
+    with pytest.raises(ConfigError, match=r"layer_types\[5\]"):
+        report(data)
+
+
+def test_qwen2_vl_tp8_splits_the_eight_kv_heads():
+    rep = inspect(load("Qwen__Qwen2-VL-transformers-defaults"), tensor_parallel_size=8)
+    assert rep.alpha_bytes_per_token == 80 * 2 * 1 * 128 * 2 == 40960  # 8 KV heads / 8 ranks = 1

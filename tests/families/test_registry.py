@@ -54,9 +54,6 @@ def test_hub_configs_of_linear_families_map_cleanly():
     assert seen >= 4  # Qwen3-Next, Qwen3.5, Kimi-K3, MiniMax-M1
 
 
-# -- registry and real configs ----------------------------------------------------------------------
-
-
 SSM_TYPES = (
     "nemotron_h", "falcon_h1", "granitemoehybrid", "jamba", "bamba", "zamba", "zamba2", "mamba", "falcon_mamba",
     "mamba2",
@@ -89,3 +86,65 @@ def test_hub_configs_of_ssm_families_map_cleanly():
         assert rep.gamma_bytes_per_request > 0, path.name
         assert not [w for w in rep.warnings if "dtype" not in w], (path.name, rep.warnings)
     assert seen >= 3  # Nemotron-H 56B, Nemotron-3-Nano, mamba-2.8b
+
+
+# -- budget questions ------------------------------------------------------------------------------------
+
+
+def test_every_registered_fixture_exists():
+    from hfkv.mappings import all_mappers
+
+    for mapper in all_mappers():
+        for model_type, folder in mapper.fixtures.items():
+            assert (FIXTURES / folder / "config.json").is_file(), (mapper.name, model_type, folder)
+
+
+def test_every_model_type_of_the_engines_coverage_table_is_registered():
+    import re
+
+    from hfkv.mappings import all_mappers
+
+    engines = FIXTURES.parents[1] / "shared" / "docs" / "engines.md"
+    if not engines.is_file():
+        pytest.skip(f"{engines} is not beside the checkout")
+    text = engines.read_text()
+    table = text[text.index("## 4. Coverage table"):text.index("## 5. Pitfalls")]
+    wanted = set()
+    for line in table.splitlines():
+        if line.startswith("| ") and not line.startswith(("| model_type", "|---")):
+            cell = re.sub(r"\(.*?\)", "", line.split("|")[1])
+            wanted |= {t.strip() for t in re.split(r"[,/]| or ", cell) if t.strip()}
+    registered = {mt for mapper in all_mappers() for mt in mapper.model_types}
+    assert len(wanted) > 100 and not wanted - registered, sorted(wanted - registered)
+
+
+# -- registry ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("model_type, module", [
+    ("alice_ai", "alice"), ("gigachat3_5", "gigachat"), ("interns2_preview", "intern"), ("mobius", "intern"),
+    ("jet_nemotron", "nemotron"), ("minicpm_sala", "minicpm"), ("qwen4_exp", "qwen"), ("qwen4_exp_text", "qwen"),
+    ("recurrent_gemma", "gemma"), ("zaya", "zyphra"), ("inkling_model", "inkling"), ("inkling_mm_model", "inkling"),
+    ("moss_vl", "moss"),
+])
+def test_every_type_resolves_to_its_family_module(model_type, module):
+    assert resolve(ConfigView({"model_type": model_type})).name.startswith(f"{module}.")
+
+
+# -- sweep of the real configs ----------------------------------------------------------------------
+
+
+def test_sweep_hub_configs_of_these_families():
+    if not HUB_CONFIGS.is_dir():
+        pytest.skip(f"{HUB_CONFIGS} is absent")
+    families = {"deepseek_v4", "deepseek_v41", "gemma3n", "gemma4", "gemma4_text", "gemma4_unified"}
+    seen = 0
+    for path in sorted(HUB_CONFIGS.glob("*.json")):
+        data = json.loads(path.read_text())
+        if data.get("model_type") not in families:
+            continue
+        rep = report(data)
+        assert rep.family in ("compressed", "kv-sharing"), path.name
+        assert rep.alpha_bytes_per_token > 0, path.name
+        seen += 1
+    assert seen >= 4  # V4-Flash and three Gemma 4 configs

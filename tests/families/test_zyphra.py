@@ -6,6 +6,10 @@ N = d_state, w = d_conv). Mamba-2 layer: C = heads·P·N·4 + (w − 1)·(heads�
 
 from __future__ import annotations
 
+import pytest
+
+from hfkv import ConfigError
+
 from _helpers import kinds, load, report, state_of
 
 
@@ -66,3 +70,50 @@ def test_zamba2_defaults_hybrid_layers_have_own_kv():
     c = 8 * 640 * 64 * 4 + 3 * (8 * 640 + 2 * 64) * 2  # 1310720 + 31488 = 1342208
     assert state_of(rep, 0) == c
     assert rep.gamma_bytes_per_request == 54 * c == 72479232
+
+
+# -- ZAYA1 ------------------------------------------------------------------------------------------
+
+
+ZAYA = "Zyphra__ZAYA1-8B-transformers-defaults"
+
+
+ZAYA_CCA = (8 + 2) * 128 * (2 + 2 - 2) * 2 + 2048 * 1 * 2  # 5120 conv + 4096 (hidden, 1) = 9216
+
+
+def test_zaya_defaults():
+    rep = report(load(ZAYA))
+    # 40 hybrid layers, 2 KV heads × (128 + 128) × 2 B = 1024 B each
+    assert set(kinds(rep)) == {"full+cca"}
+    assert rep.alpha_bytes_per_token == 40 * 1024 == 40960
+    assert state_of(rep, 0) == ZAYA_CCA == 9216
+    assert rep.gamma_bytes_per_request == 40 * 9216 == 368640
+
+
+def test_zaya_layers_a_marks_attention():
+    data = load(ZAYA)
+    data["zaya_layers"] = ["a", 16] * 20  # SGLang's list: 'a' = attention, numbers = MoE layers
+    rep = report(data)
+    assert kinds(rep)[:2] == ["full+cca", "mlp"]
+    assert rep.alpha_bytes_per_token == 20 * 1024 == 20480
+    assert rep.gamma_bytes_per_request == 20 * 9216 == 184320
+
+
+def test_zaya_without_pattern_uses_even_layers():
+    data = load(ZAYA)
+    del data["layer_types"]
+    rep = report(data)
+    assert rep.alpha_bytes_per_token == 20 * 1024  # attention iff i is even
+    assert any("i is even" in w for w in rep.warnings)
+
+
+def test_zaya_sliding_layers():
+    data = load(ZAYA)
+    data["layer_types"] = ["hybrid_sliding", "hybrid"] * 20
+    data["sliding_window"] = 4096
+    rep = report(data)
+    assert rep.alpha_bytes_per_token == 20 * 1024 == 20480
+    assert rep.gamma_bytes_per_request == 20 * 4096 * 1024 + 40 * 9216 == 84254720
+    del data["sliding_window"]
+    with pytest.raises(ConfigError, match="sliding_window"):
+        report(data)

@@ -9,28 +9,19 @@ import pytest
 from hfkv.model import accounting as acc
 from hfkv.model.dtypes import Precision
 from hfkv.model.specs import (
-    ChunkedLocal,
-    CompressedKV,
-    FullAttention,
-    IndexerKeys,
-    LayerSpec,
-    Layout,
-    LinearAttentionState,
-    MambaState,
-    MLALatent,
-    ShortConvState,
-    SlidingWindow,
+    ChunkedLocal, CompressedKV, FullAttention, IndexerKeys, LayerSpec, Layout, LinearAttentionState, MambaState,
+    MLALatent, ShortConvState, SlidingWindow,
 )
 
-BF16 = Precision(kv="bf16")
-FP8 = Precision(kv="fp8")
-
-
-def layer(i, *parts, kind="x"):
-    return LayerSpec(index=i, kind=kind, parts=parts)
+from _helpers import report
 
 
 # -- entry widths ---------------------------------------------------------------------------------
+
+
+BF16 = Precision(kv="bf16")
+
+FP8 = Precision(kv="fp8")
 
 
 def test_gqa_entry_bytes():
@@ -82,6 +73,10 @@ def test_compressed_entries_floor():
     assert part.entries(127) == 0
     assert part.entries(255) == 1  # floor(255 / 128)
     assert part.entry_bytes(BF16) == 1024  # (448 + 64) × 2
+
+
+def layer(i, *parts, kind="x"):
+    return LayerSpec(index=i, kind=kind, parts=parts)
 
 
 def test_shared_layer_owns_nothing_but_reads_the_source():
@@ -344,6 +339,7 @@ def test_model_copy_validates_its_update():
 
 # -- reports on implausible or enormous configs ---------------------------------------------------------
 
+
 LLAMA_LIKE = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "num_hidden_layers": 32,
               "hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 8,
               "max_position_embeddings": 8192, "torch_dtype": "bfloat16"}
@@ -399,3 +395,26 @@ def test_bad_options_are_one_line_usage_errors_naming_the_option():
         assert text in str(err.value) and "\n" not in str(err.value), str(err.value)
         assert "validation error" not in str(err.value)
     assert inspect_config(LLAMA_LIKE, contexts=[4096.0], tensor_parallel_size=2.0).contexts[0].tokens == 4096
+
+
+# -- dense ------------------------------------------------------------------------------------------
+
+
+def test_tp8_on_four_kv_heads_replicates():
+    rep = report("Qwen__Qwen2-7B-Instruct", tensor_parallel_size=8)
+    # head_dim 3584 / 28 = 128; per GPU max(1, 4 // 8) = 1 head: 28 × 2 × 1 × 128 × 2
+    assert rep.alpha_bytes_per_token == 14336
+    assert report("Qwen__Qwen2-7B-Instruct", tensor_parallel_size=2).alpha_bytes_per_token == 28672  # 2 heads
+
+
+# -- budget questions ------------------------------------------------------------------------------------
+
+
+def test_budget_and_batch():
+    budget = 60 * 2**30
+    rep = report("deepseek-ai__DeepSeek-V3.2", budget_bytes=budget, batch=32, contexts=(4096, 131072))
+    ctx = {c.tokens: c for c in rep.contexts}
+    # 4096 × 78324 = 320815104 B per request → floor(64424509440 / 320815104) = 200
+    assert ctx[4096].kv_bytes_per_request == 320815104 and ctx[4096].max_concurrency == 200
+    # 32 requests: S = floor(64424509440 / 32 / 78324) = floor(2013265920 / 78324) = 25704
+    assert rep.max_context_for_batch == 25704

@@ -20,7 +20,7 @@ GEMMA3 = ROOT / "fixtures" / "google__gemma-3-4b-it" / "config.json"
 QWEN3 = ROOT / "fixtures" / "Qwen__Qwen3-8B" / "config.json"
 LLAMA2 = ROOT / "fixtures" / "meta-llama__Llama-2-7b-hf" / "config.json"
 # Gemma 3 4B's sparse text_config is completed by transformers: 4 KV heads × 256 head_dim, 5 of 34
-# layers full → α = 5 × 2 × 4 × 256 × 2 = 20480 (test_foundation_families derives the layout).
+# layers full → α = 5 × 2 × 4 × 256 × 2 = 20480 (tests/families/test_sliding.py derives the layout).
 GEMMA3_ALPHA = 5 * 2 * 4 * 256 * 2
 
 

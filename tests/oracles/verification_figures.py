@@ -8,7 +8,7 @@ is *not comparable* when the oracle could not run the engine's code offline (``N
 ``OFFLINE_ERRORS`` in tests/engines/vllm/test_oracle.py and tests/engines/vllm/test_transformers.py), a *known gap*
 when hfkv does not reproduce it yet (tests/oracles/known-gaps.tsv, with the engine's reason); every other
 row is compared, and the sweeps (tests/engines/vllm/test_oracle.py, tests/engines/sglang/test_oracle.py,
-tests/engines/vllm/test_transformers.py, tests/test_transformers_backend_families.py) fail unless each
+tests/engines/vllm/test_transformers.py, tests/engines/vllm/test_transformers_families.py) fail unless each
 compared row matches: served rows figure by figure, refused rows with the engine's reason. So "matched" here
 is "compared" while those tests pass; tests/engines/test_verification_figures.py checks the README says what
 this prints.

@@ -1,31 +1,17 @@
-"""Multimodal and newly named families (issue 11): Qwen2-VL, Qwen2.5-VL, Qwen3-VL (+MoE), Qwen2.5-Omni,
-Qwen3-ASR, GLM-4.1V, EXAONE 4.5, MiniCPM4, MiniCPM-V, Molmo, Molmo2; wrappers, scoring heads and the
-named refusals.
+"""Multimodal wrappers (mappings/multimodal.py): Qwen2-VL, Qwen2.5-VL, Qwen3-VL (+MoE), Qwen2.5-Omni,
+Qwen3-ASR, GLM-4.1V, MiniCPM4, MiniCPM-V, Molmo, Molmo2: the language model found by model type or
+by its architectures, and the bytes per token the engines' own code gives.
 
 Fixtures are transformers 5.24's config-class defaults (``-transformers-defaults``) or real config
-facts. Every expected figure is derived by hand; the arithmetic is beside it. Only the language
-model keeps a KV cache: the vision/audio towers' heads must never be read.
-"""
+facts. Every expected figure is derived by hand; the arithmetic is beside it. Only the language model keeps a
+KV cache: the vision/audio towers' heads must
+never be read."""
 
 from __future__ import annotations
 
-import copy
-import json
-from pathlib import Path
-
 import pytest
 
-import hfkv
-
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
-
-
-def load(folder: str) -> dict:
-    return json.loads((FIXTURES / folder / "config.json").read_text())
-
-
-def inspect(data: dict, **options) -> hfkv.Report:
-    return hfkv.inspect_config(copy.deepcopy(data), model="test", options=hfkv.Options(**options))
+from _helpers import load, report as inspect
 
 
 # fixture -> (mapper, α by hand)
@@ -61,21 +47,6 @@ def test_named_family_alpha(folder):
     assert rep.mapper == mapper
     assert rep.alpha_bytes_per_token == alpha and rep.gamma_bytes_per_request == 0
     assert not any("not known to hfkv" in w for w in rep.warnings)
-
-
-def test_qwen2_vl_tp8_splits_the_eight_kv_heads():
-    rep = inspect(load("Qwen__Qwen2-VL-transformers-defaults"), tensor_parallel_size=8)
-    assert rep.alpha_bytes_per_token == 80 * 2 * 1 * 128 * 2 == 40960  # 8 KV heads / 8 ranks = 1
-
-
-def test_exaone_4_5_windows_its_local_layers():
-    data = load("LGAI-EXAONE__EXAONE-4.5-transformers-defaults")
-    assert inspect(data).alpha_bytes_per_token == 32 * 2 * 32 * 128 * 2  # window 4096 ≥ 2048 positions: all full
-    data["text_config"]["max_position_embeddings"] = 131072
-    rep = inspect(data)
-    # layer_types: 8 full of 32 (every 4th); 24 sliding layers keep min(S, 4096)
-    assert rep.alpha_bytes_per_token == 8 * 2 * 32 * 128 * 2 == 131072
-    assert rep.gamma_bytes_per_request == 24 * 4096 * 2 * 32 * 128 * 2 == 1610612736
 
 
 def test_a_new_model_type_lands_by_architecture():
@@ -117,63 +88,6 @@ def test_wrapper_with_an_unknown_flat_language_model_is_an_estimate():
     assert rep.warnings[0].startswith("estimate, not exact")
 
 
-def test_reward_head_is_sized_with_a_note():
-    data = dict(load("Qwen__Qwen2.5-7B"), architectures=["Qwen2ForRewardModel"])
-    rep = inspect(data)
-    assert rep.mapper == "scoring_heads.scoring_head"
-    assert rep.alpha_bytes_per_token == 28 * 2 * 4 * 128 * 2 == 57344  # Qwen2.5-7B's decoder
-    assert any("reward head" in note for note in rep.notes)
-
-
-@pytest.mark.parametrize("arch, match", [
-    ("LlamaForCausalLMEagle3", "draft model for speculative decoding"),
-    ("Qwen3NextForCausalLMMTP", "draft model for speculative decoding"),
-    ("LLaDA2MoeModelLM", "diffusion language model"),
-    ("CLIPModel", "vision/text encoder"),
-    ("HrmTextForCausalLM", "not modelled yet: hierarchical recurrent steps"),
-])
-def test_named_refusals_win_over_a_known_model_type(arch, match):
-    data = {"model_type": "llama", "architectures": [arch], "num_hidden_layers": 1, "num_attention_heads": 32,
-            "num_key_value_heads": 8, "hidden_size": 4096}
-    with pytest.raises(hfkv.UnsupportedModelError, match=match):
-        inspect(data)
-
-
-def test_engine_backend_class_needs_a_model_type():
-    data = {"model_type": "brand_new", "architectures": ["TransformersForCausalLM"], "num_hidden_layers": 2,
-            "num_attention_heads": 8, "hidden_size": 512}
-    with pytest.raises(hfkv.UnsupportedModelError, match="backend class"):
-        inspect(data)
-
-
-def test_kv_lora_rank_null_is_standard_attention():
-    data = load("deepseek-ai__DeepSeek-V2-Lite")
-    data.update(kv_lora_rank=None, num_key_value_heads=16)
-    rep = inspect(data)
-    # 27 layers × 2 × 16 KV heads × (2048 / 16 = 128) × 2 B, as vLLM's use_mla = kv_lora_rank is not None
-    assert rep.alpha_bytes_per_token == 27 * 2 * 16 * 128 * 2 == 221184
-    assert rep.layers[0].kind == "full"
-
-
-def test_unlimited_ocr_is_plain_mha_with_every_prompt_token_kept():
-    """baidu/Unlimited-OCR (fixture README: the real config.json's facts): qk_nope = qk_rope = 0, so both
-    engines build DeepseekAttention: 10 KV heads of hidden_size / heads = 1280 / 10 = 128 for K and V.
-    R-SWA (window 128) masks attention over a prompt that stays cached: full attention, n(S) = S."""
-    rep = inspect(load("baidu__Unlimited-OCR"))
-    assert rep.mapper == "deepseek.mla"
-    # per layer E = 10 KV heads × (128 + 128) × 2 B = 5120; 12 layers × 5120 = 61440 per token, no constant
-    assert rep.layers[0].entry_bytes == 10 * (128 + 128) * 2 == 5120
-    assert (rep.alpha_bytes_per_token, rep.gamma_bytes_per_request) == (12 * 5120, 0) == (61440, 0)
-    assert [layer.kind for layer in rep.layers] == ["full"] * 12
-    # 32768 tokens (max_position_embeddings) × 61440 = 2013265920 B, vLLM's request_bytes for this row
-    at_max = next(c for c in rep.contexts if c.tokens == 32768)
-    assert at_max.kv_bytes_per_request == 32768 * 61440 == 2013265920
-    assert any("plain multi-head attention" in note for note in rep.notes)
-    assert any("R-SWA" in w and "upper bound" in w for w in rep.warnings)
-    # fp8: 1 B per value, 12 × 10 × 256 × 1 = 30720 (SGLang's fp8 row)
-    assert inspect(load("baidu__Unlimited-OCR"), kv_cache_dtype="fp8").alpha_bytes_per_token == 30720
-
-
 # Bytes per token each engine's own code computed for these fixtures (bf16, H200): vLLM 0.33.0's oracle
 # (bytes_per_block ÷ block size 16 of its single full-attention group) and SGLang 0.5.23's oracle
 # (bytes_per_token), run on the fixture files as they are. Where an oracle failed offline (remote code,
@@ -207,11 +121,6 @@ ENGINE_BYTES_PER_TOKEN = {
 def test_bytes_per_token_match_the_engines_own_code(folder, tp):
     rep = inspect(load(folder), tensor_parallel_size=tp)
     assert rep.alpha_bytes_per_token == ENGINE_BYTES_PER_TOKEN[folder, tp]
-
-
-def test_lfm2_embedding_state_matches_sglang():
-    assert inspect(load("LiquidAI__LFM2.5-Embedding-350M")).gamma_bytes_per_request == 40960
-    assert inspect(load("LiquidAI__LFM2.5-Embedding-350M"), tensor_parallel_size=8).gamma_bytes_per_request == 5120
 
 
 @pytest.mark.parametrize("model_type", [

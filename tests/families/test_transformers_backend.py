@@ -1,11 +1,10 @@
 """The 11 architectures vLLM 0.33.0 serves only through its Transformers modeling backend
-(``vllm.facts.transformers_registered()``) that hfkv's mappers had not known by name.
+(``vllm.facts.transformers_registered()``) that hfkv's mappers had not known by name, mapped by
+mappings/dense.py, sliding.py, multimodal.py (the engine's side:
+tests/engines/vllm/test_transformers_families.py).
 
 Each fixture (``fixtures/*-transformers-defaults``, README in each) writes its config class's defaults
-(transformers 5.20.2). Expected figures are derived by hand from those classes, arithmetic beside them;
-CWM, Kolibri-1 and VaultGemma are also swept against vLLM's own start-up code
-(``tests/oracles/transformers-families-vllm-0.33.0.jsonl``, tests/oracles/README.md), figure by figure.
-"""
+(transformers 5.20.2). Expected figures are derived by hand from those classes, arithmetic beside them."""
 
 from __future__ import annotations
 
@@ -13,21 +12,16 @@ import json
 from pathlib import Path
 
 import pytest
-from engines.vllm.test_oracle import mismatches
-from engines.vllm.test_transformers import run_hfkv
 
-from hfkv.engines import simulate
-from hfkv.engines.vllm import transformers as tfb
-from hfkv.engines.vllm.facts import transformers_registered
-from hfkv.errors import UnsupportedModelError
-from hfkv.mappings.registry import known_architectures
 from hfkv.inspection import inspect_config
+from hfkv.mappings.registry import known_architectures
 from hfkv.model.options import Options
 
-HERE = Path(__file__).resolve().parent
-FIXTURES = HERE.parent / "fixtures"
-ROWS = HERE / "oracles" / "transformers-families-vllm-0.33.0.jsonl"
-GiB = 1 << 30
+
+TESTS = Path(__file__).resolve().parents[1]
+
+FIXTURES = TESTS.parent / "fixtures"
+
 
 # fixture -> (architecture, mapper, bytes per token at TP 1 bf16, at TP 8 bf16). K + V = 2, bf16 = 2 B;
 # at TP 8 each rank keeps max(1, KV heads // 8) heads. Only the full layers count per token.
@@ -77,6 +71,7 @@ FAMILIES = {
                                     32 * 2 * 32 * 128 * 2,  # = 524288
                                     32 * 2 * 4 * 128 * 2),  # = 65536
 }
+
 MULTIMODAL = ("Emu3-community__Emu3-Chat-hf", "tencent__HunyuanOCR", "microsoft__VibeVoice-ASR-HF")
 
 
@@ -86,14 +81,6 @@ def config(name: str) -> dict:
 
 def report(name: str, **options):
     return inspect_config(config(name), model=name, options=Options(**options))
-
-
-def test_the_eleven_are_the_backend_names_hfkv_lacked():
-    assert {arch for arch, *_ in FAMILIES.values()} == {
-        "CwmForCausalLM", "Emu3ForConditionalGeneration", "FlexOlmoForCausalLM", "GlmForCausalLM",
-        "HunYuanVLForConditionalGeneration", "Jais2ForCausalLM", "Kolibri1ForCausalLM", "SeedOssForCausalLM",
-        "SmolLM3ForCausalLM", "VaultGemmaForCausalLM", "VibeVoiceAsrForConditionalGeneration"}
-    assert {arch for arch, *_ in FAMILIES.values()} <= set(transformers_registered())
 
 
 @pytest.mark.parametrize("name", sorted(FAMILIES))
@@ -113,10 +100,6 @@ def test_a_new_model_type_lands_by_architecture():
         data = dict(config(name), model_type="brand_new")
         rep = inspect_config(data, model=name, options=Options(kv_cache_dtype="bf16"))
         assert rep.alpha_bytes_per_token == FAMILIES[name][2]
-
-
-def kinds(name: str) -> list[tuple[str, int | None]]:
-    return [(layer.kind, getattr(layer.parts[0], "window", None)) for layer in report(name)._layers]
 
 
 # save_pretrained leaves out what equals the class default: fixtures with those keys dropped.
@@ -144,6 +127,10 @@ def test_keys_left_at_the_class_default_are_read_from_the_class(name):
     assert sparse.alpha_bytes_per_token == FAMILIES[name][2]
     assert sparse.gamma_bytes_per_request == full.gamma_bytes_per_request
     assert "num_key_value_heads" in sparse.transformers_defaults
+
+
+def kinds(name: str) -> list[tuple[str, int | None]]:
+    return [(layer.kind, getattr(layer.parts[0], "window", None)) for layer in report(name)._layers]
 
 
 def test_window_patterns_follow_the_config_classes():
@@ -181,41 +168,3 @@ def test_hunyuan_vl_head_dim_alias():
                             "num_attention_heads": 16, "num_key_value_heads": 8, "attention_head_dim": 128}}
     rep = inspect_config(data, model="hunyuan-ocr", options=Options(kv_cache_dtype="bf16"))
     assert rep.alpha_bytes_per_token == 24 * 2 * 8 * 128 * 2 == 98304
-
-
-# -- vLLM's own code ---------------------------------------------------------------------------------
-
-
-def oracle_rows() -> list[dict]:
-    return [json.loads(line) for line in ROWS.read_text().splitlines() if line.strip()]
-
-
-def test_every_oracle_row_is_matched():
-    """12 rows: CWM, Kolibri-1, VaultGemma × TP 1/8 × bf16/fp8, all served by vLLM."""
-    rows = oracle_rows()
-    assert len(rows) == 12 and all(r.get("num_blocks") for r in rows)
-    assert {r["config"].removesuffix("-transformers-defaults.json") for r in rows} == {
-        "facebook__cwm", "Aleph-Alpha__Kolibri-1", "google__vaultgemma-1b"}
-    failures = []
-    for row in rows:
-        out, err = run_hfkv(row)
-        name = f"{row['config']} TP{row['tp']} {row['kv_cache_dtype_arg']}"
-        failures += [f"{name}: {diff}" for diff in mismatches(row, out, err)]
-    assert not failures, "\n".join(failures)
-
-
-def test_oracle_rows_hold_the_hand_derived_pages():
-    """vLLM's own pages agree with the fixtures' geometry: block 16 × K + V × KV heads × head_dim × 2 B."""
-    pages = {(r["config"], g["kind"]): (g["page_size_bytes"], g["layers"]) for r in oracle_rows()
-             if r["tp"] == 1 and r["kv_cache_dtype_arg"] == "bf16" for g in r["kv_cache_groups"]}
-    assert pages[("facebook__cwm-transformers-defaults.json", "full_attention")] == (16 * 2 * 8 * 128 * 2, 16)
-    assert pages[("Aleph-Alpha__Kolibri-1-transformers-defaults.json", "sliding_window")] == (16 * 2 * 4 * 128 * 2, 10)
-    assert pages[("google__vaultgemma-1b-transformers-defaults.json", "full_attention")] == (16 * 2 * 4 * 256 * 2, 13)
-
-
-def test_multimodal_backend_is_not_replayed():
-    """Emu3, HunYuanVL, VibeVoice-ASR: vLLM builds TransformersMultiModalForCausalLM, whose processors and
-    towers hfkv's vLLM mode does not replay: a refusal rather than a figure (the report itself is exact)."""
-    for name in MULTIMODAL:
-        with pytest.raises(UnsupportedModelError, match="multimodal backend"):
-            simulate(report(name), engine="vllm", budget_bytes=40 * GiB, max_model_len=None)

@@ -1,48 +1,25 @@
-"""DeepSeek V4 / V4.1 compressed attention and Gemma 3n / Gemma 4 cross-layer KV sharing.
+"""DeepSeek V4 / V4.1 compressed attention (mappings/deepseek_v4.py).
 
-Every expected figure is derived by hand from accounting.md (CSA/HCA/CSA2, σ = 0 sharing); the
-arithmetic is beside it. Unless a test says otherwise: bf16 KV (2 B), fp8 indexer keys with one fp32
-scale per 128 values (128 + 4 = 132 B), fp32 compressor state (4 B).
+Every expected figure is derived by hand from accounting.md (CSA/HCA/CSA2); the arithmetic is beside it.
+Unless a test says otherwise: bf16 KV (2 B), fp8 indexer keys with one fp32 scale per 128 values
+(128 + 4 = 132 B), fp32 compressor state (4 B).
 
 DeepSeek V4 shapes: head_dim d_kv = 512, qk_rope_head_dim 64, so a latent (window entry or compressed
-entry) is (448 + 64) × 2 = 1024 B in bf16; W = 128; index_head_dim 128; index_topk 512.
-"""
+entry) is (448 + 64) × 2 = 1024 B in bf16; W = 128; index_head_dim 128; index_topk 512."""
 
 from __future__ import annotations
 
 import copy
-import json
-from pathlib import Path
 
 import pytest
 
-from hfkv import Options, inspect_config
 from hfkv.errors import ConfigError
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
-HUB_CONFIGS = Path(__file__).resolve().parents[2] / "shared" / "hub-configs"
-
-
-def load(name: str) -> dict:
-    return json.loads((FIXTURES / name / "config.json").read_text())
-
-
-def report(data: dict, **options):
-    return inspect_config(data, model="test", options=Options(**options))
-
-
-def kinds(rep) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for layer in rep.layers:
-        out[layer.kind] = out.get(layer.kind, 0) + 1
-    return out
-
-
-def ctx(rep, tokens: int):
-    return next(c for c in rep.contexts if c.tokens == tokens)
+from _helpers import kind_counts as kinds, load, report
 
 
 # -- DeepSeek V4 ------------------------------------------------------------------------------------
+
 
 V4 = "deepseek-ai__DeepSeek-V4-Flash"
 
@@ -73,6 +50,10 @@ def test_v4_flash_layer_parts():
     assert csa.bytes_per_token == 289 and csa.state_bytes == 81920
     # HCA layer: 1024/128 = 8 B/token; ring 128 × 2 × 512 × 4 = 524288
     assert hca.bytes_per_token == 8 and hca.state_bytes == 524288
+
+
+def ctx(rep, tokens: int):
+    return next(c for c in rep.contexts if c.tokens == tokens)
 
 
 def test_v4_flash_exact_memory_and_reads():
@@ -130,6 +111,7 @@ def test_v4_unknown_ratio_is_one_clear_error():
 # kv_source_layer_ids [2, 8, 14, 20]. The layer counts, ratios and sources follow descriptions of
 # DeepSeek-V4.1-Flash; index_source_layer_ids is made up (it changes no storage).
 
+
 V41 = "deepseek-ai__DeepSeek-V4.1-synthetic"
 
 
@@ -173,123 +155,3 @@ def test_v41_layer_without_an_earlier_source_is_an_error():
     data["text_config"]["kv_source_layer_ids"] = [8, 14, 20]
     with pytest.raises(ConfigError, match=r"kv_source_layer_ids.*layer 2 \(compress ratio 2\)"):
         report(data)
-
-
-# -- Gemma 4 ----------------------------------------------------------------------------------------
-
-
-def test_gemma4_e2b_shared_layers_own_nothing():
-    rep = report(load("google__gemma-4-E2B-it"))
-    assert rep.mapper == "gemma.gemma4" and rep.kv_cache_dtype == "bf16"
-    # 35 layers, 20 shared → layers 15..34 read earlier caches (σ = 0)
-    shared = [layer.index for layer in rep.layers if layer.copies == 0]
-    assert shared == list(range(15, 35))
-    # Owning layers 0..14: full at 4, 9, 14; the last non-shared sliding layer is 13
-    assert rep.layers[15].source_layer == 13 and rep.layers[19].source_layer == 14
-    assert rep.layers[34].source_layer == 14 and rep.layers[33].source_layer == 13
-    # sliding: 2 × 1 KV head × 256 × 2 = 1024 B; full: global_head_dim 512, k_eq_v false → 1 KV head:
-    # 2 × 1 × 512 × 2 = 2048 B
-    assert rep.layers[0].entry_bytes == 1024 and rep.layers[4].entry_bytes == 2048
-    # α = 3 owning full layers × 2048 = 6144; γ = 12 owning sliding layers × 512 × 1024 = 6291456
-    assert (rep.alpha_bytes_per_token, rep.gamma_bytes_per_request) == (6144, 6291456)
-
-
-def test_gemma4_26b_k_eq_v_uses_global_kv_heads():
-    rep = report(load("google__gemma-4-26B-A4B"))
-    # full layers 5, 11, 17, 23, 29: attention_k_eq_v → 2 global KV heads × 512, K and V both stored:
-    # 2 × 2 × 512 × 2 = 4096 B; sliding: 2 × 8 × 256 × 2 = 8192 B over W = 1024
-    assert rep.layers[5].entry_bytes == 4096 and rep.layers[0].entry_bytes == 8192
-    # α = 5 × 4096 = 20480; γ = 25 × 1024 × 8192 = 209715200
-    assert (rep.alpha_bytes_per_token, rep.gamma_bytes_per_request) == (20480, 209715200)
-    assert any("attention_k_eq_v" in note for note in rep.notes)
-    tp2 = report(load("google__gemma-4-26B-A4B"), tensor_parallel_size=2)
-    # per GPU: full 2 // 2 = 1 head → 2048 B; sliding 8 // 2 = 4 heads → 4096 B
-    # α = 5 × 2048 = 10240; γ = 25 × 1024 × 4096 = 104857600
-    assert (tp2.alpha_bytes_per_token, tp2.gamma_bytes_per_request) == (10240, 104857600)
-
-
-def test_gemma4_31b_nvfp4_declares_fp8_kv():
-    rep = report(load("nvidia__Gemma-4-31B-IT-NVFP4"))
-    assert rep.kv_cache_dtype == "fp8"  # quantization_config.kv_cache_scheme.num_bits 8
-    # full (10 layers): 2 × 4 global KV heads × 512 × 1 = 4096; sliding (50): 2 × 16 × 256 × 1 = 8192
-    # α = 10 × 4096 = 40960; γ = 50 × 1024 × 8192 = 419430400
-    assert (rep.alpha_bytes_per_token, rep.gamma_bytes_per_request) == (40960, 419430400)
-
-
-GEMMA4_SMALL = {
-    "model_type": "gemma4_text",
-    "dtype": "bfloat16",
-    "num_hidden_layers": 8,
-    "num_attention_heads": 8,
-    "num_key_value_heads": 2,
-    "num_global_key_value_heads": 1,
-    "attention_k_eq_v": False,
-    "head_dim": 256,
-    "global_head_dim": 512,
-    "sliding_window": 512,
-}
-
-
-def test_gemma4_default_pattern_forces_last_layer_full_and_bidirectional_halves_window():
-    data = dict(GEMMA4_SMALL, use_bidirectional_attention="all")
-    rep = report(data)
-    # sliding iff (i + 1) % 6 != 0 → full at 5; the last layer (7) is forced full
-    assert [layer.index for layer in rep.layers if layer.kind == "full"] == [5, 7]
-    # k_eq_v false: full layers keep num_key_value_heads 2 → 2 × 2 × 512 × 2 = 4096; α = 2 × 4096 = 8192
-    assert rep.alpha_bytes_per_token == 8192
-    # W = 512 // 2 + 1 = 257; sliding 2 × 2 × 256 × 2 = 2048 B; γ = 6 × 257 × 2048 = 3158016
-    assert rep.gamma_bytes_per_request == 3158016
-    assert rep.layers[0].window == 257
-
-
-def test_gemma4_consumer_without_an_owner_of_its_type_is_an_error():
-    data = dict(GEMMA4_SMALL, num_hidden_layers=6, num_kv_shared_layers=1,
-                layer_types=["sliding_attention"] * 5 + ["full_attention"])
-    with pytest.raises(ConfigError, match=r"num_kv_shared_layers.*layer 5 is full"):
-        report(data)
-
-
-# -- Gemma 3n ---------------------------------------------------------------------------------------
-
-
-def test_gemma3n_defaults_fixed_source_rule():
-    rep = report(load("google__gemma-3n-E4B-transformers-defaults"), kv_cache_dtype="bf16")
-    assert rep.mapper == "gemma.gemma3n"
-    # 35 layers, 15 shared → first_shared = 20; full iff (i + 1) % 5 == 0.
-    # Sliding consumers read 20 − 2 = 18, full consumers 20 − 1 = 19.
-    assert rep.layers[20].source_layer == 18 and rep.layers[24].source_layer == 19
-    assert [layer.index for layer in rep.layers if layer.copies == 0] == list(range(20, 35))
-    # E = 2 × 2 KV heads × 256 × 2 = 2048 B for both types; owning layers 0..19: 4 full, 16 sliding
-    # α = 4 × 2048 = 8192; γ = 16 × 512 × 2048 = 16777216
-    assert (rep.alpha_bytes_per_token, rep.gamma_bytes_per_request) == (8192, 16777216)
-
-
-# -- sweep of the real configs ----------------------------------------------------------------------
-
-
-def test_sweep_hub_configs_of_these_families():
-    if not HUB_CONFIGS.is_dir():
-        pytest.skip(f"{HUB_CONFIGS} is absent")
-    families = {"deepseek_v4", "deepseek_v41", "gemma3n", "gemma4", "gemma4_text", "gemma4_unified"}
-    seen = 0
-    for path in sorted(HUB_CONFIGS.glob("*.json")):
-        data = json.loads(path.read_text())
-        if data.get("model_type") not in families:
-            continue
-        rep = report(data)
-        assert rep.family in ("compressed", "kv-sharing"), path.name
-        assert rep.alpha_bytes_per_token > 0, path.name
-        seen += 1
-    assert seen >= 4  # V4-Flash and three Gemma 4 configs
-
-
-def test_gemma4_saved_by_transformers_per_layer_config():
-    # transformers 5.24 saves global_head_dim / num_global_key_value_heads as per_layer_config entries
-    data = copy.deepcopy(load("google__gemma-4-26B-A4B"))
-    text = data["text_config"]
-    for key in ("global_head_dim", "num_global_key_value_heads", "attention_k_eq_v"):
-        del text[key]
-    text["per_layer_config"] = {str(i): {"head_dim": 512, "num_key_value_heads": 2} for i in (5, 11, 17, 23, 29)}
-    rep = report(data)
-    # the same figures as the hub form: α = 5 × 2 × 2 × 512 × 2 = 20480; γ = 25 × 1024 × 8192 = 209715200
-    assert (rep.alpha_bytes_per_token, rep.gamma_bytes_per_request) == (20480, 209715200)
