@@ -17,7 +17,7 @@ Guarantees:
   the state, so later runs see every model created after it. The first run always writes the state
   and the index; a later run with nothing new writes nothing at all.
 * ``<name>`` comes from the repo id but is always a plain file name inside DIR, distinct from every
-  other report's even where the file system folds case (``watch_state.FileNames``).
+  other report's even where the file system folds case (``runtime.files.FileNames``).
 * Every write is atomic (a temporary file in the same folder, then ``os.replace``). Per model the order
   is: report files, then (in batches) index and state. A model is recorded as done only after its
   files are written, so a process killed at any point leaves complete files and a valid state, and
@@ -59,12 +59,12 @@ from hfkv.commands.deploy import Deployment, deployment_options
 from hfkv.commands.options import accounting_options, build_hub, build_options, fail, hub_options
 from hfkv.commands.watch_report import (SKIPPED, build_model_report, done_entry, error_entry, index_markdown,
                                         model_markdown, sha_of)
-from hfkv.commands.watch_state import (STATE_FILE, STATE_VERSION, FileNames, OutputError, iso,
+from hfkv.commands.watch_state import (STATE_FILE, STATE_VERSION, OutputError, iso,
                                        load_state, output_error, parse_since, repair_state,
                                        save_state, state_lock)
 from hfkv.errors import HfkvError, UsageError
 from hfkv.planning.gpus import COMMON_GPUS, parse_gpu
-from hfkv.runtime.files import inside, remove_stale_temporaries, write_atomic
+from hfkv.runtime.files import FileNames, inside, remove_stale_temporaries, write_atomic
 from hfkv.text import one_line
 
 __all__ = ["STATE_FILE", "STATE_VERSION", "WatchConfig", "PollSummary", "poll", "watch_command", "state_lock",

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import hashlib
 import json
 import os
 import re
@@ -19,7 +18,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from hfkv.errors import HfkvError, UsageError
-from hfkv.runtime.files import safe_name, write_atomic
+from hfkv.runtime.files import write_atomic
 from hfkv.text import one_line
 
 STATE_FILE = ".hfkv-watch.json"
@@ -176,35 +175,3 @@ def _repair(entry: dict[str, Any]) -> list[str]:
 
 def save_state(path: Path, state: dict[str, Any]) -> None:
     write_atomic(path, json.dumps(state, indent=2, sort_keys=True, ensure_ascii=True) + "\n", durable=True)
-
-
-# -- report file names --------------------------------------------------------------------------------
-
-
-class FileNames:
-    """Stems of report files (``<stem>.md``, ``.json``, ``.html``), distinct even on a file system that
-    folds case (macOS, Windows): ``evil/Good`` and ``evil/good`` never share a file.
-
-    A stem is ``safe_name(repo id)`` (``org__name``) unless another model of the state (or of this
-    pass) already owns that stem up to case; it is then suffixed with a hash of the exact id. The
-    stem is kept in the model's entry, so a name once given never changes.
-    """
-
-    RESERVED = frozenset({"index"})  # index.md, index.html
-
-    def __init__(self, models: dict[str, Any]) -> None:
-        self.owner: dict[str, str] = {}
-        for repo_id, entry in models.items():
-            if isinstance(entry, dict) and entry.get("status") == "done" and isinstance(entry.get("file"), str):
-                self.owner.setdefault(entry["file"].casefold(), repo_id)
-
-    def claim(self, repo_id: str) -> str:
-        """The stem of ``repo_id``'s report files, recorded as taken."""
-        base = safe_name(repo_id)
-        digest = hashlib.sha256(repo_id.encode("utf-8", "surrogatepass")).hexdigest()
-        for stem in (base, f"{base}-{digest[:12]}", f"{base}-{digest}"):
-            key = stem.casefold()
-            if key not in self.RESERVED and self.owner.get(key, repo_id) == repo_id:
-                self.owner[key] = repo_id
-                return stem
-        raise UsageError(f"no free report file name for {one_line(repo_id)[:120]}")  # 2^-256: never

@@ -23,7 +23,7 @@ from hfkv.model.report import Report
 from hfkv.render.html import Entry, _count, cell, document, render_html, split, table, watch_plans
 from hfkv.text import markup
 from hfkv.render.terminal import VERDICT_MARKS, plan_status
-from hfkv.runtime.files import inside, safe_name, write_atomic
+from hfkv.runtime.files import FileNames, inside, write_atomic
 from hfkv.units import format_tokens
 
 # What a row of the index holds (besides "model" and "file"); ``hfkv watch`` keeps these in its state.
@@ -112,15 +112,16 @@ def write_site(folder: str | Path, entries: Iterable[Entry], *, failed: Sequence
     ``<name>.json``); ``watch.created_at`` orders the index and ``watch.plans`` gives its verdicts.
     A page is written from a ``Report`` (exact curves from its layers); a dict entry's page is
     written only when missing, so a page drawn from layers is not replaced by a sampled one. File
-    names come from ``safe_name`` and never leave ``folder``; every write is atomic.
+    names come from ``FileNames`` (distinct even where the file system folds case) and never leave
+    ``folder``; every write is atomic.
     ``failed``: (repo id, error line) of models without a report, listed after the releases.
     """
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    written, rows = [], []
+    written, rows, names = [], [], FileNames({})
     for entry in entries:
         data, report = split(entry)
-        stem = safe_name(str(data.get("model")))
+        stem = names.claim(str(data.get("model")))
         path = write_page(folder, stem, entry, replace=report is not None)
         if path is not None:
             written.append(path)

@@ -9,6 +9,10 @@ import os
 import re
 import tempfile
 from pathlib import Path
+from typing import Any
+
+from hfkv.errors import UsageError
+from hfkv.text import one_line
 
 TMP_SUFFIX = ".hfkv-tmp"
 _PLAIN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}")
@@ -80,3 +84,32 @@ def safe_name(repo_id: str) -> str:
     cleaned = re.sub(r"\.{2,}", "_", cleaned).strip("._-")[:80] or "model"
     digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
     return f"{cleaned}-{digest}"
+
+
+class FileNames:
+    """Stems of report files (``<stem>.md``, ``.json``, ``.html``), distinct even on a file system that
+    folds case (macOS, Windows): ``evil/Good`` and ``evil/good`` never share a file.
+
+    A stem is ``safe_name(repo id)`` (``org__name``) unless another model (of ``models``: a watch
+    state's, whose done entries keep their ``file``, or claimed before) already owns that stem up to
+    case; it is then suffixed with a hash of the exact id. ``index`` is never given (the site's index).
+    """
+
+    RESERVED = frozenset({"index"})  # index.md, index.html
+
+    def __init__(self, models: dict[str, Any]) -> None:
+        self.owner: dict[str, str] = {}
+        for repo_id, entry in models.items():
+            if isinstance(entry, dict) and entry.get("status") == "done" and isinstance(entry.get("file"), str):
+                self.owner.setdefault(entry["file"].casefold(), repo_id)
+
+    def claim(self, repo_id: str) -> str:
+        """The stem of ``repo_id``'s report files, recorded as taken."""
+        base = safe_name(repo_id)
+        digest = hashlib.sha256(repo_id.encode("utf-8", "surrogatepass")).hexdigest()
+        for stem in (base, f"{base}-{digest[:12]}", f"{base}-{digest}"):
+            key = stem.casefold()
+            if key not in self.RESERVED and self.owner.get(key, repo_id) == repo_id:
+                self.owner[key] = repo_id
+                return stem
+        raise UsageError(f"no free report file name for {one_line(repo_id)[:120]}")  # 2^-256: never

@@ -264,3 +264,15 @@ def test_chart_scales_and_ticks():
 def test_the_precision_line_names_the_dtypes_that_apply(fixture, shown):
     section = report_section(hfkv.inspect(str(FIXTURES / fixture)))
     assert f'<p class="meta">{shown}</p>' in section
+
+
+def test_site_pages_of_ids_differing_in_case_are_two_files(tmp_path):
+    """On a file system that folds case (macOS, Windows) evil/Good.html and evil/good.html would be one
+    file: the second id gets the hash of its exact text."""
+    first, second = llama(), llama()
+    first.model, second.model = "evil/Good", "evil/good"
+    written = write_site(tmp_path, [first, second])
+    pages = sorted(p.name for p in written if p.name != "index.html")
+    assert len({p.casefold() for p in pages}) == 2 and "evil__Good.html" in pages
+    assert all(href.casefold() in {p.casefold() for p in pages}
+               for href in re.findall(r'href="([^"]+\.html)"', (tmp_path / "index.html").read_text()))
