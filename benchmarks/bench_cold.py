@@ -12,6 +12,8 @@ sensitive to other load on the machine). The targets of the project are a local 
 ``--install`` installs this checkout as the README says (``pip install .``, here into a fresh venv that
 sees this environment's packages, ``--no-deps``: bytecode compiled by pip) and times its ``hfkv``
 console script against that venv's ``python -c pass``: the figure the 4 × target is about.
+``--hfkv PATH`` times an hfkv installed elsewhere the same way (a before/after against an earlier
+version installed in its own venv).
 
 Bytecode matters: with ``PYTHONDONTWRITEBYTECODE=1`` an editable checkout recompiles hfkv at every
 start; run ``python -m compileall -q hfkv mappings`` first (``pip install`` does the same).
@@ -93,6 +95,7 @@ def main() -> None:
     parser.add_argument("--case", action="append", help="run only the cases whose name contains this text")
     parser.add_argument("--imports", action="store_true", help="time single imports instead of hfkv commands")
     parser.add_argument("--install", action="store_true", help="time this checkout installed with pip into a venv")
+    parser.add_argument("--hfkv", help="time this installed hfkv console script (and the python beside it)")
     args = parser.parse_args()
     todo, baseline = CASES, BASELINE
     if args.imports:
@@ -105,6 +108,8 @@ def main() -> None:
         subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-deps", str(ROOT)], check=True,
                        env={**os.environ, "PYTHONDONTWRITEBYTECODE": ""})
         todo, baseline = cases([str(venv / "bin" / "hfkv")]), [str(venv / "bin" / "python"), "-c", "pass"]
+    elif args.hfkv:  # another install, e.g. an earlier version in its own venv, for a before/after
+        todo, baseline = cases([args.hfkv]), [str(Path(args.hfkv).parent / "python"), "-c", "pass"]
     print(f"load average {os.getloadavg()[0]:.1f}")
     print(f"{'case':55s} {'python -c pass':>14s} {'case':>8s} {'wall':>6s} {'CPU':>6s}")
     for name, cmd in todo.items():

@@ -23,7 +23,6 @@ Exit status 1 when the RSS grew by more than 10%.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import subprocess
@@ -32,39 +31,28 @@ import tempfile
 import threading
 import time
 import urllib.request
-import uuid
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 LLAMA = "meta-llama/Meta-Llama-3.1-8B"
-FIELDS = ("model", "kv_cache_dtype", "tp", "dp", "pp", "dp_attention", "ep", "gpu", "budget", "contexts",
-          "max_model_len", "gpu_memory_utilization", "mem_fraction_static", "compare", "requests", "plan_context",
-          "plan_gpu", "plan_engine", "max_gpus", "plan_kv")
-DEFAULTS = dict(model="", kv_cache_dtype="auto", tp=1, dp=1, pp=1, dp_attention=False, ep=False, gpu="(none)",
-                budget="", contexts="", max_model_len="", gpu_memory_utilization="", mem_fraction_static="",
-                compare="", requests=64, plan_context="32k", plan_gpu="H200-141GB", plan_engine="both", max_gpus=2,
-                plan_kv="fp8")
+sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "web")]
+import webkit  # noqa: E402 - the page's fields in its handlers' order, as the server tests send them
+
+PLAN = dict(max_gpus=2, plan_kv="fp8")  # every 100th request plans: kept small
 
 
 def values(**given: object) -> list:
-    return [{**DEFAULTS, **given}[name] for name in FIELDS]
+    return webkit.values(**{**PLAN, **given})
 
 
 def call(server: str, name: str, data: list) -> str:
-    base = f"{server}gradio_api/call/{name}"
-    request = urllib.request.Request(base, data=json.dumps({"data": data}).encode(),
-                                     headers={"Content-Type": "application/json"})
-    event = json.loads(urllib.request.urlopen(request, timeout=120).read())["event_id"]
-    return urllib.request.urlopen(f"{base}/{event}", timeout=120).read().decode()
+    return webkit.call_api(server, name, data)
 
 
 def upload(server: str, content: bytes) -> str:
-    boundary = uuid.uuid4().hex
-    body = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"files\"; filename=\"config.json\"\r\n"
-            "Content-Type: application/json\r\n\r\n").encode() + content + f"\r\n--{boundary}--\r\n".encode()
-    request = urllib.request.Request(f"{server}gradio_api/upload", data=body,
-                                     headers={"Content-Type": f"multipart/form-data; boundary={boundary}"})
-    return json.loads(urllib.request.urlopen(request, timeout=60).read())[0]
+    status, paths = webkit.upload(server, "config.json", content)
+    assert status == 200, paths
+    return paths[0]
 
 
 def one(server: str, k: int, hub: object, config: bytes) -> bool:
@@ -112,7 +100,6 @@ def main() -> int:
     parser.add_argument("--sample", type=int, default=500)
     args = parser.parse_args()
 
-    sys.path.insert(0, str(ROOT / "tests"))
     from fakehub import FakeHub
 
     hub = FakeHub().start()
