@@ -24,8 +24,6 @@ from __future__ import annotations
 
 import click
 
-MISSING_EXTRA = "install hfkv[app] for the web page (pip install 'hfkv[app]')"
-
 
 @click.command("serve")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind (0.0.0.0 exposes the page).")

@@ -39,11 +39,11 @@ from pathlib import Path
 from typing import Any, Callable
 from urllib.parse import unquote
 
-from hfkv.commands.serve import MISSING_EXTRA
 from hfkv.commands.serve_access import Settings
 from hfkv.commands.serve_form import (DEFAULT_PLAN_GPU, DTYPES, MAX_MODELS, MAX_PLAN_GPUS, NO_GPU, PLAN_DTYPES,
                                       PLAN_ENGINES, QUERY_KEYS, Form, whole)
 
+MISSING_EXTRA = "install hfkv[app] for the web page (pip install 'hfkv[app]')"
 CACHE_SWEEP = 300  # seconds: Gradio deletes files it holds (uploads never sent) older than this, this often
 QUEUE_PER_WORKER = 16  # requests waiting per request served at once; past that the queue is full
 SWEEP_SECONDS = 5  # how often the queue's finished sessions are forgotten (_sweep_sessions)

@@ -25,7 +25,7 @@ import pytest
 
 from fakehub import Fault
 from hfkv.commands.serve_access import Settings
-from webkit import call_api, file_data, free_port, get, post, result, upload, values
+from webkit import call_api, file_data, free_port, get, result, upload, values
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("gradio") is None,
                                 reason="gradio is not installed (pip install 'hfkv[app]')")
@@ -237,7 +237,7 @@ def test_serve_binds_what_it_is_told(monkeypatch):
 
 def test_serve_without_gradio_is_one_line(monkeypatch):
     import hfkv.commands.serve_app as web
-    from hfkv.commands.serve import MISSING_EXTRA, serve_command
+    from hfkv.commands.serve import serve_command
     from click.testing import CliRunner
 
     def missing(lean: bool = False) -> None:
@@ -245,7 +245,7 @@ def test_serve_without_gradio_is_one_line(monkeypatch):
 
     monkeypatch.setattr(web, "import_gradio", missing)
     result_ = CliRunner().invoke(serve_command, ["--port", str(free_port())])
-    assert result_.exit_code == 2 and result_.stderr.strip() == f"hfkv: error: {MISSING_EXTRA}"
+    assert result_.exit_code == 2 and result_.stderr.strip() == f"hfkv: error: {web.MISSING_EXTRA}"
 
 
 def test_gradio_starts_without_rewriting_its_stubs():
