@@ -7,6 +7,9 @@ H100 lets vLLM use ceil(85,029,158,912 × 0.92) = 78,226,826,200 B, of which the
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 import hfkv
@@ -65,3 +68,22 @@ def test_inspect_config_takes_options_and_a_plan():
 def test_inspect_reads_a_folder():
     rep = hfkv.inspect(str(FIXTURES / "meta-llama__Meta-Llama-3.1-8B"))
     assert rep.alpha_bytes_per_token == 131072 and rep.source == "file"
+
+
+# -- every error line is bounded ------------------------------------------------------------------------
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+LLAMA_FIXTURE = ROOT / "fixtures" / "meta-llama__Meta-Llama-3.1-8B" / "config.json"
+
+
+def llama() -> dict:
+    return json.loads(LLAMA_FIXTURE.read_text())
+
+
+def test_api_errors_are_bounded():
+    with pytest.raises(hfkv.ConfigError) as raised:
+        hfkv.inspect_config({**llama(), "layer_types": ["z" * 100_000] * 32})
+    assert len(str(raised.value)) < 300 and len(raised.value.message) < 300

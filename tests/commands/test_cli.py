@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -321,3 +323,103 @@ def test_a_malformed_endpoint_is_one_usage_line_without_its_credentials(endpoint
     assert run.returncode == 2 and run.stderr.count("\n") == 1, run.stderr
     assert "is not a Hub URL" in run.stderr and why in run.stderr and "internal error" not in run.stderr
     assert "pa55w0rd" not in run.stderr and "user" not in run.stderr
+
+
+# -- a full disk, a read-only folder, a busy file -------------------------------------------------------
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+DEEPSEEK = ROOT / "fixtures" / "deepseek-ai__DeepSeek-V3.2"
+
+
+def hfkv_process(*args: str, **kwargs) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
+    env.update(kwargs.pop("env", {}))
+    kwargs.setdefault("stdout", subprocess.PIPE)
+    kwargs.setdefault("stderr", subprocess.PIPE)
+    return subprocess.run([sys.executable, "-m", "hfkv", *args], text=True, timeout=120, cwd=ROOT, env=env,
+                          **kwargs)
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full on this system")
+@pytest.mark.parametrize("fmt", ["json", "table", "markdown", "html"])
+def test_a_report_to_a_full_disk_is_one_line_exit_1(fmt):
+    """``hfkv MODEL > /dev/full`` (before: "internal error (OSError: [Errno 28] ...); please report it")."""
+    with open("/dev/full", "w") as full:
+        result = hfkv_process(str(DEEPSEEK), "--format", fmt, stdout=full, stderr=subprocess.PIPE)
+    assert result.returncode == 1
+    assert result.stderr == "hfkv: error: cannot write the output: No space left on device\n"
+
+
+def test_the_last_guard_turns_a_system_refusal_into_one_line(monkeypatch, capsys):
+    from hfkv.commands import cli
+
+    def busy(**kwargs):
+        raise OSError(errno.EBUSY, os.strerror(errno.EBUSY), "/some/file")
+
+    monkeypatch.setattr(cli, "main", busy)
+    assert cli.run_guarded() == 1
+    assert capsys.readouterr().err == f"hfkv: error: /some/file: {os.strerror(errno.EBUSY)}\n"
+
+
+# -- every error line is bounded ------------------------------------------------------------------------
+
+
+def test_a_usage_error_is_one_bounded_line():
+    """click's own four lines (usage, hint, blank, error) are one, and a 3,000-character value is cut."""
+    result = hfkv_process(str(DEEPSEEK), "--kv-cache-dtype", "9" * 3000)
+    assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
+    line = result.stderr.rstrip("\n")
+    assert line.startswith("hfkv: error: Invalid value for '--kv-cache-dtype': '9999")
+    assert "' (3,000 characters) is not one of 'auto'" in line and line.endswith("report --help')")
+    assert len(line) < 400
+    missing = hfkv_process("scan")
+    assert missing.returncode == 2
+    assert re.fullmatch(r"hfkv: error: Missing argument 'FILE\|-'\. \(see '(python -m )?hfkv scan --help'\)\n", missing.stderr)
+
+
+# -- a local JSON report imports what it uses --------------------------------------------------------------
+
+
+def imported_by(*args: str) -> set[str]:
+    """Modules a fresh ``hfkv ARGS`` process imports (``-X importtime``) beyond ``python -c pass``'s."""
+    def modules(*command: str) -> set[str]:
+        result = subprocess.run([sys.executable, "-X", "importtime", *command], capture_output=True, text=True,
+                                cwd=ROOT, timeout=120, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+        assert result.returncode in (0, 3), result.stderr[-2000:]  # 3: a verdict of "does NOT fit"
+        return {line.split("|")[-1].strip() for line in result.stderr.splitlines() if line.startswith("import time:")}
+
+    return modules("-m", "hfkv", *args) - modules("-c", "pass")
+
+
+def test_a_local_json_report_does_not_import_what_it_never_uses():
+    """pydantic's plugin loader imported importlib.metadata (with email, csv, zipfile, socket: ~10 ms)
+    before reading PYDANTIC_DISABLE_PLUGINS; a report with no deployment imported the planning stage
+    and every engine to enrich nothing. Neither is imported now; everything else is as before."""
+    modules = imported_by(str(DEEPSEEK), "--format", "json")
+    assert "pydantic" in modules and "hfkv.mappings.registry" in modules
+    assert not {"importlib.metadata", "importlib.metadata._adapters", "email", "email.message"} & modules
+    assert not {m for m in modules if m.startswith("hfkv.planning")}
+    planned = imported_by(str(DEEPSEEK), "--format", "json", "--gpu", "H200")
+    assert "hfkv.planning.enrich" in planned  # with a deployment, the planning stage is loaded as before
+
+
+def test_a_deferred_module_is_the_real_one_at_first_use():
+    code = textwrap.dedent("""
+        import sys, threading
+        from hfkv.commands.cli import defer_imports
+        defer_imports()
+        import importlib.metadata as metadata
+        assert type(metadata).__name__ == "Deferred"
+        seen = []
+        threads = [threading.Thread(target=lambda: seen.append(metadata.version("click"))) for _ in range(8)]
+        [t.start() for t in threads]; [t.join() for t in threads]
+        from importlib.metadata import version
+        assert seen == [version("click")] * 8 and metadata.version is version
+        assert type(sys.modules["importlib.metadata"]).__name__ == "module"
+        print("ok")
+    """)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert result.stdout == "ok\n", result.stderr

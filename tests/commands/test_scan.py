@@ -560,3 +560,57 @@ def test_a_line_too_long_for_a_file_name_is_a_not_found_row(fake_hub, tmp_path):
         assert rows[entry]["error"].startswith("not-found: "), rows[entry]["error"][:200]
     assert rows[QWEN3]["alpha_bytes_per_token"] == QWEN3_ALPHA
     assert {e["repo"] for e in fake_hub.requests()} == {QWEN3}  # the long id never reached the Hub
+
+
+# -- item 1: a lone surrogate is valid JSON but no UTF-8 output can hold it ---------------------------
+
+
+# A small Llama: 2 layers × 2 (K, V) × 4 kv heads × 64 head_dim (512 / 8) × 2 bytes (bf16) = 2048 B per token.
+LLAMA = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": 512, "num_attention_heads": 8,
+         "num_key_value_heads": 4, "num_hidden_layers": 2, "max_position_embeddings": 2048, "torch_dtype": "bfloat16",
+         "intermediate_size": 1024, "vocab_size": 1000}
+
+
+def run(*args: str):
+    """``hfkv ...`` in-process (stdout alone in ``stdout``)."""
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
+def write_config(folder: Path, name: str, data: dict | str | bytes) -> str:
+    path = folder / name
+    path.mkdir(parents=True, exist_ok=True)
+    raw = data if isinstance(data, bytes) else (data if isinstance(data, str) else json.dumps(data)).encode()
+    (path / "config.json").write_bytes(raw)
+    return str(path)
+
+SURROGATE = b'{"model_type": "llama\\ud800", "hidden_size": 512}'
+
+
+@pytest.mark.parametrize("fmt", ["csv", "markdown", "jsonl"])
+def test_a_scan_keeps_every_row_when_one_config_holds_a_lone_surrogate(tmp_path, fmt):
+    good = [write_config(tmp_path, f"good{i}", LLAMA) for i in range(3)]
+    bad = write_config(tmp_path, "bad", SURROGATE)
+    listing = tmp_path / "list.txt"
+    listing.write_text("\n".join([good[0], bad, *good[1:]]) + "\n")
+    out = tmp_path / f"rows.{fmt}"
+    result = run("scan", str(listing), "--format", fmt, "--output", str(out))
+    assert result.exit_code == 1  # one row failed, and says why
+    text = out.read_text(encoding="utf-8")
+    assert all(path in text for path in good) and "lone surrogate" in text
+    again = run("scan", str(listing), "--format", fmt, "--output", str(out), "--resume")
+    assert again.exit_code == 1 and out.read_text(encoding="utf-8").count(bad) == 1  # resume does not crash
+
+
+# -- items 2 and 7: rich markup and terminal escapes are data ----------------------------------------
+
+
+@pytest.mark.parametrize("model_type", ["[/]", "[bold red]x[/bold red]", "[link=http://e.x]y[/link]"])
+def test_rich_markup_in_a_config_does_not_abort_a_table_scan(tmp_path, model_type):
+    folders = [write_config(tmp_path, f"m{i}", dict(LLAMA, model_type=model_type if i == 1 else "llama"))
+               for i in range(3)]
+    listing = tmp_path / "list.txt"
+    listing.write_text("\n".join(folders) + "\n")
+    result = run("scan", str(listing), "--format", "table")
+    assert all(f in result.stdout for f in folders)
+    if model_type == "[/]":
+        assert "[/]" in result.stdout  # shown as the text it is

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from fractions import Fraction
 
 import pytest
+from hypothesis import assume, given, settings, strategies as st
 
+from hfkv import Options, inspect_config
 from hfkv.model import accounting as acc
 from hfkv.model.dtypes import Precision
 from hfkv.model.specs import (
@@ -13,7 +16,7 @@ from hfkv.model.specs import (
     MLALatent, ShortConvState, SlidingWindow,
 )
 
-from _helpers import report
+from _helpers import FIXTURES, report
 
 
 # -- entry widths ---------------------------------------------------------------------------------
@@ -418,3 +421,77 @@ def test_budget_and_batch():
     assert ctx[4096].kv_bytes_per_request == 320815104 and ctx[4096].max_concurrency == 200
     # 32 requests: S = floor(64424509440 / 32 / 78324) = floor(2013265920 / 78324) = 25704
     assert rep.max_context_for_batch == 25704
+
+
+# -- invariants of the core -------------------------------------------------------------------------
+
+
+P = Precision()
+
+parts = st.one_of(
+    st.builds(FullAttention, kv_heads=st.integers(1, 64), head_dim=st.integers(1, 512)),
+    st.builds(SlidingWindow, kv_heads=st.integers(1, 64), head_dim=st.integers(1, 512), window=st.integers(1, 8192)),
+    st.builds(MLALatent, kv_lora_rank=st.integers(1, 1024), rope_dim=st.integers(0, 128),
+              topk=st.one_of(st.none(), st.integers(1, 4096))),
+    st.builds(IndexerKeys, head_dim=st.integers(1, 256), ratio=st.integers(1, 128), ring_slots=st.integers(0, 256)),
+    st.builds(CompressedKV, head_dim=st.integers(64, 1024), rope_dim=st.just(64), ratio=st.integers(1, 256),
+              ring_slots=st.integers(0, 256)),
+    st.builds(LinearAttentionState, variant=st.just("gdn"), num_qk_heads=st.integers(0, 32), num_v_heads=st.integers(1, 64),
+              head_k_dim=st.integers(1, 256), head_v_dim=st.integers(1, 256), conv_kernel=st.integers(1, 8)),
+    st.builds(MambaState, version=st.just(2), num_heads=st.integers(1, 256), head_dim=st.integers(1, 128),
+              state_size=st.integers(1, 256), n_groups=st.integers(0, 16), conv_kernel=st.integers(1, 8)),
+    st.builds(ShortConvState, dim=st.integers(1, 8192), conv_kernel=st.integers(1, 8)),
+)
+
+layer_lists = st.lists(st.lists(parts, min_size=1, max_size=3), min_size=1, max_size=6).map(
+    lambda groups: [LayerSpec(index=i, kind="x", parts=tuple(g)) for i, g in enumerate(groups)]
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(layers=layer_lists, s=st.integers(0, 10**6), ds=st.integers(0, 10**5), batch=st.integers(1, 64))
+def test_memory_invariants(layers, s, ds, batch):
+    m = acc.request_bytes(layers, s, P)
+    assert acc.request_bytes(layers, s + ds, P) >= m  # non-decreasing in S
+    assert acc.alpha(layers, P) >= 0 and acc.gamma(layers, P) >= 0
+    assert batch * m == sum((acc.request_bytes(layers, s, P) for _ in range(batch)), Fraction(0))  # linear in B
+    # past every window M(S) never exceeds the affine bound α·S + γ (floors only round down)
+    assert m <= acc.alpha(layers, P) * max(s, 1) + acc.gamma(layers, P) or s == 0
+
+
+@settings(max_examples=200, deadline=None)
+@given(layers=layer_lists, s=st.integers(1, 10**6), budget=st.integers(1, 2**40))
+def test_max_concurrency_brackets_the_budget(layers, s, budget):
+    m = acc.request_bytes(layers, s, P)
+    b = acc.max_concurrency(budget, m)
+    if b is not None:
+        assert b * m <= budget < (b + 1) * m
+
+
+@settings(max_examples=200, deadline=None)
+@given(layers=layer_lists, s=st.integers(1, 10**6), tp=st.integers(1, 16))
+def test_per_gpu_times_tp_covers_the_total(layers, s, tp):
+    # replicated parts keep everything on each rank; split parts round up: per-GPU × TP ≥ total.
+    # Engines only accept TP dividing the KV heads or the reverse; other layouts get a warning instead.
+    heads = [p.kv_heads for layer in layers for p in layer.parts if hasattr(p, "kv_heads")]
+    assume(all(k % tp == 0 or tp % k == 0 for k in heads))
+    assert acc.request_bytes(layers, s, P, tp) * tp >= acc.request_bytes(layers, s, P)
+
+
+@settings(max_examples=100, deadline=None)
+@given(layers=layer_lists, budget=st.integers(1, 2**36), batch=st.integers(1, 16))
+def test_max_context_is_the_largest_that_fits(layers, budget, batch):
+    s = acc.max_context(layers, budget, batch, P)
+    if s is None:
+        return
+    if s > 0:
+        assert batch * acc.request_bytes(layers, s, P) <= budget
+    assert batch * acc.request_bytes(layers, s + 1, P) > budget
+
+
+CONFIGS = {p.parent.name: json.loads(p.read_text()) for p in sorted(FIXTURES.glob("*/config.json"))}
+
+
+def test_tp_that_does_not_divide_the_kv_heads_warns():
+    report = inspect_config(CONFIGS["meta-llama__Meta-Llama-3.1-8B"], options=Options(tensor_parallel_size=3))
+    assert any("TP 3" in w and "8 KV heads" in w for w in report.warnings)

@@ -4,6 +4,7 @@ process on any trouble, and a scan that reports on other models while the helper
 from __future__ import annotations
 
 import json
+import sys
 import threading
 import time
 from pathlib import Path
@@ -11,9 +12,9 @@ from typing import Any
 
 import pytest
 
+from hfkv.commands.scan import Job, Output, run
 from hfkv.model import defaults as tfdefaults
 from hfkv.model.options import make_options
-from hfkv.commands.scan import Job, Output, run
 
 ROOT = Path(__file__).resolve().parents[2]
 GEMMA3 = ROOT / "fixtures" / "google__gemma-3-4b-it" / "config.json"
@@ -342,3 +343,45 @@ def test_the_transformers_version_is_read_without_importing_anything():
     from importlib.metadata import version
 
     assert tfdefaults._find_version() == version("transformers")
+
+
+# -- items 6 and 9: no code from the working directory, no remote code flag, no symlinked lock ---------
+
+
+def test_the_helper_imports_nothing_from_the_working_directory(tmp_path, monkeypatch):
+    planted = tmp_path / "hfkv"
+    planted.mkdir()
+    marker = tmp_path / "planted-ran"
+    (planted / "__init__.py").write_text(f"open({str(marker)!r}, 'w').write('x')\n")
+    (planted / "tfdefaults.py").write_text(f"open({str(marker)!r}, 'w').write('x')\n")
+    monkeypatch.chdir(tmp_path)
+    helper = tfdefaults.Helper()
+    try:
+        assert helper.ready.wait(120)  # the real helper started and imported transformers
+        answer, _ = helper.ask([("gemma3_text", False)], {"model_type": "gemma3_text"})
+        assert isinstance(answer, dict) and answer.get("head_dim") == 256  # transformers' own Gemma 3 default
+    finally:
+        helper.close()
+    assert not marker.exists()
+
+
+def test_the_helpers_import_path_is_ours_without_the_working_directory(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    root = str(Path(tfdefaults.__file__).resolve().parents[1])
+    monkeypatch.setattr(sys, "path", ["", str(tmp_path), "/opt/lib", root, "/opt/lib"])
+    assert tfdefaults.child_path() == [root, "/opt/lib"]  # the cwd's entries become hfkv's own folder
+
+
+def test_trust_remote_code_in_a_config_is_never_passed_to_a_config_class(monkeypatch):
+    seen: list[dict] = []
+
+    class Recorder:
+        def __init__(self, **kwargs):
+            seen.append(kwargs)
+
+        def to_dict(self):
+            return {"ok": True}
+
+    monkeypatch.setattr(tfdefaults, "_config_mapping", lambda: {"x": Recorder})
+    tfdefaults.compute([("x", False)], {"model_type": "x", "trust_remote_code": True, "auto_map": {"a": "b"}, "k": 1})
+    assert seen == [{"k": 1}]

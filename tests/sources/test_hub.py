@@ -4,15 +4,18 @@ revisions, parameter counts per dtype."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from urllib.parse import quote
 
 import pytest
 
 import hfkv
-from fakehub import Fault
-from hfkv.sources.hub import HubClient
+from hfkv.errors import SourceError
+from hfkv.sources.hub import MAX_LISTING_PAGES, HubClient
 from hfkv.sources.weights import weights_summary
+
+from fakehub import Fault
 
 ROOT = Path(__file__).resolve().parents[2]
 LLAMA2 = "meta-llama/Llama-2-7b-hf"
@@ -255,3 +258,72 @@ def test_thread_pool_of_cold_downloads(fake_hub, hub_client):
     assert [c.data["num_hidden_layers"] for c in loaded] == [1 + i % 4 for i in range(24)]
     assert all(c.commit == fake_hub.commit(c.name) for c in loaded)
     assert len(fake_hub.log) == 24  # one GET each
+
+
+# -- item 10: deadlines, capped waits, bounded listings ----------------------------------------------
+
+
+CONFIG = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": 512, "num_attention_heads": 8,
+          "num_key_value_heads": 4, "num_hidden_layers": 2, "max_position_embeddings": 2048, "torch_dtype": "bfloat16"}
+
+
+def client(hub, cache: str, **kwargs) -> HubClient:
+    return HubClient(endpoint=hub.url, cache_dir=cache, **kwargs)
+
+
+@pytest.mark.parametrize("kind", ["drip", "drip-headers"])
+def test_timeout_bounds_a_server_that_drips_one_byte_at_a_time(fake_hub, hub_cache, kind):
+    # ~600 bytes at 0.05 s a byte would take 30 s; --timeout 0.5 must end the request at about 0.5 s.
+    fake_hub.add_model("org/drip", {"config.json": dict(CONFIG, padding="x" * 400)})
+    fake_hub.faults["org/drip"] = Fault(kind=kind, delay=0.05, methods=("GET",))
+    started = time.monotonic()
+    with pytest.raises(SourceError) as caught:
+        client(fake_hub, hub_cache, timeout=0.5, retries=0).load_config("org/drip")
+    assert time.monotonic() - started < 4
+    assert caught.value.kind == "network" and "timed out" in caught.value.message
+
+
+def test_an_hour_long_retry_after_is_not_waited_and_says_so(fake_hub, hub_cache, no_sleep):
+    fake_hub.add_model("org/limited", {"config.json": CONFIG})
+    fake_hub.faults["org/limited"] = Fault(status=429, headers={"Retry-After": "3600"})
+    with pytest.raises(SourceError) as caught:
+        client(fake_hub, hub_cache).load_config("org/limited")
+    assert caught.value.kind == "rate-limited" and "3600 s" in caught.value.message
+    assert "more than hfkv waits (60 s)" in caught.value.message
+    assert no_sleep == [] and len(fake_hub.requests("org/limited")) == 1
+
+
+ORG = "acme"
+
+
+def test_a_listing_whose_pages_never_end_is_bounded(fake_hub, hub_cache):
+    fake_hub.add_model(f"{ORG}/a", {"config.json": CONFIG})
+    fake_hub.page_size = 1
+    fake_hub.endless_listing = True
+    models, warnings = client(fake_hub, hub_cache).list_models(ORG, limit=10**6, expand=["createdAt"])
+    assert len(fake_hub.requests()) == MAX_LISTING_PAGES
+    assert warnings and "stopped after" in warnings[0]
+
+
+# -- item 5: the token goes to the endpoint only -------------------------------------------------------
+
+
+def test_a_listing_page_on_another_host_is_not_followed_with_the_token(fake_hub, hub_cache):
+    for n in range(3):
+        fake_hub.add_model(f"{ORG}/m{n}", {"config.json": CONFIG}, created_at=f"2026-06-0{n + 1}T00:00:00.000Z")
+    fake_hub.page_size = 1
+    fake_hub.next_link_base = fake_hub.cdn_url  # same server, another origin
+    models, warnings = client(fake_hub, hub_cache, token=fake_hub.token).list_models(ORG, limit=100, expand=["createdAt"])
+    assert [m.id for m in models] == [f"{ORG}/m2"]
+    assert warnings and "another host" in warnings[0]
+    assert [e["host"] for e in fake_hub.log] == [fake_hub.url[7:]]  # nothing reached the other origin
+
+
+# -- item 15: messages ---------------------------------------------------------------------------------
+
+
+def test_the_gated_message_says_its_hint_once(fake_hub, hub_cache):
+    fake_hub.add_model("org/gated", {"config.json": CONFIG}, gated="manual")
+    with pytest.raises(SourceError) as caught:
+        client(fake_hub, hub_cache).load_config("org/gated")
+    assert caught.value.message.count("HF_TOKEN") == 1 and "no token was sent" in caught.value.message

@@ -99,3 +99,22 @@ def test_revision_names_that_are_not_paths_are_not_recorded(tmp_path):
     assert [str(p.relative_to(refs)) for p in refs.rglob("*") if p.is_file()] == [os.path.join("refs", "pr", "1")]
     with pytest.raises(ValueError):
         hubcache.store(tmp_path, "org/m", "config.json", revision="main", commit="../x", body=BODY)
+
+
+# -- item 15: messages ---------------------------------------------------------------------------------
+
+
+def test_a_symlink_planted_at_a_cache_temporary_name_is_not_written_through(tmp_path):
+    import threading
+
+    from hfkv.sources import cache as hubcache
+
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    commit = "a" * 40
+    target = hubcache.repo_folder(tmp_path / "cache", "org/m") / "snapshots" / commit / "config.json"
+    target.parent.mkdir(parents=True)
+    planted = f"{target}.{os.getpid()}-{threading.get_ident()}.hfkv-tmp"  # the name a store will use
+    os.symlink(victim, planted)
+    hubcache.store(tmp_path / "cache", "org/m", "config.json", revision=None, commit=commit, body=b"{}")
+    assert victim.read_text() == "precious\n" and target.read_bytes() == b"{}"

@@ -13,11 +13,14 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
+from click.testing import CliRunner
 
 import hfkv
-from fakehub import Fault
+from hfkv.commands.cli import main
 from hfkv.errors import SourceError
 from hfkv.sources.hub import HubClient
+
+from fakehub import Fault
 
 ROOT = Path(__file__).resolve().parents[2]
 SENTINEL = "hf_SENTINELx7Qk2Lm9Pz4Rt8Vw3Yb6"
@@ -226,3 +229,42 @@ def test_auto_map_config_is_read_as_data_and_module_never_fetched(fake_hub, hub_
 def test_load_config_never_passes_trust_remote_code():
     source = (ROOT / "hfkv" / "sources" / "hub.py").read_text()
     assert "trust_remote_code=True" not in source and "snapshot_download" not in source
+
+
+# -- item 8: secrets of any shape ------------------------------------------------------------------
+
+
+def client(hub, cache: str, **kwargs) -> HubClient:
+    return HubClient(endpoint=hub.url, cache_dir=cache, **kwargs)
+
+
+ODD_TOKEN = "SECRETplainToken-not-hf-shaped"
+
+
+def test_a_token_of_any_shape_echoed_by_the_server_is_scrubbed(fake_hub, hub_cache, monkeypatch):
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_DISABLE_IMPLICIT_TOKEN", False)
+    monkeypatch.setenv("HF_TOKEN", ODD_TOKEN)  # resolved by the library, never passed to hfkv as a value
+    fake_hub.add_model("org/echo", {"config.json": CONFIG})
+    fake_hub.faults["org/echo"] = Fault(status=400, message=f"bad request from Bearer {ODD_TOKEN}")
+    with pytest.raises(SourceError) as caught:
+        client(fake_hub, hub_cache).load_config("org/echo")
+    assert ODD_TOKEN not in str(caught.value) and "<token>" in str(caught.value)
+    assert fake_hub.requests("org/echo")[0]["auth"] == ODD_TOKEN  # it was really sent
+
+
+def test_endpoint_credentials_are_never_printed(fake_hub, hub_cache, tmp_path):
+    endpoint = fake_hub.url.replace("http://", "http://alice:pa55word-xyz@")
+    fake_hub.add_model("org/echo-url", {"config.json": CONFIG})
+    fake_hub.faults["org/echo-url"] = Fault(status=500, message=f"upstream {endpoint}/x failed")
+    hub = HubClient(endpoint=endpoint, cache_dir=hub_cache, retries=0)
+    assert "pa55word" not in repr(hub)
+    for repo in ("org/echo-url", "org/absent"):
+        with pytest.raises(SourceError) as caught:
+            hub.load_config(repo)
+        assert "pa55word" not in str(caught.value) and "alice" not in str(caught.value), str(caught.value)
+    listing = tmp_path / "list.txt"
+    listing.write_text("org/echo-url\norg/absent\n")
+    result = CliRunner().invoke(main, ["scan", str(listing), "--endpoint", endpoint, "--retries", "0"])
+    assert "pa55word" not in result.stdout + result.stderr
