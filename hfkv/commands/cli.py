@@ -9,13 +9,11 @@ fetched or read, 2 bad usage or a config hfkv cannot understand.
 
 from __future__ import annotations
 
-import _thread
 import contextlib
 import importlib
 import os
 import sys
-import types
-from typing import Any, NoReturn
+from typing import NoReturn
 
 import click
 
@@ -122,45 +120,7 @@ main.add_command(report_command)
 def entry() -> None:
     """Console entry point: ``main`` with a last guard, so no input ever ends in a traceback."""
     disable_pydantic_plugins()
-    defer_imports()
     leave(run_guarded())
-
-
-# Modules a library imports when hfkv starts but that no command needs on its usual path: pydantic's
-# plugin loader imports importlib.metadata (and with it email, csv, zipfile, socket: ~10 ms, a
-# sixth of a local report's imports) before it reads PYDANTIC_DISABLE_PLUGINS=__all__, and then
-# never uses it. They are loaded when first used instead (``Deferred``).
-DEFERRED_MODULES = ("importlib.metadata",)
-
-
-def defer_imports(names: tuple[str, ...] = DEFERRED_MODULES) -> None:
-    """In hfkv's own command-line process only: ``import NAME`` gives a stand-in that imports the real
-    module at its first attribute lookup (never for ``import hfkv`` as a library)."""
-    for name in names:
-        if name not in sys.modules:
-            sys.modules[name] = module = Deferred(name)
-            parent, _, child = name.rpartition(".")
-            if parent:
-                setattr(importlib.import_module(parent), child, module)
-
-
-class Deferred(types.ModuleType):
-    """A module imported on its first use: its first attribute lookup imports the real one (under a
-    lock: threads may ask at once) and copies its namespace here, so that whoever holds this object
-    sees the real module's names from then on; ``sys.modules`` holds the real module afterwards."""
-
-    _lock = _thread.RLock()  # _thread: built in, nothing to import at start
-
-    def __getattr__(self, attr: str) -> Any:
-        if attr.startswith("__") and attr.endswith("__"):
-            raise AttributeError(attr)  # pickle, copy, inspect probing: no import for them
-        with Deferred._lock:
-            real = sys.modules.get(self.__name__)
-            if real is self or real is None:
-                del sys.modules[self.__name__]
-                real = importlib.import_module(self.__name__)
-            self.__dict__.update(real.__dict__)
-        return getattr(real, attr)
 
 
 def run_guarded() -> int:

@@ -8,7 +8,6 @@ import os
 import re
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -395,31 +394,13 @@ def imported_by(*args: str) -> set[str]:
 
 
 def test_a_local_json_report_does_not_import_what_it_never_uses():
-    """pydantic's plugin loader imported importlib.metadata (with email, csv, zipfile, socket: ~10 ms)
-    before reading PYDANTIC_DISABLE_PLUGINS; a report with no deployment imported the planning stage
-    and every engine to enrich nothing. Neither is imported now; everything else is as before."""
+    """A report with no deployment imported the planning stage and every engine to enrich nothing; it
+    does not now. (pydantic's plugin loader imports importlib.metadata, with email, csv, zipfile and
+    socket, before it reads PYDANTIC_DISABLE_PLUGINS: since pydantic 2.14 at its own import, which
+    hfkv does not work around.)"""
     modules = imported_by(str(DEEPSEEK), "--format", "json")
     assert "pydantic" in modules and "hfkv.mappings.registry" in modules
-    assert not {"importlib.metadata", "importlib.metadata._adapters", "email", "email.message"} & modules
-    assert not {m for m in modules if m.startswith("hfkv.planning")}
+    assert not {m for m in modules if m.startswith(("hfkv.planning", "hfkv.engines.vllm", "hfkv.engines.sglang"))}
     planned = imported_by(str(DEEPSEEK), "--format", "json", "--gpu", "H200")
     assert "hfkv.planning.enrich" in planned  # with a deployment, the planning stage is loaded as before
 
-
-def test_a_deferred_module_is_the_real_one_at_first_use():
-    code = textwrap.dedent("""
-        import sys, threading
-        from hfkv.commands.cli import defer_imports
-        defer_imports()
-        import importlib.metadata as metadata
-        assert type(metadata).__name__ == "Deferred"
-        seen = []
-        threads = [threading.Thread(target=lambda: seen.append(metadata.version("click"))) for _ in range(8)]
-        [t.start() for t in threads]; [t.join() for t in threads]
-        from importlib.metadata import version
-        assert seen == [version("click")] * 8 and metadata.version is version
-        assert type(sys.modules["importlib.metadata"]).__name__ == "module"
-        print("ok")
-    """)
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
-    assert result.stdout == "ok\n", result.stderr
