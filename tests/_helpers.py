@@ -6,15 +6,24 @@ from __future__ import annotations
 
 import copy
 import json
+import math
+import os
+import subprocess
+import sys
 from functools import lru_cache
 from html.parser import HTMLParser
 from pathlib import Path
 
+from click.testing import CliRunner
+
 import hfkv
+from hfkv.commands.cli import main
+from hfkv.errors import HfkvError
 from hfkv.inspection import inspect_config
 from hfkv.model.options import Options
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = ROOT / "fixtures"
 HUB_CONFIGS = Path(__file__).resolve().parents[2] / "shared" / "hub-configs"
 
 
@@ -147,3 +156,135 @@ def parse(page: str) -> Elements:
     parser = Elements()
     parser.feed(page)
     return parser
+
+
+# -- documented configs several family tests share ------------------------------------------------------
+
+MIMO_DOCUMENTED = {
+    # documented values of XiaomiMiMo/MiMo-V2-Flash (hub form)
+    "model_type": "mimo_v2_flash",
+    "torch_dtype": "bfloat16",
+    "num_hidden_layers": 48,
+    "num_attention_heads": 64,
+    "num_key_value_heads": 4,
+    "head_dim": 192,
+    "v_head_dim": 128,
+    "swa_num_attention_heads": 64,
+    "swa_num_key_value_heads": 8,
+    "swa_head_dim": 192,
+    "swa_v_head_dim": 128,
+    "sliding_window": 128,
+    "sliding_window_size": 128,
+    "hybrid_layer_pattern": [0 if i == 0 or (i + 1) % 6 == 0 else 1 for i in range(48)],
+}
+
+
+
+def step_config(other: dict) -> dict:
+    # Step-3.5-Flash's documented geometry: 45 layers + 3 MTP entries in layer_types, 64 heads,
+    # num_attention_groups 8, head_dim 128, sliding_window 512. The pattern (full iff i % 4 == 0) is made up.
+    types = ["full_attention" if i % 4 == 0 else "sliding_attention" for i in range(45)]
+    return {
+        "model_type": "step3p7",
+        "text_config": {
+            "model_type": "step3p5",
+            "torch_dtype": "bfloat16",
+            "num_hidden_layers": 45,
+            "num_nextn_predict_layers": 3,
+            "num_attention_heads": 64,
+            "num_attention_groups": 8,
+            "head_dim": 128,
+            "sliding_window": 512,
+            "layer_types": types + ["sliding_attention"] * 3,
+            "attention_other_setting": other,
+        },
+    }
+
+
+def hfkv_process(*args: str, **kwargs) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
+    env.update(kwargs.pop("env", {}))
+    kwargs.setdefault("stdout", subprocess.PIPE)
+    kwargs.setdefault("stderr", subprocess.PIPE)
+    return subprocess.run([sys.executable, "-m", "hfkv", *args], text=True, timeout=120, cwd=ROOT, env=env,
+                          **kwargs)
+
+
+def write_list(tmp_path: Path, *lines: str) -> str:
+    path = tmp_path / "models.txt"
+    path.write_text("\n".join(lines) + "\n")
+    return str(path)
+
+
+def one_error_line(result, code: int) -> str:
+    assert result.exit_code == code, (result.exit_code, result.output)
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("hfkv: error: "), result.stderr
+    assert "internal error" not in lines[0]
+    return lines[0]
+
+
+def qwen_linear(**extra) -> dict:
+    """Qwen3-Next's linear_* geometry (N_qk 16, N_v 32, 128 × 128, w 4) plus ``extra``."""
+    return {"linear_num_key_heads": 16, "linear_num_value_heads": 32, "linear_key_head_dim": 128,
+            "linear_value_head_dim": 128, "linear_conv_kernel_dim": 4, **extra}
+
+
+def check_outcome(config, name, **options):
+    try:
+        report = inspect_config(config, model=name, options=Options(**options))
+    except HfkvError as err:
+        text = str(err)
+        assert "\n" not in text and text.startswith(name), text
+        return None
+    data = report.to_dict()
+    numbers = [data["alpha_bytes_per_token"], data["gamma_bytes_per_request"], data["recurrent_state_bytes"]]
+    for ctx in data["contexts"]:
+        numbers += [ctx["kv_bytes_per_request"], ctx["read_bytes_per_step"]]
+    for layer in data["layers"]:
+        numbers += [layer["entry_bytes"], layer["state_bytes"], layer["bytes_per_token"]]
+    for value in numbers:
+        assert isinstance(value, (int, float)) and math.isfinite(value) and value >= 0, (name, value)
+    json.dumps(data, allow_nan=False)  # the JSON contract holds no NaN or Infinity
+    return report
+
+
+def run_cli(*args: str):
+    """``hfkv ...`` in-process (stdout alone in ``stdout``)."""
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
+LLAMA_FOLDER = str(FIXTURES / "meta-llama__Meta-Llama-3.1-8B")
+
+
+# A small Llama: 2 layers × 2 (K, V) × 4 kv heads × 64 head_dim (512 / 8) × 2 bytes (bf16) = 2048 B per token.
+SMALL_LLAMA = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": 512, "num_attention_heads": 8,
+         "num_key_value_heads": 4, "num_hidden_layers": 2, "max_position_embeddings": 2048, "torch_dtype": "bfloat16",
+         "intermediate_size": 1024, "vocab_size": 1000}
+
+
+def write_named_config(folder: Path, name: str, data: dict | str | bytes) -> str:
+    path = folder / name
+    path.mkdir(parents=True, exist_ok=True)
+    raw = data if isinstance(data, bytes) else (data if isinstance(data, str) else json.dumps(data)).encode()
+    (path / "config.json").write_bytes(raw)
+    return str(path)
+
+
+def write_config_in(folder: Path, data: dict) -> str:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "config.json").write_text(json.dumps(data))
+    return str(folder)
+
+
+LLAMA_DICT = json.loads((FIXTURES / "meta-llama__Meta-Llama-3.1-8B" / "config.json").read_text())
+
+
+LLAMA_CONFIG = load("meta-llama__Meta-Llama-3.1-8B")
+
+
+HOSTILE_CONFIG = {
+    "model_type": "<img src=x onerror=alert(1)>", "architectures": ["<script>alert(2)</script>"],
+    "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "hidden_size": 256,
+    "torch_dtype": "bfloat16", "max_position_embeddings": 4096, "<svg onload=alert(3)>": 1,
+}

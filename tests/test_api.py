@@ -17,8 +17,7 @@ from hfkv.model.serving import Serving
 
 from tests._helpers import FIXTURES
 
-
-LLAMA = str(FIXTURES / "meta-llama__Meta-Llama-3.1-8B")
+from _helpers import LLAMA_FOLDER as LLAMA
 
 
 def test_inspect_with_a_gpu_and_an_engine_has_a_typed_plan():

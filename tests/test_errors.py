@@ -11,6 +11,8 @@ from click.testing import CliRunner
 from hfkv.commands.cli import main
 from hfkv.errors import SourceError, shorten
 
+from _helpers import one_error_line, write_config_in as write_config
+
 
 # -- item 15: messages -------------------------------------------------------------------------------
 
@@ -31,22 +33,8 @@ ROOT = Path(__file__).resolve().parents[1]
 LLAMA_FIXTURE = ROOT / "fixtures" / "meta-llama__Meta-Llama-3.1-8B" / "config.json"
 
 
-def one_error_line(result, code: int) -> str:
-    assert result.exit_code == code, (result.exit_code, result.output)
-    lines = result.stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("hfkv: error: "), result.stderr
-    assert "internal error" not in lines[0]
-    return lines[0]
-
-
 def llama() -> dict:
     return json.loads(LLAMA_FIXTURE.read_text())
-
-
-def write_config(folder: Path, data: dict) -> str:
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "config.json").write_text(json.dumps(data))
-    return str(folder)
 
 
 def test_a_100_kb_layer_type_is_quoted_not_echoed_whole(tmp_path):

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from hfkv import HfkvError, Options, inspect_config
+from hfkv import HfkvError, inspect_config
 from hfkv.sources import load_local
 
-from _helpers import FIXTURES, HUB_CONFIGS
+from _helpers import check_outcome, FIXTURES, HUB_CONFIGS
 
 
 # -- every real config: figures or one clean error -------------------------------------------------
@@ -102,25 +102,6 @@ def mutate(config, rng: random.Random, count: int):
         else:
             parent[last] = copy.deepcopy(rng.choice(WEIRD))  # never alias a list into itself
     return config
-
-
-def check_outcome(config, name, **options):
-    try:
-        report = inspect_config(config, model=name, options=Options(**options))
-    except HfkvError as err:
-        text = str(err)
-        assert "\n" not in text and text.startswith(name), text
-        return None
-    data = report.to_dict()
-    numbers = [data["alpha_bytes_per_token"], data["gamma_bytes_per_request"], data["recurrent_state_bytes"]]
-    for ctx in data["contexts"]:
-        numbers += [ctx["kv_bytes_per_request"], ctx["read_bytes_per_step"]]
-    for layer in data["layers"]:
-        numbers += [layer["entry_bytes"], layer["state_bytes"], layer["bytes_per_token"]]
-    for value in numbers:
-        assert isinstance(value, (int, float)) and math.isfinite(value) and value >= 0, (name, value)
-    json.dumps(data, allow_nan=False)  # the JSON contract holds no NaN or Infinity
-    return report
 
 
 @SETTINGS

@@ -7,18 +7,13 @@ import json
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from hfkv.commands.cli import main
 from hfkv.units import parse_size
+
+from _helpers import run_cli as run
 
 
 # -- item 14: budgets ----------------------------------------------------------------------------------
-
-
-def run(*args: str):
-    """``hfkv ...`` in-process (stdout alone in ``stdout``)."""
-    return CliRunner().invoke(main, list(args), catch_exceptions=False)
 
 
 def test_a_budget_without_a_unit_is_refused_not_read_as_bytes():

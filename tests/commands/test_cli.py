@@ -12,9 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from _helpers import hfkv_process, LLAMA_FOLDER as LLAMA
+
+
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 V32 = str(FIXTURES / "deepseek-ai__DeepSeek-V3.2" / "config.json")
-LLAMA = str(FIXTURES / "meta-llama__Meta-Llama-3.1-8B")
 
 
 def hfkv(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
@@ -331,15 +333,6 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 DEEPSEEK = ROOT / "fixtures" / "deepseek-ai__DeepSeek-V3.2"
-
-
-def hfkv_process(*args: str, **kwargs) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
-    env.update(kwargs.pop("env", {}))
-    kwargs.setdefault("stdout", subprocess.PIPE)
-    kwargs.setdefault("stderr", subprocess.PIPE)
-    return subprocess.run([sys.executable, "-m", "hfkv", *args], text=True, timeout=120, cwd=ROOT, env=env,
-                          **kwargs)
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full on this system")

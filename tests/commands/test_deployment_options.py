@@ -24,7 +24,8 @@ from hfkv.commands.cli import main
 from hfkv.commands.deploy import deployment_options
 from tests._helpers import FIXTURES
 
-LLAMA = str(FIXTURES / "meta-llama__Meta-Llama-3.1-8B")
+from _helpers import LLAMA_FOLDER as LLAMA
+
 QWEN3 = str(FIXTURES / "Qwen__Qwen3-8B")
 DSV32 = str(FIXTURES / "deepseek-ai__DeepSeek-V3.2")
 

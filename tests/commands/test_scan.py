@@ -22,6 +22,9 @@ from hfkv.commands import scan as scan_module
 from hfkv.commands.cli import main
 from hfkv.commands.scan import read_entries
 
+from _helpers import run_cli as run, SMALL_LLAMA as LLAMA, write_list, write_named_config as write_config
+
+
 ROOT = Path(__file__).resolve().parents[2]
 QWEN3 = "Qwen/Qwen3-8B"
 LLAMA2 = "meta-llama/Llama-2-7b-hf"
@@ -49,12 +52,6 @@ def config_path(repo: str) -> str:
 def scan(*args: str, stdin: str | None = None):
     """``hfkv scan ...`` in-process; returns the click Result (``stdout`` is stdout alone)."""
     return CliRunner().invoke(main, ["scan", *args], input=stdin, catch_exceptions=False)
-
-
-def write_list(tmp_path: Path, *lines: str) -> str:
-    path = tmp_path / "models.txt"
-    path.write_text("\n".join(lines) + "\n")
-    return str(path)
 
 
 def jsonl(text: str) -> dict[str, dict]:
@@ -564,24 +561,6 @@ def test_a_line_too_long_for_a_file_name_is_a_not_found_row(fake_hub, tmp_path):
 
 # -- item 1: a lone surrogate is valid JSON but no UTF-8 output can hold it ---------------------------
 
-
-# A small Llama: 2 layers × 2 (K, V) × 4 kv heads × 64 head_dim (512 / 8) × 2 bytes (bf16) = 2048 B per token.
-LLAMA = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": 512, "num_attention_heads": 8,
-         "num_key_value_heads": 4, "num_hidden_layers": 2, "max_position_embeddings": 2048, "torch_dtype": "bfloat16",
-         "intermediate_size": 1024, "vocab_size": 1000}
-
-
-def run(*args: str):
-    """``hfkv ...`` in-process (stdout alone in ``stdout``)."""
-    return CliRunner().invoke(main, list(args), catch_exceptions=False)
-
-
-def write_config(folder: Path, name: str, data: dict | str | bytes) -> str:
-    path = folder / name
-    path.mkdir(parents=True, exist_ok=True)
-    raw = data if isinstance(data, bytes) else (data if isinstance(data, str) else json.dumps(data)).encode()
-    (path / "config.json").write_bytes(raw)
-    return str(path)
 
 SURROGATE = b'{"model_type": "llama\\ud800", "hidden_size": 512}'
 

@@ -21,6 +21,8 @@ from hfkv.model.options import Options
 
 from fakehub import Fault
 
+from _helpers import one_error_line, write_config_in as write_config, write_list
+
 
 # -- a full disk, a read-only folder, a busy file -------------------------------------------------------
 
@@ -32,20 +34,6 @@ LLAMA2 = "meta-llama/Llama-2-7b-hf"
 
 def scan(*args: str):
     return CliRunner().invoke(main, ["scan", *args], catch_exceptions=False)
-
-
-def write_list(tmp_path: Path, *lines: str) -> str:
-    path = tmp_path / "models.txt"
-    path.write_text("\n".join(lines) + "\n")
-    return str(path)
-
-
-def one_error_line(result, code: int) -> str:
-    assert result.exit_code == code, (result.exit_code, result.output)
-    lines = result.stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("hfkv: error: "), result.stderr
-    assert "internal error" not in lines[0]
-    return lines[0]
 
 
 def full_disk(*args, **kwargs):
@@ -136,12 +124,6 @@ LLAMA_FIXTURE = ROOT / "fixtures" / "meta-llama__Meta-Llama-3.1-8B" / "config.js
 
 def llama() -> dict:
     return json.loads(LLAMA_FIXTURE.read_text())
-
-
-def write_config(folder: Path, data: dict) -> str:
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "config.json").write_text(json.dumps(data))
-    return str(folder)
 
 
 def test_a_scan_row_error_is_bounded_too(tmp_path):

@@ -20,8 +20,9 @@ from hfkv.model.options import Options
 from hfkv.sources import LoadedConfig
 from hfkv.text import one_line
 
+from _helpers import LLAMA_DICT as LLAMA
+
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
-LLAMA = json.loads((FIXTURES / "meta-llama__Meta-Llama-3.1-8B" / "config.json").read_text())
 ORG = "watchorg"  # an author no other test lists
 SINCE = "2026-01-01"
 

@@ -20,8 +20,9 @@ from hfkv.commands.cli import main
 from hfkv.commands.deploy import deployment_options
 from hfkv.planning.gpus import COMMON_GPUS
 
+from _helpers import LLAMA_DICT as LLAMA
+
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
-LLAMA = json.loads((FIXTURES / "meta-llama__Meta-Llama-3.1-8B" / "config.json").read_text())
 ORG = "deployorg"
 REPO = f"{ORG}/llama"
 

@@ -26,8 +26,9 @@ from hfkv.model.options import Options
 from hfkv.runtime import files
 from hfkv.sources import LoadedConfig
 
+from _helpers import LLAMA_DICT as LLAMA
+
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
-LLAMA = json.loads((FIXTURES / "meta-llama__Meta-Llama-3.1-8B" / "config.json").read_text())
 ORG = "hardenorg"
 SINCE = "2026-01-01"
 

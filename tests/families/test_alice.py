@@ -8,16 +8,10 @@ import pytest
 
 from hfkv import ConfigError
 
-from _helpers import kinds, report, state_of
+from _helpers import kinds, qwen_linear, report, state_of
 
 
 # -- AliceAI, GigaChat-3.5, InternS2 / Mobius (synthetic) ---------------------------------------------
-
-
-def qwen_linear(**extra) -> dict:
-    """Qwen3-Next's linear_* geometry (N_qk 16, N_v 32, 128 × 128, w 4) plus ``extra``."""
-    return {"linear_num_key_heads": 16, "linear_num_value_heads": 32, "linear_key_head_dim": 128,
-            "linear_value_head_dim": 128, "linear_conv_kernel_dim": 4, **extra}
 
 
 def test_alice_ai_kda_and_gqa():

@@ -6,7 +6,7 @@ import pytest
 
 from hfkv import ConfigError
 
-from _helpers import kinds, report
+from _helpers import kinds, qwen_linear, report
 
 
 # -- AliceAI, GigaChat-3.5, InternS2 / Mobius (synthetic) ---------------------------------------------
@@ -14,12 +14,6 @@ from _helpers import kinds, report
 
 # Qwen3-Next-shaped GDN layer (N_qk 16, N_v 32, H_k = H_v = 128, w 4):
 GDN_C = 32 * 128 * 128 * 4 + 3 * (32 * 128 + 2 * 16 * 128) * 2  # 2097152 + 49152 = 2146304
-
-
-def qwen_linear(**extra) -> dict:
-    """Qwen3-Next's linear_* geometry (N_qk 16, N_v 32, 128 × 128, w 4) plus ``extra``."""
-    return {"linear_num_key_heads": 16, "linear_num_value_heads": 32, "linear_key_head_dim": 128,
-            "linear_value_head_dim": 128, "linear_conv_kernel_dim": 4, **extra}
 
 
 GIGA = {"model_type": "gigachat3_5", "num_hidden_layers": 6, "num_attention_heads": 16, "kv_lora_rank": 512,

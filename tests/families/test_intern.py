@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from _helpers import report
+from _helpers import qwen_linear, report
 
 
 # -- AliceAI, GigaChat-3.5, InternS2 / Mobius (synthetic) ---------------------------------------------
@@ -14,12 +14,6 @@ from _helpers import report
 
 # Qwen3-Next-shaped GDN layer (N_qk 16, N_v 32, H_k = H_v = 128, w 4):
 GDN_C = 32 * 128 * 128 * 4 + 3 * (32 * 128 + 2 * 16 * 128) * 2  # 2097152 + 49152 = 2146304
-
-
-def qwen_linear(**extra) -> dict:
-    """Qwen3-Next's linear_* geometry (N_qk 16, N_v 32, 128 × 128, w 4) plus ``extra``."""
-    return {"linear_num_key_heads": 16, "linear_num_value_heads": 32, "linear_key_head_dim": 128,
-            "linear_value_head_dim": 128, "linear_conv_kernel_dim": 4, **extra}
 
 
 @pytest.mark.parametrize("model_type", ["interns2_preview", "mobius"])

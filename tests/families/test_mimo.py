@@ -11,7 +11,7 @@ import pytest
 
 from hfkv.errors import ConfigError
 
-from _helpers import indices, load, report_bf16 as report
+from _helpers import MIMO_DOCUMENTED, indices, load, report_bf16 as report
 
 
 # -- MiMo-V2 ----------------------------------------------------------------------------------------
@@ -25,25 +25,6 @@ def test_mimo_v2_flash_transformers_defaults():
     # K 192 + V 128 per KV head: 4 × (192 + 128) × 2 = 2560 B for both types (no swa_* keys)
     # α = 9 × 2560 = 23040; W = sliding_window 129 (transformers' size + 1): γ = 39 × 129 × 2560 = 12879360
     assert (rep.alpha_bytes_per_token, rep.gamma_bytes_per_request) == (23040, 12879360)
-
-
-MIMO_DOCUMENTED = {
-    # documented values of XiaomiMiMo/MiMo-V2-Flash (hub form)
-    "model_type": "mimo_v2_flash",
-    "torch_dtype": "bfloat16",
-    "num_hidden_layers": 48,
-    "num_attention_heads": 64,
-    "num_key_value_heads": 4,
-    "head_dim": 192,
-    "v_head_dim": 128,
-    "swa_num_attention_heads": 64,
-    "swa_num_key_value_heads": 8,
-    "swa_head_dim": 192,
-    "swa_v_head_dim": 128,
-    "sliding_window": 128,
-    "sliding_window_size": 128,
-    "hybrid_layer_pattern": [0 if i == 0 or (i + 1) % 6 == 0 else 1 for i in range(48)],
-}
 
 
 def test_mimo_v2_swa_layers_have_their_own_kv_heads():

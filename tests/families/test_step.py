@@ -9,7 +9,7 @@ import pytest
 
 from hfkv.errors import ConfigError
 
-from _helpers import indices, load, report_bf16 as report
+from _helpers import indices, load, report_bf16 as report, step_config as _step_config
 
 
 # -- Step-3.5 / 3.7 ---------------------------------------------------------------------------------
@@ -20,27 +20,6 @@ def test_step37_transformers_defaults_all_full():
     assert rep.mapper == "step.step3p5"  # root step3p7, text_config step3p5
     # no layer_types → 45 full layers × 2 × 8 KV heads × 128 × 2 = 45 × 4096 = 184320
     assert (rep.alpha_bytes_per_token, rep.gamma_bytes_per_request) == (184320, 0)
-
-
-def _step_config(other: dict) -> dict:
-    # Step-3.5-Flash's documented geometry: 45 layers + 3 MTP entries in layer_types, 64 heads,
-    # num_attention_groups 8, head_dim 128, sliding_window 512. The pattern (full iff i % 4 == 0) is made up.
-    types = ["full_attention" if i % 4 == 0 else "sliding_attention" for i in range(45)]
-    return {
-        "model_type": "step3p7",
-        "text_config": {
-            "model_type": "step3p5",
-            "torch_dtype": "bfloat16",
-            "num_hidden_layers": 45,
-            "num_nextn_predict_layers": 3,
-            "num_attention_heads": 64,
-            "num_attention_groups": 8,
-            "head_dim": 128,
-            "sliding_window": 512,
-            "layer_types": types + ["sliding_attention"] * 3,
-            "attention_other_setting": other,
-        },
-    }
 
 
 def test_step35_documented_geometry_and_mtp_entries():

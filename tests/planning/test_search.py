@@ -23,7 +23,8 @@ from hfkv.commands.cli import main as cli
 from hfkv.planning.search import Layout, layouts
 from tests._helpers import FIXTURES
 
-LLAMA = str(FIXTURES / "meta-llama__Meta-Llama-3.1-8B")
+from _helpers import LLAMA_FOLDER as LLAMA
+
 CTX = 32 * 1024
 
 

@@ -4,35 +4,12 @@ naming only the dtypes used."""
 
 from __future__ import annotations
 
-import json
 import os
-from pathlib import Path
 
-from click.testing import CliRunner
-
-from hfkv.commands.cli import main
+from _helpers import run_cli as run, SMALL_LLAMA as LLAMA, write_named_config as write_config
 
 
 # -- items 2 and 7: rich markup and terminal escapes are data ----------------------------------------
-
-
-# A small Llama: 2 layers × 2 (K, V) × 4 kv heads × 64 head_dim (512 / 8) × 2 bytes (bf16) = 2048 B per token.
-LLAMA = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": 512, "num_attention_heads": 8,
-         "num_key_value_heads": 4, "num_hidden_layers": 2, "max_position_embeddings": 2048, "torch_dtype": "bfloat16",
-         "intermediate_size": 1024, "vocab_size": 1000}
-
-
-def run(*args: str):
-    """``hfkv ...`` in-process (stdout alone in ``stdout``)."""
-    return CliRunner().invoke(main, list(args), catch_exceptions=False)
-
-
-def write_config(folder: Path, name: str, data: dict | str | bytes) -> str:
-    path = folder / name
-    path.mkdir(parents=True, exist_ok=True)
-    raw = data if isinstance(data, bytes) else (data if isinstance(data, str) else json.dumps(data)).encode()
-    (path / "config.json").write_bytes(raw)
-    return str(path)
 
 
 def test_a_local_path_holding_markup_is_printed_as_text(tmp_path, monkeypatch):

@@ -5,20 +5,17 @@ file and in a dict given to the API; truncated or foreign bytes are one line."""
 from __future__ import annotations
 
 import json
-import math
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 import hfkv
-from hfkv import HfkvError, Options, inspect_config
-from hfkv.commands.cli import main
+from hfkv import HfkvError
 from hfkv.errors import ConfigError, SourceError
 from hfkv.sources import MAX_CONFIG_BYTES, load_local, parse_config_bytes
+
+from _helpers import (check_outcome, hfkv_process, run_cli as run, SMALL_LLAMA as LLAMA,
+                      write_named_config as write_config)
 
 
 # -- item 1: a lone surrogate is valid JSON but no UTF-8 output can hold it ---------------------------
@@ -36,12 +33,6 @@ def test_a_lone_surrogate_is_refused_where_the_file_is_decoded_naming_the_key():
 
 
 # -- item 15: messages -------------------------------------------------------------------------------
-
-
-# A small Llama: 2 layers × 2 (K, V) × 4 kv heads × 64 head_dim (512 / 8) × 2 bytes (bf16) = 2048 B per token.
-LLAMA = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": 512, "num_attention_heads": 8,
-         "num_key_value_heads": 4, "num_hidden_layers": 2, "max_position_embeddings": 2048, "torch_dtype": "bfloat16",
-         "intermediate_size": 1024, "vocab_size": 1000}
 
 
 @pytest.mark.parametrize("encoding, named", [
@@ -80,19 +71,6 @@ def test_a_too_large_file_gives_its_real_size(tmp_path):
 
 
 # -- item 1: a lone surrogate is valid JSON but no UTF-8 output can hold it ---------------------------
-
-
-def run(*args: str):
-    """``hfkv ...`` in-process (stdout alone in ``stdout``)."""
-    return CliRunner().invoke(main, list(args), catch_exceptions=False)
-
-
-def write_config(folder: Path, name: str, data: dict | str | bytes) -> str:
-    path = folder / name
-    path.mkdir(parents=True, exist_ok=True)
-    raw = data if isinstance(data, bytes) else (data if isinstance(data, str) else json.dumps(data)).encode()
-    (path / "config.json").write_bytes(raw)
-    return str(path)
 
 
 def test_a_single_report_on_a_lone_surrogate_is_one_line(tmp_path):
@@ -153,15 +131,6 @@ def test_nesting_up_to_the_bound_is_read():
     assert hfkv.inspect_config({**llama(), "extra": nested(MAX_DEPTH - 1)}).alpha_bytes_per_token > 0
 
 
-def hfkv_process(*args: str, **kwargs) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
-    env.update(kwargs.pop("env", {}))
-    kwargs.setdefault("stdout", subprocess.PIPE)
-    kwargs.setdefault("stderr", subprocess.PIPE)
-    return subprocess.run([sys.executable, "-m", "hfkv", *args], text=True, timeout=120, cwd=ROOT, env=env,
-                          **kwargs)
-
-
 @pytest.mark.parametrize("levels", [300, 1000, 5000])
 def test_a_config_json_nested_too_deeply_is_one_line_exit_2(tmp_path, levels):
     """A file past the bound (300: json reads it, the vLLM lookup's copies did not; 5,000: json itself
@@ -174,25 +143,6 @@ def test_a_config_json_nested_too_deeply_is_one_line_exit_2(tmp_path, levels):
     assert result.returncode == 2, result.stderr
     assert result.stderr.startswith(f"hfkv: error: {tmp_path}: nested more than 100 levels deep")
     assert result.stderr.count("\n") == 1 and "internal error" not in result.stderr
-
-
-def check_outcome(config, name, **options):
-    try:
-        report = inspect_config(config, model=name, options=Options(**options))
-    except HfkvError as err:
-        text = str(err)
-        assert "\n" not in text and text.startswith(name), text
-        return None
-    data = report.to_dict()
-    numbers = [data["alpha_bytes_per_token"], data["gamma_bytes_per_request"], data["recurrent_state_bytes"]]
-    for ctx in data["contexts"]:
-        numbers += [ctx["kv_bytes_per_request"], ctx["read_bytes_per_step"]]
-    for layer in data["layers"]:
-        numbers += [layer["entry_bytes"], layer["state_bytes"], layer["bytes_per_token"]]
-    for value in numbers:
-        assert isinstance(value, (int, float)) and math.isfinite(value) and value >= 0, (name, value)
-    json.dumps(data, allow_nan=False)  # the JSON contract holds no NaN or Infinity
-    return report
 
 
 @pytest.mark.parametrize("raw", [b"", b"null", b"42", b'"text"', b"[]", b"{", b'{"a": 1', b"\xff\xfe\x00",

@@ -26,6 +26,8 @@ from hfkv.commands.serve_form import Form
 from hfkv.sources.hub import HubClient
 from webkit import call_api, running, server_env, free_port, values
 
+from _helpers import HOSTILE_CONFIG as HOSTILE
+
 GIB = 2**30
 LLAMA = "meta-llama/Meta-Llama-3.1-8B"
 SENTINEL = "hf_SentinelTokenNeverShown0123456789"  # the server's own token (HF_TOKEN)
@@ -33,11 +35,6 @@ VISITOR = "hf_VisitorTokenTypedInTheBox01234567"  # a visitor's, typed in the to
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 SHOTS = Path("/tmp")
 ROOT = Path(__file__).resolve().parents[2]
-HOSTILE = {
-    "model_type": "<img src=x onerror=alert(1)>", "architectures": ["<script>alert(2)</script>"],
-    "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "hidden_size": 256,
-    "torch_dtype": "bfloat16", "max_position_embeddings": 4096, "<svg onload=alert(3)>": 1,
-}
 
 
 def _browser_missing() -> str | None:

@@ -27,7 +27,8 @@ from hfkv.commands.serve_access import NOT_VISIBLE, Session, Settings
 from hfkv.commands.serve_form import Form
 from hfkv.commands.serve_pages import compare_page, plan_page, report_page
 from hfkv.units import exact_bytes
-from _helpers import ALLOWED_TAGS, parse
+from _helpers import ALLOWED_TAGS, HOSTILE_CONFIG as HOSTILE, parse
+
 
 LLAMA = "meta-llama/Meta-Llama-3.1-8B"
 QWEN_MOE = "Qwen/Qwen3-30B-A3B"
@@ -35,11 +36,6 @@ DEEPSEEK = "deepseek-ai/DeepSeek-V3.2"
 GPT_OSS = "openai/gpt-oss-120b"
 VISITOR = "hf_VisitorTokenNeverShown0123456789"
 SPACE = Path(__file__).resolve().parents[2] / "space"
-HOSTILE = {
-    "model_type": "<img src=x onerror=alert(1)>", "architectures": ["<script>alert(2)</script>"],
-    "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "hidden_size": 256,
-    "torch_dtype": "bfloat16", "max_position_embeddings": 4096, "<svg onload=alert(3)>": 1,
-}
 
 
 @pytest.fixture
@@ -235,7 +231,6 @@ def test_compare_fetches_in_parallel_under_one_deadline(fake_hub):
     assert took < 3.5, took
     assert error_line(html) == "hfkv: error: org/slow: no answer within 3 s; retry in a while"
     assert "<th>a</th>" in html  # org/a is still compared (alone)
-
 
 
 def test_a_fetch_that_outlives_its_compare_leaves_no_folder(fake_hub, tmp_path, monkeypatch):

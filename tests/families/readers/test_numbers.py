@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import pytest
 
-from _helpers import load, report  # noqa: E402
+from _helpers import LLAMA_CONFIG as LLAMA, load, report  # noqa: E402
+
 
 ESTIMATE = "estimate, not exact: "
-LLAMA = load("meta-llama__Meta-Llama-3.1-8B")
 BF16_ALPHA = 32 * 2 * 8 * 128 * 2  # 131072
 FP8_ALPHA = 32 * 2 * 8 * 128 * 1  # 65536
 

@@ -22,10 +22,10 @@ from hfkv.mappings.readers.unread_keys import (
 )
 from hfkv.model.config import ConfigView
 
-from _helpers import FIXTURES, HUB_CONFIGS, load, report  # noqa: E402
+from _helpers import FIXTURES, HUB_CONFIGS, LLAMA_CONFIG as LLAMA, load, report  # noqa: E402
+
 
 ESTIMATE = "estimate, not exact: "
-LLAMA = load("meta-llama__Meta-Llama-3.1-8B")
 LLAMA_ALPHA = 32 * 2 * 8 * 128 * 2  # 32 layers × K and V × 8 KV heads × 128 × bf16 = 131072
 
 

@@ -12,50 +12,10 @@ import json
 
 import pytest
 
-from _helpers import load, report_bf16 as report
+from _helpers import MIMO_DOCUMENTED, load, report_bf16 as report, step_config as _step_config
 
 
 # -- windows that cover every position (FullAttention.declared_window) --------------------------------
-
-
-MIMO_DOCUMENTED = {
-    # documented values of XiaomiMiMo/MiMo-V2-Flash (hub form)
-    "model_type": "mimo_v2_flash",
-    "torch_dtype": "bfloat16",
-    "num_hidden_layers": 48,
-    "num_attention_heads": 64,
-    "num_key_value_heads": 4,
-    "head_dim": 192,
-    "v_head_dim": 128,
-    "swa_num_attention_heads": 64,
-    "swa_num_key_value_heads": 8,
-    "swa_head_dim": 192,
-    "swa_v_head_dim": 128,
-    "sliding_window": 128,
-    "sliding_window_size": 128,
-    "hybrid_layer_pattern": [0 if i == 0 or (i + 1) % 6 == 0 else 1 for i in range(48)],
-}
-
-
-def _step_config(other: dict) -> dict:
-    # Step-3.5-Flash's documented geometry: 45 layers + 3 MTP entries in layer_types, 64 heads,
-    # num_attention_groups 8, head_dim 128, sliding_window 512. The pattern (full iff i % 4 == 0) is made up.
-    types = ["full_attention" if i % 4 == 0 else "sliding_attention" for i in range(45)]
-    return {
-        "model_type": "step3p7",
-        "text_config": {
-            "model_type": "step3p5",
-            "torch_dtype": "bfloat16",
-            "num_hidden_layers": 45,
-            "num_nextn_predict_layers": 3,
-            "num_attention_heads": 64,
-            "num_attention_groups": 8,
-            "head_dim": 128,
-            "sliding_window": 512,
-            "layer_types": types + ["sliding_attention"] * 3,
-            "attention_other_setting": other,
-        },
-    }
 
 
 def _text(data: dict) -> dict:
