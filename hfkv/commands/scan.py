@@ -20,7 +20,7 @@ import stat
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Iterable
+from typing import IO, TYPE_CHECKING, Any, Iterable
 
 import click
 
@@ -32,6 +32,9 @@ from hfkv.errors import HfkvError, UsageError, WriteError, system_refusal
 from hfkv.text import markdown_cell, one_line, spreadsheet_cell
 from hfkv.runtime.files import write_atomic
 from hfkv.units import format_bytes, format_tokens
+
+if TYPE_CHECKING:  # for annotations only: no import at run time
+    from hfkv.model.report import Report
 
 FORMATS = ("table", "jsonl", "csv", "markdown")
 STREAM_FORMATS = ("jsonl", "csv", "markdown")
@@ -105,7 +108,7 @@ class Row:
     """The outcome for one model: a report, or the one-line reason there is none."""
 
     model: str
-    report: Any = None  # hfkv.model.report.Report
+    report: Report | None = None
     error: str | None = None
 
     @property
@@ -277,7 +280,7 @@ class Columns:
         return [_human_cell(name, value) for name, value in zip(self.names(), self.values(row))]
 
 
-def _requests(report: Any, plan: dict[str, Any], tokens: int) -> int | None:
+def _requests(report: Report, plan: dict[str, Any], tokens: int) -> int | None:
     """Requests of ``tokens`` that fit: across the deployment on --gpu (0 when the weights fill the
     engine's budget), else B_max in --budget; None past the model's maximum or without a budget."""
     limit = report.max_position_embeddings

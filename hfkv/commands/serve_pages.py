@@ -23,7 +23,7 @@ import dataclasses
 import json
 from concurrent.futures import wait
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from hfkv.commands.serve_access import (NOT_VISIBLE, Deadline, DeadlineExceeded, PageError, Scrubber, Session,
                                         Settings, failure_line, within)
@@ -31,6 +31,9 @@ from hfkv.commands.serve_form import ENGINES, MAX_MODELS, Form, check_repo
 from hfkv.errors import HfkvError, UnsupportedModelError, shorten
 from hfkv.text import one_line
 from hfkv.text import markup
+
+if TYPE_CHECKING:  # for annotations only: no import at run time
+    from hfkv.model.report import Report
 
 ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "both": "vLLM and SGLang"}
 NO_VERDICT = "no verdict: pick a GPU preset (or give a KV budget) to see how many requests this engine serves"
@@ -93,7 +96,7 @@ def _inspect(loaded: Any, options: Any, checkpoint: dict[str, Any] | None) -> An
     return attach_weights(report, checkpoint) if checkpoint else report
 
 
-def _plan(report: Any, form: Form, engine: str) -> Any:
+def _plan(report: Report, form: Form, engine: str) -> Any:
     """``report`` planned as the CLI's deployment options plan it (``commands.deploy.Deployment.apply``)."""
     from hfkv.planning.enrich import enrich
 

@@ -45,11 +45,14 @@ from __future__ import annotations
 
 import importlib
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hfkv.engines import layout as lay
 from hfkv.engines.contract import ENGINES, VERSIONS, Device, EngineInput, EngineKnobs, MemoryBudget
 from hfkv.errors import UsageError
+
+if TYPE_CHECKING:  # for annotations only: no import at run time
+    from hfkv.model.report import Report
 
 __all__ = ["ENGINES", "VERSIONS", "EngineInput", "EngineKnobs", "check_layout", "memory_budget", "simulate"]
 
@@ -61,7 +64,7 @@ def engine_module(name: str) -> ModuleType:
 
 
 def simulate(
-    report: Any, *, engine: str, budget_bytes: int | None = None, max_model_len: int | None = None, **knobs: Any
+    report: Report, *, engine: str, budget_bytes: int | None = None, max_model_len: int | None = None, **knobs: Any
 ) -> dict:
     """What ``engine`` would allocate for ``report``'s model; the JSON for ``report.extra["engine"]``.
 
@@ -97,7 +100,7 @@ def rank_knobs(knobs: EngineKnobs, shape: lay.Layout, engine: str) -> EngineKnob
     return knobs
 
 
-def check_layout(report: Any, layout: lay.Layout) -> None:
+def check_layout(report: Report, layout: lay.Layout) -> None:
     """The engine's refusal of this layout for this model: PP > 1 on an architecture the engine does
     not run under pipeline parallelism (vLLM's ``SupportsPP``, SGLang's ``pp_proxy_tensors`` test), and
     for SGLang a TP its attention classes assert against when the model is built. Engine modes make the
@@ -107,7 +110,7 @@ def check_layout(report: Any, layout: lay.Layout) -> None:
         engine_module(layout.engine).check_layout(EngineInput.of(report), layout)
 
 
-def memory_budget(engine: str, report: Any, device: Device, weights_per_gpu: int | None,
+def memory_budget(engine: str, report: Report, device: Device, weights_per_gpu: int | None,
                   weights_source: str | None, knobs: EngineKnobs, layout: lay.Layout) -> MemoryBudget:
     """What ``engine`` leaves for its KV pools on one GPU of ``layout`` (``MemoryBudget``: the memory it
     may use, then every term it keeps, each with its source and band): vLLM's

@@ -13,10 +13,13 @@ import dataclasses
 import re
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from hfkv.errors import UsageError
 from hfkv.model.dtypes import Precision
+
+if TYPE_CHECKING:  # for annotations only: no import at run time
+    from hfkv.model.report import Report
 
 ENGINES = ("sglang", "vllm")
 VERSIONS = {"sglang": "0.5.23", "vllm": "0.33.0"}
@@ -269,7 +272,7 @@ class EngineInput:
     requested_conv_dtype: str | None = None  # --conv-dtype as typed; None: unknown
 
     @classmethod
-    def of(cls, report: Any) -> EngineInput:
+    def of(cls, report: Report) -> EngineInput:
         """The input of ``report`` (a ``Report``, or anything with its attributes; absent ones default)."""
         if isinstance(report, cls):
             return report

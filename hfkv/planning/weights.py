@@ -13,9 +13,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING
 
 from hfkv.engines.layout import Layout, expert_count
+
+if TYPE_CHECKING:  # for annotations only: no import at run time
+    from hfkv.model.report import Report
 
 
 @dataclass(frozen=True)
@@ -30,7 +33,7 @@ class Shares:
         return 1 - self.experts - self.attention
 
 
-def shares(report: Any) -> Shares | None:
+def shares(report: Report) -> Shares | None:
     """The byte shares of ``report``'s weights by role; None when the estimate could not price them."""
     section = report.extra.get("weights") or {}
     roles = section.get("roles") or {}
@@ -62,7 +65,7 @@ def per_gpu(weights_bytes: int, layout: Layout, split: Shares | None) -> tuple[i
     return math.ceil(bytes_), how
 
 
-def active_bytes(weights_bytes: int, report: Any) -> tuple[int, str] | None:
+def active_bytes(weights_bytes: int, report: Report) -> tuple[int, str] | None:
     """(weights one decode step reads, how) for a MoE model: every non-expert weight plus
     ``num_experts_per_tok / experts`` of the routed ones; None for a dense model or an unknown split."""
     config = report.config or {}

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hfkv.model.weights.builder import Builder, Cfg, Missing
 from hfkv.model.weights.decoders import bloom, CLASS_DEFAULTS, deepseek, deepseek_v4, falcon, gemma4_text, glm4_moe, gpt_oss, llama_like, LLAMA_LIKE, mpt, opt
@@ -25,6 +25,9 @@ from hfkv.model.weights.towers import gemma4_audio, gemma4_vision, generic_tower
 from hfkv.model.weights.encoders import bart, t5
 from hfkv.model.weights.quantization import base_dtype, Quantization, quantization_config
 from hfkv.model.weights.records import ROLES, RoleWeights, Tensor, Unknown, WeightsEstimate
+
+if TYPE_CHECKING:  # for annotations only: no import at run time
+    from hfkv.model.report import Report
 
 __all__ = ["ROLES", "RoleWeights", "Tensor", "Unknown", "WeightsEstimate", "attach", "count_tensors",
            "estimate_weights", "weights_section"]
@@ -195,7 +198,7 @@ _EMPTY: dict[str, Any] = {"source": None, "total_parameters": None, "weights_byt
 UNKNOWN_NOTE = "weights unknown: {reason}; give --weights-bytes, or a model folder with its safetensors files"
 
 
-def attach(report: Any, checkpoint: dict[str, Any] | None = None) -> Any:
+def attach(report: Report, checkpoint: dict[str, Any] | None = None) -> Any:
     """Give ``report`` its ``weights`` section (and ``weights_bytes``): the checkpoint's figures when
     ``checkpoint`` has them, else the estimate kept on the report (``report.weights_estimate``); when
     neither is known, both are None and a note says why. Returns ``report``."""
