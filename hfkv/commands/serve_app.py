@@ -44,6 +44,10 @@ from hfkv.commands.serve_form import (DEFAULT_PLAN_GPU, DTYPES, MAX_MODELS, MAX_
                                       PLAN_ENGINES, QUERY_KEYS, Form, whole)
 
 MISSING_EXTRA = "install hfkv[app] for the web page (pip install 'hfkv[app]')"
+# Gradio's queue keeps each event's timings for its monitoring dashboard (off here) up to
+# GRADIO_ANALYTICS_MAX_EVENTS, 10,000 by default: ~0.7 kB a request until then (tracemalloc), the
+# slope benchmarks/web_memory.py measured. The page keeps the last few.
+ANALYTICS_EVENTS = 256
 CACHE_SWEEP = 300  # seconds: Gradio deletes files it holds (uploads never sent) older than this, this often
 QUEUE_PER_WORKER = 16  # requests waiting per request served at once; past that the queue is full
 SWEEP_SECONDS = 5  # how often the queue's finished sessions are forgotten (_sweep_sessions)
@@ -87,11 +91,13 @@ class _NoStubRewrite(importlib.abc.MetaPathFinder):
 
 
 def import_gradio(*, lean: bool = False) -> Any:
-    """gradio with its telemetry off (set before the import, which reads it); ``ImportError`` without
-    the extra. ``lean`` (the server's own process only): without IPython, which Gradio imports for
-    notebooks only."""
+    """gradio with its telemetry off (set before the import, which reads it) and its per-event
+    timings bounded (``ANALYTICS_EVENTS``); ``ImportError`` without the extra. ``lean`` (the server's
+    own process only): without IPython, which Gradio imports for notebooks only. A value the operator
+    set in the environment is kept."""
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
     os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+    os.environ.setdefault("GRADIO_ANALYTICS_MAX_EVENTS", str(ANALYTICS_EVENTS))
     if "gradio" not in sys.modules and not any(isinstance(f, _NoStubRewrite) for f in sys.meta_path):
         sys.meta_path.insert(0, _NoStubRewrite())
     if lean and "IPython" not in sys.modules:
