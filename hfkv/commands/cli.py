@@ -142,9 +142,9 @@ def run_guarded() -> int:
     except click.ClickException as err:  # bad usage: click's own message, exit 2, on one bounded line
         click.echo(f"hfkv: error: {usage_line(err)}", err=True)
         return err.exit_code
-    except BrokenPipeError:  # `hfkv ... | head`: the reader left; say nothing more
+    except BrokenPipeError:  # `hfkv ... | head`: the reader left; say nothing more, exit 1 as click and rich do
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
+        return 1
     except HfkvError as err:  # raised outside a command's own per-model handling (e.g. a bad --endpoint)
         click.echo(f"hfkv: error: {err}", err=True)
         return err.exit_code

@@ -397,3 +397,14 @@ def test_a_local_json_report_does_not_import_what_it_never_uses():
     planned = imported_by(str(DEEPSEEK), "--format", "json", "--gpu", "H200")
     assert "hfkv.planning.enrich" in planned  # with a deployment, the planning stage is loaded as before
 
+
+
+@pytest.mark.parametrize("fmt", ["table", "json", "markdown"])
+def test_a_reader_that_leaves_ends_every_format_quietly(fmt):
+    """``hfkv … | head``: the reader closes the pipe before hfkv writes; every format says nothing and
+    exits 1, as click (for its own output) and rich (for the table) do (README's exit codes)."""
+    proc = subprocess.Popen([sys.executable, "-m", "hfkv", str(DEEPSEEK), "--format", fmt], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()
+    _, err = proc.communicate(timeout=120)
+    assert (proc.returncode, err) == (1, b"")
