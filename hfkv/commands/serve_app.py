@@ -32,12 +32,15 @@ import importlib.machinery
 import json
 import os
 import shutil
+import signal
 import socket
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any, Callable
 from urllib.parse import unquote
+
+import click
 
 from hfkv.commands.serve_access import Settings
 from hfkv.commands.serve_form import (DEFAULT_PLAN_GPU, DTYPES, MAX_MODELS, MAX_PLAN_GPUS, NO_GPU, PLAN_DTYPES,
@@ -541,14 +544,30 @@ def serve(host: str, port: int, settings: Settings | None = None) -> None:
             fail(MISSING_EXTRA, 2)
         app = build_app(settings)
         try:
-            app.launch(server_name=host, server_port=port, **launch_options(settings))
+            # quiet: Gradio's own lines speak of launch() and share=True, which a user of hfkv serve has not
+            app.launch(server_name=host, server_port=port, quiet=True, prevent_thread_lock=True,
+                       **launch_options(settings))
         except OSError as err:
             if "port" in str(err).lower():  # taken between the check and the launch
                 fail(f"port {port} on {host} is already in use; stop what listens there or pick another with --port", 1)
             fail(f"cannot serve on {host}:{port} ({type(err).__name__})", 1)
+        previous = signal.signal(signal.SIGTERM, _interrupt)  # before the line: a signal may follow it at once
+        try:
+            click.echo(f"hfkv: serving the calculator page on http://{host}:{port}/ (Ctrl-C stops it)", err=True)
+            app.block_thread()  # until Ctrl-C or SIGTERM (Gradio then closes the server), as launch() would have
+        except KeyboardInterrupt:  # one that came before Gradio's own wait: the same ending
+            app.close()
+        finally:
+            signal.signal(signal.SIGTERM, previous)
     finally:
         if own_temp:
             shutil.rmtree(own_temp, ignore_errors=True)
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    """SIGTERM (docker stop, systemd, a Space's restart) stops the page as Ctrl-C does: Gradio closes the
+    server and ``serve`` removes its temporary folder (Python's default would end the process at once)."""
+    raise KeyboardInterrupt
 
 
 def main() -> None:

@@ -209,6 +209,33 @@ def test_busy_port_is_one_line():
     assert took < 2.0, took
 
 
+def test_sigterm_stops_the_page_and_removes_its_folder(tmp_path):
+    """docker stop, systemd and a Space's restart send SIGTERM: the page stops as for Ctrl-C and removes
+    its temporary folder (Python's default ended the process at once, leaving hfkv-serve-* behind)."""
+    import signal
+
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GRADIO_", "HF_"))}
+    env.update(TMPDIR=str(tmp_path), HF_HOME=str(tmp_path / "hf"))
+    proc = subprocess.Popen([sys.executable, "-m", "hfkv", "serve", "--port", str(port)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    killer = threading.Timer(60, proc.kill)  # a page that never says it serves fails, not hangs
+    killer.start()
+    try:
+        line = proc.stderr.readline()  # printed once the page answers
+        assert line == f"hfkv: serving the calculator page on http://127.0.0.1:{port}/ (Ctrl-C stops it)\n"
+        assert [p.name[:11] for p in tmp_path.iterdir() if p.name.startswith("hfkv-")] == ["hfkv-serve-"]
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+    finally:
+        killer.cancel()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith("hfkv-serve-")]
+
+
 def test_serve_binds_what_it_is_told(monkeypatch):
     import hfkv.commands.serve_app as web
     from hfkv.commands.serve import serve_command
@@ -221,14 +248,19 @@ def test_serve_binds_what_it_is_told(monkeypatch):
         def launch(self, **options: Any) -> None:
             launched.append(options)
 
+        def block_thread(self) -> None:
+            pass
+
     monkeypatch.setattr(web, "import_gradio", lambda lean=False: None)
     monkeypatch.setattr(web, "build_app", lambda settings: built.append(settings) or App())
     port = free_port()
-    assert CliRunner().invoke(serve_command, ["--port", str(port)]).exit_code == 0
+    first = CliRunner().invoke(serve_command, ["--port", str(port)])
+    assert first.exit_code == 0 and first.stdout == ""
+    assert first.stderr == f"hfkv: serving the calculator page on http://127.0.0.1:{port}/ (Ctrl-C stops it)\n"
     assert CliRunner().invoke(serve_command, ["--host", "0.0.0.0", "--port", str(port), "--allow-private-repos",
                                               "--concurrency", "8", "--deadline", "12"]).exit_code == 0
     assert [(o["server_name"], o["server_port"]) for o in launched] == [("127.0.0.1", port), ("0.0.0.0", port)]
-    assert launched[0]["max_file_size"] == 32 * MIB and launched[0]["share"] is False
+    assert launched[0]["max_file_size"] == 32 * MIB and launched[0]["share"] is False and launched[0]["quiet"]
     assert launched[0]["run_history"] is False and launched[0]["mcp_server"] is False
     assert (built[0].allow_private, built[0].concurrency, built[0].deadline) == (False, 4, 30.0)
     assert (built[1].allow_private, built[1].concurrency, built[1].deadline) == (True, 8, 12.0)
