@@ -25,12 +25,10 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
 import time
-import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -108,85 +106,64 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="hfkv-web-bench-"))
     gradio_temp = work / "gradio"
     gradio_temp.mkdir()
-    with __import__("socket").socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "GRADIO_", "HFKV_"))}
-    env.update(HF_ENDPOINT=hub.url, HF_HOME=str(work / "hf"), GRADIO_TEMP_DIR=str(gradio_temp),
-               HF_HUB_DISABLE_TELEMETRY="1")
-    log = open(work / "serve.log", "w")
-    proc = subprocess.Popen([sys.executable, "-m", "hfkv", "serve", "--port", str(port), "--concurrency",
-                             str(args.clients)], env=env, stdout=log, stderr=subprocess.STDOUT)
-    server = f"http://127.0.0.1:{port}/"
+    port = webkit.free_port()
+    env = webkit.server_env(hub.url, work / "hf", GRADIO_TEMP_DIR=str(gradio_temp))
+    command = [sys.executable, "-m", "hfkv", "serve", "--port", str(port), "--concurrency", str(args.clients)]
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                urllib.request.urlopen(server, timeout=2).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline or proc.poll() is not None:
-                    raise SystemExit(f"the server did not start: {(work / 'serve.log').read_text()[-2000:]}")
-                time.sleep(0.2)
-        before_tmp = {p.name for p in Path(tempfile.gettempdir()).glob("hfkv-page-*")}
-        counter = iter(range(args.warmup + args.requests))
-        lock = threading.Lock()
-        failures: list[int] = []
-        done = [0]
-        samples: list[tuple[int, int, int, float]] = []
-        start = [time.monotonic()]
+        with webkit.started(command, env, port, work / "serve.log", wait=120) as (server, proc):
+            before_tmp = {p.name for p in Path(tempfile.gettempdir()).glob("hfkv-page-*")}
+            counter = iter(range(args.warmup + args.requests))
+            lock = threading.Lock()
+            failures: list[int] = []
+            done = [0]
+            samples: list[tuple[int, int, int, float]] = []
+            start = [time.monotonic()]
 
-        def worker() -> None:
-            while True:
-                with lock:
-                    k = next(counter, None)
-                if k is None:
-                    return
-                try:
-                    ok = one(server, k, hub, config)
-                except Exception:
-                    ok = False
-                with lock:
-                    if not ok:
-                        failures.append(k)
-                    done[0] += 1
-                    n = done[0]
-                    if n == args.warmup:
-                        hub.log.clear()
-                        start[0] = time.monotonic()
-                    if n >= args.warmup and (n - args.warmup) % args.sample == 0:
-                        samples.append((n - args.warmup, rss(proc.pid), threads(proc.pid), time.monotonic()))
-                        print(f"{n - args.warmup:>6} requests after warm-up: RSS {samples[-1][1] / 2**20:7.1f} MiB, "
-                              f"{samples[-1][2]} threads", flush=True)
-                    if n % 1000 == 0:
-                        hub.log.clear()
+            def worker() -> None:
+                while True:
+                    with lock:
+                        k = next(counter, None)
+                    if k is None:
+                        return
+                    try:
+                        ok = one(server, k, hub, config)
+                    except Exception:
+                        ok = False
+                    with lock:
+                        if not ok:
+                            failures.append(k)
+                        done[0] += 1
+                        n = done[0]
+                        if n == args.warmup:
+                            hub.log.clear()
+                            start[0] = time.monotonic()
+                        if n >= args.warmup and (n - args.warmup) % args.sample == 0:
+                            samples.append((n - args.warmup, rss(proc.pid), threads(proc.pid), time.monotonic()))
+                            print(f"{n - args.warmup:>6} requests after warm-up: RSS {samples[-1][1] / 2**20:7.1f} MiB, "
+                                  f"{samples[-1][2]} threads", flush=True)
+                        if n % 1000 == 0:
+                            hub.log.clear()
 
-        pool = [threading.Thread(target=worker) for _ in range(args.clients)]
-        for t in pool:
-            t.start()
-        for t in pool:
-            t.join()
-        elapsed = samples[-1][3] - start[0]
-        first, last = samples[0][1], samples[-1][1]
-        peak = max(s[1] for s in samples)
-        left_uploads = [p for p in gradio_temp.rglob("*") if p.is_file()]
-        left_pages = {p.name for p in Path(tempfile.gettempdir()).glob("hfkv-page-*")} - before_tmp
-        growth = (last - first) / first
-        print()
-        print(f"requests: {args.warmup:,} warm-up + {args.requests:,} measured, {args.clients} clients, "
-              f"{args.requests / elapsed:.1f} requests/s, {len(failures)} failed")
-        print(f"RSS after warm-up {first / 2**20:.1f} MiB; after {args.requests:,} more {last / 2**20:.1f} MiB "
-              f"({growth:+.1%}); peak {peak / 2**20:.1f} MiB; median {statistics.median(s[1] for s in samples) / 2**20:.1f} MiB")
-        print(f"threads {samples[0][2]} → {samples[-1][2]}; files left in Gradio's folder: {len(left_uploads)}; "
-              f"hfkv-page-* folders left: {len(left_pages)}")
-        return 0 if abs(growth) <= 0.10 and not failures else 1
+            pool = [threading.Thread(target=worker) for _ in range(args.clients)]
+            for t in pool:
+                t.start()
+            for t in pool:
+                t.join()
+            elapsed = samples[-1][3] - start[0]
+            first, last = samples[0][1], samples[-1][1]
+            peak = max(s[1] for s in samples)
+            left_uploads = [p for p in gradio_temp.rglob("*") if p.is_file()]
+            left_pages = {p.name for p in Path(tempfile.gettempdir()).glob("hfkv-page-*")} - before_tmp
+            growth = (last - first) / first
+            print()
+            print(f"requests: {args.warmup:,} warm-up + {args.requests:,} measured, {args.clients} clients, "
+                  f"{args.requests / elapsed:.1f} requests/s, {len(failures)} failed")
+            print(f"RSS after warm-up {first / 2**20:.1f} MiB; after {args.requests:,} more {last / 2**20:.1f} MiB "
+                  f"({growth:+.1%}); peak {peak / 2**20:.1f} MiB; median {statistics.median(s[1] for s in samples) / 2**20:.1f} MiB")
+            print(f"threads {samples[0][2]} → {samples[-1][2]}; files left in Gradio's folder: {len(left_uploads)}; "
+                  f"hfkv-page-* folders left: {len(left_pages)}")
+            return 0 if abs(growth) <= 0.10 and not failures else 1
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
         hub.stop()
 
 

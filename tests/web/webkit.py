@@ -88,6 +88,14 @@ def file_data(path: str) -> dict[str, Any]:
 @contextlib.contextmanager
 def running(command: list[str], env: dict[str, str], port: int, log_path: Path, wait: float = 90) -> Iterator[str]:
     """Run a page server until the block ends; yields its URL once it answers."""
+    with started(command, env, port, log_path, wait) as (url, _):
+        yield url
+
+
+@contextlib.contextmanager
+def started(command: list[str], env: dict[str, str], port: int, log_path: Path,
+            wait: float = 90) -> Iterator[tuple[str, subprocess.Popen]]:
+    """``running``, yielding the server's process too (its memory is measured by benchmarks/web_memory.py)."""
     url = f"http://127.0.0.1:{port}/"
     with open(log_path, "w+") as log:
         proc = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
@@ -102,7 +110,7 @@ def running(command: list[str], env: dict[str, str], port: int, log_path: Path, 
                         log.seek(0)
                         raise RuntimeError(f"{command[1:]} did not start: {log.read()[-2000:]}")
                     time.sleep(0.05)
-            yield url
+            yield url, proc
         finally:
             proc.terminate()
             try:
