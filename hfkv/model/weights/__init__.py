@@ -196,13 +196,17 @@ _EMPTY: dict[str, Any] = {"source": None, "total_parameters": None, "weights_byt
 
 
 UNKNOWN_NOTE = "weights unknown: {reason}; give --weights-bytes, or a model folder with its safetensors files"
+UNTRUSTED_WARNING = "safetensors headers not used: {reason}; the weights are the estimate from the config"
 
 
 def attach(report: Report, checkpoint: dict[str, Any] | None = None) -> Any:
     """Give ``report`` its ``weights`` section (and ``weights_bytes``): the checkpoint's figures when
     ``checkpoint`` has them, else the estimate kept on the report (``report.weights_estimate``); when
-    neither is known, both are None and a note says why. Returns ``report``."""
+    neither is known, both are None and a note says why. A checkpoint whose headers failed a check
+    (``untrusted``, from ``hfkv.sources.checkpoint``) gives no figure but a warning. Returns ``report``."""
     estimate = report.weights_estimate
+    if checkpoint is not None and checkpoint.get("untrusted"):
+        report.warnings.append(UNTRUSTED_WARNING.format(reason=checkpoint["untrusted"]))
     section = weights_section(estimate, checkpoint)
     report.extra["weights"] = section
     report.extra["weights_bytes"] = section["weights_bytes"] if section else None
