@@ -15,7 +15,7 @@ import os
 from typing import Any
 
 from hfkv.engines.contract import EngineKnobs
-from hfkv.errors import UsageError
+from hfkv.errors import HfkvError, UsageError
 from hfkv.inspection import inspect_config as _inspect_config
 from hfkv.inspection import inspect_loaded
 from hfkv.model.options import Options, make_options
@@ -129,3 +129,50 @@ def plan(model: "str | os.PathLike[str]", *, requests: int, context: int, gpu: s
     return search(inspect_at, loaded.name, requests=requests, context=context, gpu=gpu, engine=engine,
                   max_gpus=max_gpus, gpus_per_node=gpus_per_node, kv_dtypes=kv_cache_dtypes, extra_knobs=knobs,
                   extra_args=args)
+
+
+def explain_log(text: str, model: "str | os.PathLike[str] | None" = None, *, hub: Any = None,
+                revision: str | None = None, gpu: str | None = None, weights: bool = True) -> Any:
+    """A vLLM or SGLang start-up log explained (``hfkv.planning.explain.Explanation``): every figure
+    it prints, read with its line (``hfkv.sources.startup_log.parse_log``), beside what hfkv computes
+    for it: the tokens and concurrency from the printed KV memory, and the printed weights against
+    the checkpoint's. ``model`` (a path or repo id) overrides the model the log names; ``gpu``
+    (``NAME[:COUNT]``) the GPU it names. Raises ``NotAStartupLog`` (exit code 2) for a text that is not
+    a start-up log, and, for a ``model`` given here, the errors ``inspect`` raises; a model the log
+    names that cannot be resolved is ``Explanation.model_error``, with every parsed figure kept."""
+    from hfkv.planning.explain import explain, settings_from_log  # deferred: loaded for a log only
+    from hfkv.sources.startup_log import parse_log
+
+    parsed = parse_log(text)
+    capability = _capability(gpu or parsed.gpu, strict=gpu is not None)
+    source = model if model is not None else parsed.model
+    if source is None:
+        return explain(parsed, None, model_error="the log names no model: give --model (Python: model=)",
+                       compute_capability=capability)
+    fields, _, _ = settings_from_log(parsed)
+    try:
+        hub = _hub(source, hub, weights)
+        loaded = load_config(source, hub=hub, revision=revision)
+        report = inspect_loaded(loaded, make_options(**fields), hub=hub if weights else None)
+    except (HfkvError, OSError) as err:
+        if model is not None:
+            raise
+        return explain(parsed, None, model=str(source), compute_capability=capability,
+                       model_error=f"could not be resolved: {err} (give --model; Python: model=)")
+    return explain(parsed, report, model=report.model, compute_capability=capability)
+
+
+def _capability(gpu: str | None, strict: bool) -> str | None:
+    """The compute capability of ``gpu`` (a preset name, ``NAME:COUNT``, or a name a log printed);
+    None when unknown. A ``gpu`` the caller gave that is no preset is a UsageError."""
+    if not gpu:
+        return None
+    from hfkv.planning.gpus import get_gpu, parse_gpu
+
+    try:
+        preset = parse_gpu(gpu)[0] if strict else get_gpu(gpu)
+    except UsageError:
+        if strict:
+            raise
+        return None
+    return preset.compute_capability

@@ -32,6 +32,7 @@ SUBCOMMANDS = {
     "plot": "hfkv.commands.plot:plot_command",
     "serve": "hfkv.commands.serve:serve_command",
     "plan": "hfkv.commands.plan:plan_command",
+    "log": "hfkv.commands.log:log_command",
 }
 # What ``hfkv --help`` lists, written here so that listing imports none of the modules.
 SHORT_HELP = {
@@ -42,6 +43,7 @@ SHORT_HELP = {
     "plot": "Memory and concurrency against context (needs hfkv[plot]).",
     "serve": "Serve the calculator page on 127.0.0.1 (needs hfkv[app]).",
     "plan": "The fewest GPUs, and the layouts, that hold N requests of S tokens.",
+    "log": "Read a vLLM or SGLang start-up log (FILE or -) and explain its figures.",
 }
 
 def quiet_libraries() -> None:
@@ -109,6 +111,7 @@ def main() -> None:
     hfkv plot A [B ...]       memory and concurrency against context
     hfkv serve                the calculator page on http://127.0.0.1:7860
     hfkv plan MODEL --requests N --context S --gpu H200   the fewest GPUs that hold them
+    hfkv log FILE|-           a start-up log's figures explained
     """
     quiet_libraries()
     notices.enabled = _stderr_is_a_terminal()  # retries and slow Hub answers said as they happen
