@@ -20,8 +20,9 @@ from typing import TYPE_CHECKING, Any
 
 from hfkv.model.weights.builder import Builder, Cfg, Missing
 from hfkv.model.weights.decoders import bloom, CLASS_DEFAULTS, deepseek, deepseek_v4, falcon, gemma4_text, glm4_moe, gpt_oss, llama_like, LLAMA_LIKE, mpt, opt
+from hfkv.model.weights.more_decoders import gpt2, llama4_text, minimax_m2
 from hfkv.model.weights.hybrids import kimi_linear, mamba1, minimax, nemotron_h, qwen3_next
-from hfkv.model.weights.towers import gemma4_audio, gemma4_vision, generic_tower, moonvit_tower, qwen_vl_tower, siglip_tower
+from hfkv.model.weights.towers import gemma4_audio, gemma4_vision, generic_tower, moonvit_tower, qwen25_vl_tower, qwen_vl_tower, siglip_tower
 from hfkv.model.weights.encoders import bart, t5
 from hfkv.model.weights.quantization import base_dtype, Quantization, quantization_config
 from hfkv.model.weights.records import ROLES, RoleWeights, Tensor, Unknown, WeightsEstimate
@@ -43,11 +44,13 @@ _TEXT_FAMILIES = {
     "qwen3_5": qwen3_next, "qwen3_5_moe": qwen3_next,
     "minimax": minimax, "minimax_m1": minimax, "kimi_linear": kimi_linear, "gemma4_text": gemma4_text,
     "t5": t5, "bart": bart,
+    "glm_moe_dsa": deepseek, "gpt2": gpt2, "minimax_m2": minimax_m2, "llama4_text": llama4_text,
 }
 # wrappers: top-level model_type -> (text model_type, tower pricer name)
 _WRAPPERS = {
     "gemma3": "gemma3_text", "gemma4": "gemma4_text", "kimi_k3": "kimi_linear",
-    "qwen3_5": "qwen3_5_text", "qwen3_5_moe": "qwen3_5_moe_text",
+    "qwen3_5": "qwen3_5_text", "qwen3_5_moe": "qwen3_5_moe_text", "llama4": "llama4_text",
+    "qwen2_5_vl": "qwen2_5_vl_text",
 }
 
 
@@ -56,7 +59,8 @@ def _select(config: dict) -> tuple[str, Cfg, dict]:
     text = config.get("text_config") if isinstance(config.get("text_config"), dict) else None
     if mt in _WRAPPERS:
         text_mt = str((text or {}).get("model_type") or _WRAPPERS[mt])
-        data = dict(text or {})
+        # Older wrappers (Qwen2.5-VL's first configs) keep the text keys at the top level.
+        data = dict(text) if text is not None else {**config, "model_type": text_mt}
         return text_mt, Cfg(data, CLASS_DEFAULTS.get(text_mt), "text_config" if text is not None else ""), data
     if mt in _TEXT_FAMILIES:
         return mt, Cfg(config, CLASS_DEFAULTS.get(mt)), config
@@ -70,7 +74,7 @@ def _towers(b: Builder, config: dict, text_hidden: int) -> None:
     mt = str(config.get("model_type") or "")
     vision = config.get("vision_config")
     audio = config.get("audio_config")
-    if mt in ("gemma3", "gemma4", "kimi_k3", "qwen3_5", "qwen3_5_moe") and not (isinstance(vision, dict) and vision):
+    if mt in ("gemma3", "gemma4", "kimi_k3", "qwen3_5", "qwen3_5_moe", "llama4", "qwen2_5_vl") and not (isinstance(vision, dict) and vision):
         raise Missing(f"{mt} has a vision tower but the config does not describe it", ["vision_config"])
     if isinstance(vision, dict) and vision:
         v = Cfg(vision, where="vision_config")
@@ -82,6 +86,8 @@ def _towers(b: Builder, config: dict, text_hidden: int) -> None:
             b.norm("model.multi_modal_projector.mm_soft_emb_norm", h, "towers")
         elif mt == "gemma4" or vmt == "gemma4_vision":
             gemma4_vision(b, v, text_hidden)
+        elif mt == "qwen2_5_vl":
+            qwen25_vl_tower(b, v, text_hidden)
         elif mt.startswith("qwen3_5") or mt.startswith("qwen3_vl"):
             qwen_vl_tower(b, v, text_hidden)
         elif mt == "kimi_k3" or "vt_hidden_size" in vision:

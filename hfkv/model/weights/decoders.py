@@ -14,7 +14,7 @@ LLAMA_LIKE = {
     "gemma3_text": (False, True, 4, True), "phi3": (False, False, 2, False), "mixtral": (False, False, 2, False),
     "qwen2_moe": (True, False, 2, False), "qwen3_moe": (False, True, 2, False), "smollm3": (False, False, 2, True),
     "olmo2": (False, False, 2, False), "olmo3": (False, False, 2, False), "seed_oss": (True, False, 2, False),
-    "ministral": (False, False, 2, False), "granite": (False, False, 2, True), "exaone4": (False, True, 2, False),
+    "ministral": (False, False, 2, False), "qwen2_5_vl_text": (True, False, 2, False), "granite": (False, False, 2, True), "exaone4": (False, True, 2, False),
 }
 # transformers config-class defaults that real configs rely on (gemma-3's text_config omits them)
 CLASS_DEFAULTS = {

@@ -111,6 +111,26 @@ def qwen_vl_tower(b: Builder, v: Cfg, text_hidden: int):
         b.linear(f"{pre}.{name}.linear_fc2", out, wide, "towers", bias=True)
 
 
+def qwen25_vl_tower(b: Builder, v: Cfg, text_hidden: int):
+    """Qwen2.5-VL's vision tower: an unbiased Conv3d patch embedding, RMS-normed blocks (norm1/norm2
+    without bias) with a biased fused qkv and proj and a biased gated MLP, and a merger (RMS ln_q,
+    two biased linears over the 2×2-merged width)."""
+    h, inter, depth = v.req("hidden_size"), v.req("intermediate_size"), v.req("depth", "num_hidden_layers")
+    patch = v.req("patch_size")
+    tp = v.opt("temporal_patch_size", default=2)
+    ch = v.opt("in_channels", "in_chans", default=3)
+    wide = h * v.opt("spatial_merge_size", default=2) ** 2
+    pre = "visual"
+    b.add(f"{pre}.patch_embed.proj", "towers", "conv", (h, ch, tp, patch, patch))
+    b.linear(f"{pre}.blocks.attn.qkv", 3 * h, h, "towers", bias=True, count=depth)
+    b.linear(f"{pre}.blocks.attn.proj", h, h, "towers", bias=True, count=depth)
+    b.mlp(f"{pre}.blocks.mlp", h, inter, "towers", bias=True, count=depth)
+    b.norm(f"{pre}.blocks.norm1", h, "towers", count=2 * depth)
+    b.norm(f"{pre}.merger.ln_q", h, "towers")
+    b.linear(f"{pre}.merger.mlp.0", wide, wide, "towers", bias=True)
+    b.linear(f"{pre}.merger.mlp.2", v.opt("out_hidden_size", default=text_hidden), wide, "towers", bias=True)
+
+
 def moonvit_tower(b: Builder, v: Cfg, text_hidden: int):
     h = v.req("vt_hidden_size", "hidden_size")
     inter = v.req("vt_intermediate_size", "intermediate_size")
