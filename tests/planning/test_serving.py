@@ -1,4 +1,4 @@
-"""GPU presets and the serving planner, checked against figures derived by hand."""
+"""The serving planner, checked against figures derived by hand (the GPU presets: test_gpus.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import pytest
 
 from hfkv.model.weights import Unknown
 from hfkv.model.weights import attach as attach_weights
-from hfkv.planning import gpus
 from hfkv.errors import UsageError
 from hfkv.render.terminal import render_markdown
 from hfkv.inspection import inspect_config
@@ -32,65 +31,6 @@ def _report(folder: str, **options) -> object:
 @pytest.fixture(scope="module")
 def llama():
     return _report("meta-llama__Meta-Llama-3.1-8B")
-
-
-# -- presets ------------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("name, canonical", [
-    ("h100", "H100-SXM-80GB"), ("H100-80GB", "H100-SXM-80GB"), ("H100 SXM", "H100-SXM-80GB"),
-    ("h100_pcie", "H100-PCIe-80GB"), ("mi300x", "MI300X-192GB"), ("MI300X", "MI300X-192GB"),
-    ("H200", "H200-141GB"), ("rtx4090", "RTX-4090-24GB"), ("A100-40GB", "A100-40GB"),
-    ("a100", "A100-SXM-80GB"), ("b300", "B300-288GB"), ("GB200", "GB200-186GB"), ("l40s", "L40S-48GB"),
-])
-def test_aliases_are_case_and_punctuation_insensitive(name, canonical):
-    assert gpus.get_gpu(name).name == canonical
-
-
-def test_name_count():
-    preset, count = gpus.parse_gpu("H200:8")
-    assert (preset.name, count) == ("H200-141GB", 8)
-    assert gpus.parse_gpu("l4")[1] == 1
-    for bad in ("H200:0", "H200:x", "H200:-1"):
-        with pytest.raises(UsageError):
-            gpus.parse_gpu(bad)
-
-
-def test_unknown_gpu_is_one_line_listing_the_choices():
-    with pytest.raises(UsageError) as err:
-        gpus.get_gpu("V100")
-    text = str(err.value)
-    assert "\n" not in text and "'V100'" in text
-    for name in gpus.names():
-        assert name in text
-
-
-def test_memory_conventions():
-    # HBM: datasheet GB read as GiB; 80 × 2^30 = 85,899,345,920.
-    assert gpus.get_gpu("h100").memory_bytes == 85_899_345_920
-    # 141 × 2^30 = 151,397,597,184.
-    assert gpus.get_gpu("h200").memory_bytes == 151_397_597_184
-    # MI300X 192 × 2^30 = 206,158,430,208; rocm-smi reports 206,141,652,992 (16 MiB less).
-    mi300x = gpus.get_gpu("mi300x")
-    assert mi300x.memory_bytes == 206_158_430_208
-    assert mi300x.memory_bytes - mi300x.reported_bytes == 16 * 2**20
-    # L40S (GDDR6 + ECC): read as 10^9; 48 × 10^9 = 48,000,000,000.
-    assert gpus.get_gpu("l40s").memory_bytes == 48_000_000_000
-    # Bandwidth is decimal: 3.35 TB/s = 3.35 × 10^12 B/s.
-    assert gpus.get_gpu("h100").bandwidth_bytes_per_s == 3_350_000_000_000
-    assert gpus.get_gpu("mi355x").bandwidth_bytes_per_s == 8 * 10**12
-
-
-def test_every_preset_names_its_source():
-    assert len(gpus.PRESETS) >= 15
-    for preset in gpus.PRESETS:
-        assert preset.source and preset.memory_quoted and preset.bandwidth_quoted
-        assert preset.memory_unit in ("GiB", "GB")
-        assert preset.memory_bytes > 0 and preset.bandwidth_bytes_per_s > 0
-        # A reported total is never far from the datasheet reading (within 1%).
-        if preset.reported_bytes:
-            assert abs(preset.reported_bytes / preset.memory_bytes - 1) < 0.01
-        json.dumps(preset.to_dict())
 
 
 # -- planner ------------------------------------------------------------------------------------
