@@ -8,7 +8,8 @@
 ``inspect`` takes a local file or folder, or a Hub repo id (``org/name`` or ``org/name@revision``),
 and the knobs of ``Options`` and of ``hfkv.engines.EngineKnobs`` as keyword arguments, with ``gpu=``
 and ``engine=`` for a serving plan (``report.serving``); ``inspect_config`` takes a config dict;
-``plan(model, requests=, context=, gpu=)`` finds the fewest GPUs and the layouts that hold them.
+``plan(model, requests=, context=, gpu=)`` finds the fewest GPUs and the layouts that hold them;
+``explain_log(text, model=None)`` reads a vLLM or SGLang start-up log and checks its figures.
 ``accounting`` is the accounting core (pure functions over a report's ``layer_specs``).
 
 Importing ``hfkv`` is cheap: the public names load the pipeline (and pydantic) on first use
@@ -34,13 +35,13 @@ from hfkv._version import __version__
 from hfkv.errors import ConfigError, HfkvError, SourceError, UnsupportedModelError, UsageError
 
 if TYPE_CHECKING:
-    from hfkv.api import inspect, inspect_config, plan
+    from hfkv.api import explain_log, inspect, inspect_config, plan
     from hfkv.model import accounting
     from hfkv.model.options import Options
     from hfkv.model.report import Report
 
 __all__ = [
-    "inspect", "inspect_config", "plan", "Options", "Report", "accounting",
+    "inspect", "inspect_config", "plan", "explain_log", "Options", "Report", "accounting",
     "HfkvError", "ConfigError", "SourceError", "UnsupportedModelError", "UsageError", "__version__",
 ]
 # Public names loaded on first access: name -> (module, attribute; None for the module itself).
@@ -48,6 +49,7 @@ _LAZY = {
     "inspect": ("hfkv.api", "inspect"),
     "inspect_config": ("hfkv.api", "inspect_config"),
     "plan": ("hfkv.api", "plan"),
+    "explain_log": ("hfkv.api", "explain_log"),
     "Options": ("hfkv.model.options", "Options"),
     "Report": ("hfkv.model.report", "Report"),
     "accounting": ("hfkv.model.accounting", None),

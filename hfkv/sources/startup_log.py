@@ -208,7 +208,8 @@ def _logical_lines(text: str) -> Iterator[_Line]:
     for number, raw in enumerate(text.splitlines(), 1):
         cleaned = _clean(raw)
         line = _split(number, cleaned)
-        if pending is not None and line.prefix is None and cleaned.strip() and _open(pending):
+        if pending is not None and line.prefix is None and cleaned.strip() and _open(pending) \
+                and not _recognised(line):
             glue = " " if raw[:1].isspace() or pending.msg.endswith(",") else ""
             pending = _Line(pending.number, pending.text + glue + cleaned.strip(),
                             pending.msg + glue + cleaned.strip(), pending.prefix, pending.rank, pending.file,
@@ -222,9 +223,16 @@ def _logical_lines(text: str) -> Iterator[_Line]:
 
 
 def _open(line: _Line) -> bool:
+    """True when ``line`` may continue on the next: a prefixed line (or a known message start) left
+    open (an unclosed bracket, a trailing comma or colon) or not recognised as it stands (a figure cut
+    in the middle: "Available KV cache memory: 10.9")."""
     msg = line.msg
     known = line.prefix is not None or _MESSAGE_HEAD.match(msg) is not None
-    return known and (_unbalanced(msg) or msg.endswith((",", ":")))
+    return known and (_unbalanced(msg) or msg.endswith((",", ":")) or not _recognised(line))
+
+
+def _recognised(line: _Line) -> bool:
+    return _read_line(line, _Start(), [])[0]
 
 
 # -- values ----------------------------------------------------------------------------------------
@@ -496,6 +504,7 @@ class _Start:
     gpus: dict[int, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     sizing: bool = False  # a KV figure is in: a later start marker begins another start
+    seen: set[tuple[str, str | None]] = field(default_factory=set)  # (field, rank) of the _REPEAT figures read
 
     def empty(self) -> bool:
         return not (self.figures or self.args or self.config or self.pasted_versions)
@@ -537,6 +546,10 @@ def _read_line(line: _Line, start: _Start, notes: list[str]) -> tuple[bool, str 
     return found, marker
 
 
+# Figures an engine prints once per start and rank: seen again, they begin another start. (SGLang's KV
+# pool line is not one: a speculative draft model prints its own after the target's.)
+_REPEAT = frozenset({"available_kv_bytes", "kv_cache_tokens", "max_concurrency", "weights_bytes",
+                     "cudagraph_estimate_bytes", "free_before_load_bytes"})
 _SIZING = frozenset({"available_kv_bytes", "kv_cache_tokens", "max_concurrency", "kv_pool_tokens", "k_pool_bytes",
                      "kv_pool_bytes", "refusal_needed_bytes"})
 
@@ -620,8 +633,13 @@ def _starts(lines: list[_Line], notes: list[str]) -> tuple[list[_Start], int]:
                     _read_line(part, current, notes)
             continue
         recognised += 1
+        repeated = {(f.field, f.rank) for f in probe.figures if f.field in _REPEAT} & current.seen
         again = marker is not None and (current.sizing or marker in current.markers)
-        earlier = line.when is not None and current.last_when is not None and line.when < current.last_when
+        if repeated:  # the same figure again from the same rank: the engine started again
+            again, line_when = True, None
+        else:
+            line_when = line.when
+        earlier = line_when is not None and current.last_when is not None and line_when < current.last_when
         if again and not earlier:
             current = _Start()
             starts.append(current)
@@ -629,6 +647,7 @@ def _starts(lines: list[_Line], notes: list[str]) -> tuple[list[_Start], int]:
             notes.append(f"line {line.number} is earlier than the lines before it (pasted out of order): "
                          "read as part of the same start")
         _read_line(line, current, notes)
+        current.seen |= {(f.field, f.rank) for f in probe.figures if f.field in _REPEAT}
         if marker:
             current.markers.add(marker)
         if line.when is not None and (current.last_when is None or line.when > current.last_when):
