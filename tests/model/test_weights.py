@@ -141,7 +141,7 @@ def test_tied_embeddings_counted_once_and_fp32():
     est = W.estimate_weights(_tiny_llama(tie_word_embeddings=True, torch_dtype="float32"))
     expected = 1000 * 64 + 2 * (4 * 64 * 64 + 3 * 64 * 256 + 2 * 64) + 64
     assert est.total_parameters == expected
-    assert est.weights_bytes == 4 * expected
+    assert est.weights_bytes == 2 * expected  # float32 files, loaded at 16 bits (issue 30 item 2)
 
 
 def test_qwen2_qkv_bias():

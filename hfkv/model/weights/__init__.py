@@ -24,6 +24,7 @@ from hfkv.model.weights.more_decoders import gpt2, llama4_text, minimax_m2
 from hfkv.model.weights.hybrids import kimi_linear, mamba1, minimax, nemotron_h, qwen3_next
 from hfkv.model.weights.towers import gemma4_audio, gemma4_vision, generic_tower, moonvit_tower, qwen25_vl_tower, qwen_vl_tower, siglip_tower
 from hfkv.model.weights.encoders import bart, t5
+from hfkv.model.weights.loaded import DOWNCAST_NOTE, downcast_checkpoint, loaded_base
 from hfkv.model.weights.quantization import base_dtype, Quantization, quantization_config
 from hfkv.model.weights.records import ROLES, RoleWeights, Tensor, Unknown, WeightsEstimate
 
@@ -135,7 +136,8 @@ def estimate_weights(config: dict) -> WeightsEstimate | Unknown:
     except Missing as exc:
         return Unknown(exc.reason, exc.keys)
     text_mt, _, _ = _select(config)
-    base, dtype_name, stated = base_dtype(config)
+    files_base, dtype_name, stated = base_dtype(config)
+    base = loaded_base(files_base)
     quant = Quantization(quantization_config(config), base, text_mt)
     if quant.unknown is not None:
         return Unknown(quant.unknown.reason, quant.unknown.keys)
@@ -162,6 +164,8 @@ def estimate_weights(config: dict) -> WeightsEstimate | Unknown:
     total_p = sum(params.values())
     total_b = math.ceil(sum(sizes.values()))
     notes = list(built.notes) + quant.notes
+    if base != files_base:
+        notes.append(DOWNCAST_NOTE.format(files=f"{files_base} B per unquantised element"))
     if not stated:
         notes.append("no torch_dtype/dtype in the config: unquantised tensors assumed 16-bit")
     error = ("estimated from the config's shapes: every family here matches its published parameter count "
@@ -171,12 +175,17 @@ def estimate_weights(config: dict) -> WeightsEstimate | Unknown:
     if quant.label != "none":
         error += "quantised bytes follow the method's storage layout (scales included); "
     if not stated:
-        error += "dtype not stated (bytes may be 2x off if the checkpoint is fp32); "
+        error += "dtype not stated (a float32 checkpoint is loaded at 16 bits: the bytes stand); "
     return WeightsEstimate(
         total_parameters=total_p, weights_bytes=total_b, breakdown=breakdown, source="estimate",
         error_note=error.rstrip("; "), architecture=str(config.get("model_type") or text_mt),
-        quantization=quant.label if quant.label != "none" else f"none ({dtype_name}, {base} B/param)",
+        quantization=quant.label if quant.label != "none" else f"none ({_loaded_name(dtype_name, base, files_base)}, {base} B/param)",
         notes=tuple(notes), tensors=tuple(built.tensors))
+
+
+def _loaded_name(name: str, base: int, files_base: int) -> str:
+    """The dtype's name, saying so when the engines load it narrower than the files hold it."""
+    return name if base == files_base else f"{name} loaded as 16-bit"
 
 
 def weights_section(estimate: WeightsEstimate | Unknown, checkpoint: dict[str, Any] | None = None) -> dict[str, Any] | None:
@@ -211,6 +220,9 @@ def attach(report: Report, checkpoint: dict[str, Any] | None = None) -> Any:
     neither is known, both are None and a note says why. A checkpoint whose headers failed a check
     (``untrusted``, from ``hfkv.sources.checkpoint``) gives no figure but a warning. Returns ``report``."""
     estimate = report.weights_estimate
+    if checkpoint is not None and checkpoint.get("weights_bytes") is not None:
+        files_base, _, stated = base_dtype(report.root_config or {})
+        checkpoint = downcast_checkpoint(checkpoint, files_base, stated)
     if checkpoint is not None and checkpoint.get("untrusted"):
         report.warnings.append(UNTRUSTED_WARNING.format(reason=checkpoint["untrusted"]))
     section = weights_section(estimate, checkpoint)
