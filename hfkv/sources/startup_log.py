@@ -183,21 +183,30 @@ def _split(number: int, text: str) -> _Line:
     return _Line(number, text, body)
 
 
-def _unbalanced(text: str) -> bool:
-    """True when ``text`` opens more brackets than it closes, outside quotes (a dict a terminal cut)."""
+def _unquoted(text: str) -> Iterator[tuple[int, str, int]]:
+    """(position, character, bracket depth after it) of each character of ``text`` outside quotes."""
     depth, quote, escaped = 0, None, False
-    for ch in text:
+    for i, ch in enumerate(text):
         if quote:
             escaped = not escaped and ch == "\\"
             if ch == quote and not escaped:
                 quote = None
-        elif ch in "'\"":
+            continue
+        if ch in "'\"":
             quote = ch
         elif ch in "([{":
             depth += 1
         elif ch in ")]}":
             depth -= 1
-    return depth > 0
+        yield i, ch, depth
+
+
+def _unbalanced(text: str) -> bool:
+    """True when ``text`` opens more brackets than it closes, outside quotes (a dict a terminal cut)."""
+    last = 0
+    for _, _, last in _unquoted(text):
+        pass
+    return last > 0
 
 
 def _logical_lines(text: str) -> Iterator[_Line]:
@@ -265,21 +274,7 @@ def _plain(value: Any) -> Any:
 def _top_level_commas(text: str) -> list[int]:
     """Positions of the commas of ``text`` outside quotes and at bracket depth 1 (between the items of
     a dict or a call), for cutting a truncated literal back to its last whole item."""
-    found, depth, quote, escaped = [], 0, None, False
-    for i, ch in enumerate(text):
-        if quote:
-            escaped = not escaped and ch == "\\"
-            if ch == quote and not escaped:
-                quote = None
-        elif ch in "'\"":
-            quote = ch
-        elif ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        elif ch == "," and depth == 1:
-            found.append(i)
-    return found
+    return [i for i, ch, depth in _unquoted(text) if ch == "," and depth == 1]
 
 
 def _salvaged(text: str, closing: str, read: Callable[[str], Any]) -> tuple[Any, bool]:
