@@ -116,29 +116,41 @@ def count_tensors(config: dict) -> list[Tensor] | Unknown:
         return Unknown(exc.reason, exc.keys)
 
 
-def _build(config: dict) -> Builder:
+def _build(config: dict, collapse: bool = False) -> Builder:
+    """The family's tensor records for ``config``; ``collapse``: identical layers as one record
+    each (``Builder.layers``), for a quantisation that names no layer by its index."""
     if not isinstance(config, dict):
         raise Missing("config is not a JSON object")
     text_mt, c, data = _select(config)
     if text_mt in ("qwen3_5", "qwen3_5_moe") and isinstance(config.get("text_config"), dict):
         text_mt = text_mt + "_text"
-    b = Builder()
+    b = Builder(collapse)
     _TEXT_FAMILIES[text_mt](b, c, text_mt, config if data is not config else None)
     if data is not config or config.get("vision_config") or config.get("audio_config"):
         _towers(b, config, c.req("hidden_size", "d_model"))
     return b
 
 
+def _names_layers(quant: Quantization) -> bool:
+    """Whether a module pattern of the quantisation (ignore lists, group targets) holds a digit,
+    e.g. ``model.layers.61`` (an MTP layer left unquantised): such a pattern can single out one
+    layer, so every layer keeps its own name instead of one record per kind of layer."""
+    patterns = [*quant.ignore, *(t for targets, _ in quant.rules for t in targets)]
+    return any(ch.isdigit() for pattern in patterns for ch in str(pattern))
+
+
 def estimate_weights(config: dict) -> WeightsEstimate | Unknown:
     """Parameters and checkpoint bytes of ``config`` (a parsed config.json), by role."""
+    if not isinstance(config, dict):
+        return Unknown("config is not a JSON object")
     try:
-        built = _build(config)
+        text_mt, _, _ = _select(config)
+        files_base, dtype_name, stated = base_dtype(config)
+        base = loaded_base(files_base)
+        quant = Quantization(quantization_config(config), base, text_mt)
+        built = _build(config, collapse=not _names_layers(quant))
     except Missing as exc:
         return Unknown(exc.reason, exc.keys)
-    text_mt, _, _ = _select(config)
-    files_base, dtype_name, stated = base_dtype(config)
-    base = loaded_base(files_base)
-    quant = Quantization(quantization_config(config), base, text_mt)
     if quant.unknown is not None:
         return Unknown(quant.unknown.reason, quant.unknown.keys)
     text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config

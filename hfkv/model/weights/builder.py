@@ -58,14 +58,35 @@ class Cfg:
 
 
 class Builder:
-    def __init__(self) -> None:
+    """The tensor records a family adds. With ``collapse`` (the quantisation names no layer by its
+    index), identical layers are one record each with their multiplicity (``layers``): DeepSeek-R1's
+    61 layers price as two kinds of layer, not 985 records."""
+
+    def __init__(self, collapse: bool = False) -> None:
         self.tensors: list[Tensor] = []
         self.notes: list[str] = []
+        self.collapse = collapse
+        self.times = 1  # the multiplicity of the layer being added (``layers``)
 
     def add(self, name, role, kind, shape, count=1, exempt=False, dtype_bytes=None):
         shape = tuple(map(int, shape))
         if count > 0 and (not shape or min(shape) > 0):
-            self.tensors.append(Tensor(name, role, kind, shape, int(count), exempt, dtype_bytes))
+            self.tensors.append(Tensor(name, role, kind, shape, int(count) * self.times, exempt, dtype_bytes))
+
+    def layers(self, prefix: str, kinds: list):
+        """Yields ``(layer prefix, kind)`` for the family to add one layer of that kind: every
+        layer by its index, or (``collapse``) each distinct kind once under ``prefix.*`` with the
+        records it adds multiplied by how many layers have it."""
+        if not self.collapse:
+            for i, kind in enumerate(kinds):
+                yield f"{prefix}.{i}", kind
+            return
+        for kind in dict.fromkeys(kinds):
+            self.times = kinds.count(kind)
+            try:
+                yield f"{prefix}.*", kind
+            finally:
+                self.times = 1
 
     def linear(self, name, out, inp, role, bias=False, count=1, exempt=False):
         self.add(name, role, "linear", (out, inp), count, exempt)

@@ -49,8 +49,7 @@ def llama_like(b: Builder, c: Cfg, mt: str, top: dict | None) -> None:
         flags = [False] * layers
     dense_i = c.req("intermediate_size") if not all(flags) else 0
     embed_head(b, c, vocab, hidden, is_untied(c, tie_default, top))
-    for i in range(layers):
-        p = f"model.layers.{i}"
+    for p, sparse in b.layers("model.layers", flags):
         if mt in ("olmo2", "olmo3"):
             gqa(b, f"{p}.self_attn", hidden, heads, kv, hd, qkv_bias=qkv_bias, o_bias=o_bias)
             b.norm(f"{p}.self_attn.q_norm", heads * hd, "attention")
@@ -58,7 +57,7 @@ def llama_like(b: Builder, c: Cfg, mt: str, top: dict | None) -> None:
         else:
             gqa(b, f"{p}.self_attn", hidden, heads, kv, hd, qkv_bias=qkv_bias, o_bias=o_bias, qk_norm=qk_norm)
         b.norm(f"{p}.input_layernorm", hidden, count=norms)
-        if flags[i]:
+        if sparse:
             b.add(f"{p}.mlp.gate", "other", "router", (experts, hidden))
             b.mlp(f"{p}.mlp.experts.0", hidden, expert_i, "routed_experts", count=experts)
             if mt == "qwen2_moe":
@@ -104,8 +103,8 @@ def deepseek(b: Builder, c: Cfg, mt: str, top: dict | None) -> None:
     flags = moe_flags(c, layers)
     untied = is_untied(c, False, top)
     embed_head(b, c, vocab, hidden, untied)
-    for i in range(layers):
-        deepseek_layer(b, c, f"model.layers.{i}", hidden, flags[i])
+    for p, sparse in b.layers("model.layers", flags):
+        deepseek_layer(b, c, p, hidden, sparse)
     for j in range(c.opt("num_nextn_predict_layers")):
         # DeepSeek-V3 / GLM-4.5 convention: the MTP layer ships its own embed_tokens and shared_head.head
         # copies (the published counts include them) and keeps eh_proj in bf16 under block-fp8.
