@@ -53,6 +53,8 @@ def mla(cfg: ConfigView) -> Layout:
         return mha_layout(cfg)
     if "kv_lora_rank" in cfg.text and cfg.text["kv_lora_rank"] is None:
         cfg.mark("kv_lora_rank")
+        # DeepseekV2Config's head_dim is the RoPE dim; the engines' DeepseekAttention takes hidden/heads.
+        cfg.ignore_class_value("head_dim")
         layout = pattern_layout(cfg, default_window=None, default_rule=None)
         layout.notes.insert(0, "kv_lora_rank is null: standard attention, not MLA (vLLM's use_mla rule)")
         return layout

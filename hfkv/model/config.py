@@ -55,6 +55,8 @@ class ConfigView:
         self.warnings: list[str] = []
         self._tf_defaults: dict | None = None
         self._tf_loaded = False
+        # Keys whose config-class value the engines do not read on this model's path (``ignore_class_value``).
+        self._class_ignored: set[str] = set()
         # How deep in mappers the view is (a wrapper's mapper calls its language model's): the registry
         # checks for unread cache keys once, when the outermost mapper returns.
         self.mapping_depth = 0
@@ -119,6 +121,62 @@ class ConfigView:
             if found is not None:
                 return found
         return default
+
+    def written(self, key: str) -> bool:
+        """True when ``key`` is written in the text config, even as null (the config class sees it)."""
+        return _lookup(self.text, key) is not _MISSING
+
+    @property
+    def may_omit_class_keys(self) -> bool:
+        """False when the config says ``save_pretrained`` wrote it (``transformers_version`` at the root)
+        and the attention keys sit at its top level: ``to_diff_dict`` writes every key of the model's own
+        class there (it leaves out only what equals ``PretrainedConfig``'s base defaults), so nothing of
+        the class is missing and transformers need not be asked (a scan of complete configs imports it
+        for none). A sub-config (``text_config``) is diffed against its own class, and a hand-written
+        config records no version: both may leave the class's keys out."""
+        return self.text is not self.root or "transformers_version" not in self.root
+
+    def class_entry(self, *keys: str) -> tuple[str, Any] | None:
+        """(key, value) of the first of ``keys`` the config leaves out (not ``written``: a key written
+        as null is the author's choice and is never replaced) that the config class gives a value; None.
+
+        This is what transformers, and so vLLM and SGLang, read where ``save_pretrained`` or a
+        hand-written config omits a key (MistralConfig: 8 KV heads and a 4,096 window). Nothing is
+        recorded: the caller says with ``record_default`` whether the value was used."""
+        if not self.may_omit_class_keys:
+            return None
+        for key in keys:
+            self.consumed.add(key)
+            if not self.written(key) and key not in self._class_ignored:
+                found = self._default(key, record=False)
+                if found is not None:
+                    return key, found
+        return None
+
+    def ignore_class_value(self, *keys: str) -> None:
+        """``class_entry`` skips ``keys``: a mapper whose engines apply a rule of their own there (the
+        class's value means something else on that path) says so."""
+        self._class_ignored.update(keys)
+
+    def class_int(self, *keys: str, unless: Any = _MISSING, minimum: int = 1, maximum: int = MAX_SIZE) -> int | None:
+        """``class_entry``'s value as an int in [``minimum``, ``maximum``] (an out-of-range class value,
+        such as a 0 meaning "derive it", counts as none). The key joins ``defaults_used`` unless the value
+        equals ``unless``, the rule the caller applies without it (a legacy Llama's KV heads = its query
+        heads): a default that changes nothing is not worth a note."""
+        found = self.class_entry(*keys)
+        if found is None:
+            return None
+        key, raw = found
+        if isinstance(raw, bool) or not isinstance(raw, int) or not minimum <= raw <= maximum:
+            return None
+        if unless is _MISSING or raw != unless:
+            self.record_default(key)
+        return raw
+
+    def record_default(self, key: str) -> None:
+        """List ``key`` among the keys filled from transformers' defaults (once)."""
+        if key not in self.defaults_used:
+            self.defaults_used.append(key)
 
     def present(self, key: str) -> bool:
         """True when ``key`` is in the text config with a non-null value (does not consult defaults)."""
@@ -238,15 +296,15 @@ class ConfigView:
 
     # -- transformers defaults ------------------------------------------------------------------
 
-    def _default(self, key: str) -> Any:
+    def _default(self, key: str, *, record: bool = True) -> Any:
         defaults = self._load_tf_defaults()
         if not defaults:
             return None
         found = _lookup(defaults, key)
         if found is _MISSING or found is None:
             return None
-        if key not in self.defaults_used:
-            self.defaults_used.append(key)
+        if record:
+            self.record_default(key)
         return found
 
     def _load_tf_defaults(self) -> dict | None:

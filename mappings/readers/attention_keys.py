@@ -93,7 +93,7 @@ def kv_heads(cfg: ConfigView, heads: int) -> int:
     MPT's ``attn_config.attn_type`` is read: ``multiquery_attention`` without ``kv_n_heads`` is a warning
     (the reference model keeps one KV head; vLLM's ``mpt.py`` reads only ``kv_n_heads``, else MHA).
     """
-    if cfg.boolean("multi_query") and not cfg.boolean("new_decoder_architecture"):
+    if class_flag(cfg, "multi_query") and not class_flag(cfg, "new_decoder_architecture"):
         return 1
     if cfg.present("multi_query_attention") and not cfg.boolean("multi_query_attention"):
         return heads
@@ -102,17 +102,31 @@ def kv_heads(cfg: ConfigView, heads: int) -> int:
         cfg.warn(f"estimate, not exact: {cfg.path('attn_config.attn_type')} is multiquery_attention without "
                  f"kv_n_heads: counted as {heads} KV heads (vLLM's mpt.py); the reference model keeps 1")
     found = aliased_int(cfg, KV_HEAD_KEYS, minimum=1)
-    # Absent from a sub-config (``text_config``, ...): save_pretrained diffs a nested config against
-    # its own class, so a KV-head count equal to the class default is left out (Gemma 3: 4 for 8 query
-    # heads); read that default. At the top level a model's own keys are always written, so absent
-    # there means the class has none: MHA, without importing transformers (legacy Llama, OPT, BLOOM).
-    if found is None and (cfg.text_key is not None or cfg.defaults_loaded):
-        found = cfg.optional_int("num_key_value_heads", minimum=1, defaults=True)
+    # Left out (save_pretrained diffs a nested config against its class: Gemma 3's 4 for 8 query heads;
+    # a hand-written Mistral config omits its 8): the config class's count is what transformers and the
+    # engines read. Without one, MHA (both engines' rule: legacy Llama, OPT, BLOOM).
+    origin = ""
+    if found is None:
+        found = cfg.class_int(*KV_HEAD_KEYS, unless=heads)
+        origin = " (the config class's default)"
     if found is None:
         return heads
     if found > heads:
-        raise ConfigError(cfg.path("num_key_value_heads"), f"{found} KV heads exceed {heads} query heads")
+        raise ConfigError(cfg.path("num_key_value_heads"), f"{found} KV heads{origin} exceed {heads} query heads")
     return found
+
+
+def class_flag(cfg: ConfigView, key: str) -> bool:
+    """A true/false key as written, else the config class's value (FalconConfig's ``multi_query`` is true
+    by default: a Falcon config that leaves it out has one KV head in transformers and the engines)."""
+    if cfg.written(key):
+        return cfg.boolean(key)
+    found = cfg.class_entry(key)
+    if found is None or not isinstance(found[1], bool):
+        return cfg.boolean(key)  # a root key of a wrapper, or nothing: as before
+    if found[1]:
+        cfg.record_default(key)
+    return found[1]
 
 
 def per_layer_heads(cfg: ConfigView, n: int) -> tuple[list[int], list[int]] | None:
@@ -175,21 +189,20 @@ def _zero_size(cfg: ConfigView, key: str) -> None:
 
 
 def head_dim(cfg: ConfigView, heads: int, *, defaults: bool = False) -> int:
-    """``head_dim`` when present and > 0, else ``kv_channels`` / ``hidden_size_per_head``, else hidden/heads.
-
-    ``defaults=True`` (families whose head_dim is not hidden/heads, e.g. Gemma's 256) asks the
-    transformers config class before falling back to hidden/heads; so does a config whose hidden
-    size is missing too.
-    """
+    """``head_dim`` when present and > 0, else ``kv_channels`` / ``hidden_size_per_head``, else the config
+    class's head_dim when the config leaves it out (Gemma's 256), else hidden/heads. ``defaults`` is
+    kept for callers that asked for the class's value before every caller got it."""
     value = _first_positive(cfg, HEAD_DIM_KEYS)
     if value:
         return value
     hidden = aliased_int(cfg, HIDDEN_KEYS, minimum=1)
-    if hidden is None or defaults or cfg.defaults_loaded:
-        value = cfg.optional_int("head_dim", minimum=1, defaults=True)
-        if value:
-            return value
+    if hidden is None:
         hidden = cfg.integer(*HIDDEN_KEYS, minimum=1, defaults=True)
+    # Left out: the config class's head_dim (Gemma's 256, Qwen3's 128), what transformers and the
+    # engines read; listed only when it is not hidden/heads anyway.
+    value = cfg.class_int(*HEAD_DIM_KEYS, unless=hidden // heads if hidden % heads == 0 else None)
+    if value:
+        return value
     if hidden % heads:
         raise ConfigError(cfg.path("hidden_size"), f"{hidden} is not divisible by {heads} heads and no head_dim is given")
     return hidden // heads
@@ -210,7 +223,10 @@ def v_head_dim(cfg: ConfigView, key_dim: int) -> int:
 
 
 def max_positions(cfg: ConfigView) -> int | None:
-    return cfg.optional_int(*MAX_POSITION_KEYS, minimum=1)
+    """The longest context the model takes: as written, else the config class's default (what the
+    engines cap a request at), else None."""
+    found = cfg.optional_int(*MAX_POSITION_KEYS, minimum=1)
+    return found if found is not None else cfg.class_int(*MAX_POSITION_KEYS)
 
 
 def hidden_size(cfg: ConfigView) -> int:
@@ -243,14 +259,31 @@ def sliding_window(cfg: ConfigView, *, default: int | None = None, keys: Sequenc
     """
     if cfg.present("use_sliding_window") and not cfg.boolean("use_sliding_window"):
         return None
+    declared = keys
     if cfg.text is not cfg.root:
         keys = [key for key in keys if cfg.present(key)]
     window = cfg.optional_int(*keys) if keys else None
+    if window is None:
+        window = class_window(cfg, declared)
     if window is None:
         return default
     if window and not cfg.present("use_sliding_window") and cfg.value("use_sliding_window", defaults=True) is False:
         return None  # omitted, and the config class defaults it off (Qwen2Config): the engines build no window
     return window or None
+
+
+def class_window(cfg: ConfigView, keys: Sequence[str]) -> int | None:
+    """The config class's window when the config writes none of ``keys`` (MistralConfig: 4,096), unless
+    the class turns it off (``use_sliding_window`` false, Qwen2Config); listed when used."""
+    if any(cfg.written(key) for key in keys):
+        return None
+    found = cfg.class_entry(*keys)
+    if found is None or isinstance(found[1], bool) or not isinstance(found[1], int) or found[1] < 1:
+        return None
+    if not cfg.present("use_sliding_window") and cfg.value("use_sliding_window", defaults=True) is False:
+        return None
+    cfg.record_default(found[0])
+    return found[1]
 
 
 def covers_every_position(cfg: ConfigView, window: int | None) -> bool:

@@ -46,7 +46,22 @@ def layer_types(cfg: ConfigView, n: int, key: str = "layer_types") -> list[str] 
     if types is not None and compact is not None and types != compact:
         cfg.warn(f"{cfg.path('attention_layers')} and {cfg.path('attention_types')} disagree: attention_layers is "
                  "used (GPTNeoConfig expands attention_types into it)")
-    return types if types is not None else compact
+    found = types if types is not None else compact
+    return found if found is not None or cfg.written("attention_types") else class_layer_types(cfg, n)
+
+
+def class_layer_types(cfg: ConfigView, n: int) -> list[str] | None:
+    """The config class's per-layer types when the config writes none (BeamConfig derives five sliding
+    layers to one full; GPTNeoConfig alternates global and local): what transformers and the engines
+    build. A class list of the wrong shape counts as none."""
+    found = cfg.class_entry("layer_types", "attention_layers")
+    if found is None:
+        return None
+    key, raw = found
+    if not isinstance(raw, list) or len(raw) < n or not all(isinstance(v, str) for v in raw):
+        return None
+    cfg.record_default(key)
+    return list(raw[:n])
 
 
 def _attention_types(cfg: ConfigView, n: int) -> list[str] | None:

@@ -118,7 +118,9 @@ def ssm_inner_size(cfg: ConfigView, keys: Mamba2Keys) -> int:
         value = cfg.optional_int(key, minimum=1)
         if value:
             return value
-    return cfg.integer(*keys.expand, minimum=1, defaults=True) * hidden_size(cfg)
+    # Left out: the class's width (FalconH1Config's mamba_d_ssm 1,024), which the engines read before expand.
+    value = cfg.class_int(*keys.inner) if keys.inner else None
+    return value or cfg.integer(*keys.expand, minimum=1, defaults=True) * hidden_size(cfg)
 
 
 def mamba2_head_dim(cfg: ConfigView, keys: Mamba2Keys, heads: int) -> int:

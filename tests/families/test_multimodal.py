@@ -59,7 +59,8 @@ def test_a_new_model_type_lands_by_architecture():
 
 def test_wrapper_maps_its_language_model_by_model_type():
     text = {"model_type": "mistral", "num_hidden_layers": 40, "num_attention_heads": 32, "num_key_value_heads": 8,
-            "head_dim": 128, "hidden_size": 5120, "max_position_embeddings": 131072, "torch_dtype": "bfloat16"}
+            "head_dim": 128, "hidden_size": 5120, "max_position_embeddings": 131072, "torch_dtype": "bfloat16",
+            "sliding_window": None}  # written: MistralConfig's default is a 4,096 window
     data = {"model_type": "brand_new_vl", "architectures": ["LlavaForConditionalGeneration"], "text_config": text,
             "vision_config": {"num_hidden_layers": 24, "num_attention_heads": 16, "hidden_size": 1024}}
     rep = inspect(data)

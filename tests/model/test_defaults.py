@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -18,8 +19,21 @@ from hfkv.model.options import make_options
 
 ROOT = Path(__file__).resolve().parents[2]
 GEMMA3 = ROOT / "fixtures" / "google__gemma-3-4b-it" / "config.json"
-QWEN3 = ROOT / "fixtures" / "Qwen__Qwen3-8B" / "config.json"
-LLAMA2 = ROOT / "fixtures" / "meta-llama__Llama-2-7b-hf" / "config.json"
+
+
+def saved_copy(name: str) -> Path:
+    """fixtures/<name>/config.json with the ``transformers_version`` the real config carries (the fixtures
+    leave it out): a config save_pretrained wrote, whose top level holds every key of its class, so that
+    no transformers default is asked for it (``ConfigView.may_omit_class_keys``)."""
+    folder = Path(tempfile.mkdtemp(prefix="hfkv-saved-")) / name
+    folder.mkdir()
+    data = json.loads((ROOT / "fixtures" / name / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**data, "transformers_version": "4.51.0"}))
+    return folder / "config.json"
+
+
+QWEN3 = saved_copy("Qwen__Qwen3-8B")
+LLAMA2 = saved_copy("meta-llama__Llama-2-7b-hf")
 # Gemma 3 4B's sparse text_config is completed by transformers: 4 KV heads × 256 head_dim, 5 of 34
 # layers full → α = 5 × 2 × 4 × 256 × 2 = 20480 (tests/families/test_sliding.py derives the layout).
 GEMMA3_ALPHA = 5 * 2 * 4 * 256 * 2
