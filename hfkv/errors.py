@@ -131,6 +131,14 @@ class UnsupportedModelError(ConfigError):
     def __str__(self) -> str:
         return one_line(f"{shorten(self.source)}: unsupported: {self.message}" if self.source else f"unsupported: {self.message}")
 
+    def at_release(self, engine: str, release: str) -> UnsupportedModelError:
+        """This error naming the engine release whose rules decided (a message that starts with the
+        engine's name, "vLLM would refuse …", becomes "vLLM 0.22.1 would refuse …"); returns self."""
+        if self.message[len(engine):len(engine) + 1] in (" ", ":", "'") and self.message.startswith(engine) \
+                and not self.message.startswith(release):
+            self.message = release + self.message[len(engine):]
+        return self
+
 
 class SourceError(HfkvError):
     """The config could not be obtained: missing file, Hub failure, not JSON, too large."""

@@ -32,8 +32,11 @@ def deployment_options(fn: Callable | None = None, *, many_gpus: bool = False) -
         options = [
             click.option("--gpu", "gpus" if many_gpus else "gpu", multiple=many_gpus,
                          help=gpu_help + (" Repeatable: one plan per preset." if many_gpus else "")),
-            click.option("--engine", type=click.Choice(ENGINES), default="theory", show_default=True,
-                         help="theory: hfkv's exact per-request figures; sglang/vllm: the engine's own pool arithmetic."),
+            click.option("--engine", default="theory", show_default=True, callback=_engine_option,
+                         metavar="[theory|vllm|sglang][==VERSION]",
+                         help="theory: hfkv's exact per-request figures; vllm or sglang: the engine's own start-up "
+                              "arithmetic, of its newest modelled release or of the one pinned as pip pins it "
+                              "(vllm==0.22.1, sglang==0.5.12)."),
             click.option("--no-weights", is_flag=True, help="Do not fetch parameter counts from the Hub."),
             click.option("--weights-bytes", callback=size_option,
                          help="Model weights (e.g. 16GB), for budgets when the Hub has no metadata (local files)."),
@@ -44,6 +47,19 @@ def deployment_options(fn: Callable | None = None, *, many_gpus: bool = False) -
         return functools.reduce(lambda g, opt: opt(g), reversed(options), f)
 
     return decorate(fn) if fn is not None else decorate
+
+
+def _engine_option(ctx: click.Context, param: click.Parameter, value: str | None) -> str:
+    """``--engine`` checked at parse time: an engine name, optionally ``==VERSION`` that a rule set covers."""
+    if value in (None, "theory"):
+        return "theory"  # hfkv's own count: no engine tables to read
+    from hfkv.engines.versions import parse_engine
+    from hfkv.errors import UsageError
+
+    try:
+        return parse_engine(value or "theory", ENGINES).spec
+    except UsageError as err:
+        raise click.BadParameter(err.message, ctx=ctx, param=param) from None
 
 
 def reserve_options(fn: Callable) -> Callable:

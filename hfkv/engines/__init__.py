@@ -48,8 +48,9 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from hfkv.engines import layout as lay
+from hfkv.engines import versions
 from hfkv.engines.contract import ENGINES, VERSIONS, Device, EngineInput, EngineKnobs, MemoryBudget
-from hfkv.errors import UsageError
+from hfkv.errors import UnsupportedModelError, UsageError
 
 if TYPE_CHECKING:  # for annotations only: no import at run time
     from hfkv.model.report import Report
@@ -73,12 +74,44 @@ def simulate(
     print them, plus the engine's own pool figures (vLLM ``block_size``, ``num_blocks``; SGLang
     ``max_total_num_tokens``, ``max_mamba_cache_size``). Raises UsageError for an unknown engine or knob.
     """
-    name = (engine or "").lower()
+    name, version = versions.split(engine or "")
     if name not in ENGINES:
         raise UsageError(f"--engine must be one of theory, {', '.join(ENGINES)}; got {engine!r}")
     if budget_bytes is not None and budget_bytes <= 0:
         raise UsageError(f"the KV budget must be positive, got {budget_bytes}")
-    resolved = EngineKnobs.resolve(knobs)
+    resolved = release_knobs(EngineKnobs.resolve(knobs), version)
+    with named_release(name, resolved.engine_version):
+        return _simulate(report, name, resolved, budget_bytes, max_model_len)
+
+
+def release_knobs(knobs: EngineKnobs, version: str | None) -> EngineKnobs:
+    """``knobs`` with the engine release the spec named (``vllm==0.22.1``); a knob given both ways must agree."""
+    if version is None:
+        return knobs
+    if knobs.engine_version is not None and knobs.engine_version != version:
+        raise UsageError(f"engine release given twice: {version} and engine_version={knobs.engine_version}")
+    return knobs.replace(engine_version=version)
+
+
+class named_release:
+    """Context in which an engine's refusal is renamed to the release whose rules decided
+    ("vLLM would refuse …" -> "vLLM 0.22.1 would refuse …")."""
+
+    def __init__(self, name: str, version: str | None) -> None:
+        self.label = versions.ENGINE_LABELS[name]
+        self.release = f"{self.label} {version or versions.newest(name)}"
+
+    def __enter__(self) -> named_release:
+        return self
+
+    def __exit__(self, kind: type | None, error: BaseException | None, trace: object) -> bool:
+        if isinstance(error, UnsupportedModelError):
+            error.at_release(self.label, self.release)
+        return False
+
+
+def _simulate(report: Report, name: str, resolved: EngineKnobs, budget_bytes: int | None,
+              max_model_len: int | None) -> dict:
     model = EngineInput.of(report)
     module = engine_module(name)
     shape = lay.resolve(resolved, model.tensor_parallel_size, name, len(model.layer_specs), model.config)
@@ -89,7 +122,10 @@ def simulate(
     else:
         result = lay.simulate_ranks(module.simulate, model, shape, budget_bytes, max_model_len,
                                     rank_knobs(resolved, shape, name))
-    return {"name": name, "version": VERSIONS[name], **result, "deployment": lay.deployment(result, shape)}
+    version = resolved.engine_version or versions.newest(name)
+    return {"name": name, "version": version, "rules": versions.rule_set(name, version).label,
+            "release": versions.described(name, resolved.engine_version), **result,
+            "deployment": lay.deployment(result, shape)}
 
 
 def rank_knobs(knobs: EngineKnobs, shape: lay.Layout, engine: str) -> EngineKnobs:
@@ -107,7 +143,8 @@ def check_layout(report: Report, layout: lay.Layout) -> None:
     same checks before sizing; this is for a serving plan checked as an engine. Raises
     ``UnsupportedModelError`` with the engine's reason; theory checks nothing."""
     if layout.engine in ENGINES:
-        engine_module(layout.engine).check_layout(EngineInput.of(report), layout)
+        with named_release(layout.engine, None):
+            engine_module(layout.engine).check_layout(EngineInput.of(report), layout)
 
 
 def memory_budget(engine: str, report: Report, device: Device, weights_per_gpu: int | None,
@@ -115,5 +152,7 @@ def memory_budget(engine: str, report: Report, device: Device, weights_per_gpu: 
     """What ``engine`` leaves for its KV pools on one GPU of ``layout`` (``MemoryBudget``: the memory it
     may use, then every term it keeps, each with its source and band): vLLM's
     ``determine_available_memory``, SGLang's ``mem_fraction_static`` and ``_profile_available_bytes``."""
-    module = importlib.import_module(f"hfkv.engines.{engine}.memory")  # the engine's own module, on first use
-    return module.memory_budget(EngineInput.of(report), device, weights_per_gpu, weights_source, knobs, layout)
+    name, version = versions.split(engine)
+    module = importlib.import_module(f"hfkv.engines.{name}.memory")  # the engine's own module, on first use
+    return module.memory_budget(EngineInput.of(report), device, weights_per_gpu, weights_source,
+                                release_knobs(knobs, version), layout)

@@ -89,6 +89,8 @@ class EngineKnobs:
     cuda_graph_max_bs: int | None = _knob(None, "SGLang: largest decode batch captured in a CUDA graph (default by "
                                                 "GPU memory and TP)")
     disable_cuda_graph: bool = _knob(False, "SGLang: no CUDA graphs (no graph term in the reserve)", kind="flag")
+    engine_version: str | None = _knob(None, "the engine release whose rules apply (--engine NAME==VERSION; default "
+                                             "the newest modelled)", kind="text", cli=False)
 
     @classmethod
     def names(cls) -> tuple[str, ...]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hfkv.engines import ENGINES, simulate
+from hfkv.engines import ENGINES, simulate, versions
 from hfkv.errors import UnsupportedModelError
 from hfkv.model.report import Report
 from hfkv.model.weights import attach as attach_weights
@@ -51,7 +51,11 @@ def enrich(
         checkpoint = hub.weights(repo_id, revision)
         if checkpoint is not None:
             attach_weights(report, checkpoint)
-    knobs = gpu_defaults(engine_knobs or {}, gpu)
+    engine, version = versions.split(engine)
+    knobs = dict(engine_knobs or {})
+    if version is not None:
+        knobs["engine_version"] = version
+    knobs = gpu_defaults(knobs, gpu, engine)
     if gpu_memory_utilization is not None and knobs.get("gpu_memory_utilization") is None:
         knobs["gpu_memory_utilization"] = gpu_memory_utilization
     plan = None
@@ -65,10 +69,17 @@ def enrich(
             band = _band_results(report, engine, plan, max_model_len, knobs)
             set_verdict(plan, counted=report.extra["engine"], counted_band=band)
     elif plan is not None and gpu is not None:
-        others = {name: _engine_view(report, gpu, name, knobs, weights_read_bytes, plan) for name in ENGINES}
+        others = {name: _engine_view(report, gpu, name, _for_engine(knobs, name), weights_read_bytes, plan)
+                  for name in ENGINES}
         plan["engines"] = others
         set_verdict(plan, others=others)
     return report
+
+
+def _for_engine(knobs: dict, name: str) -> dict:
+    """The knobs ``name`` is asked with beside hfkv's own count: a release pinned for the budget is vLLM's
+    (theory's budget is vLLM's); SGLang is asked at its newest modelled release."""
+    return knobs if name == "vllm" else {key: value for key, value in knobs.items() if key != "engine_version"}
 
 
 def _plan(report: Report, gpu: str | None, engine: str, knobs: dict, weights_read_bytes: int | None) -> dict:
@@ -124,23 +135,25 @@ def _engine_view(report: Report, gpu: str, engine: str, knobs: dict, weights_rea
         return {"refused": err.message, "tokens": tokens, "requests": None, "kv_budget_bytes": None, "weights_fit": None}
 
 
-def gpu_defaults(knobs: dict[str, Any], gpu: str | None) -> dict[str, Any]:
+def gpu_defaults(knobs: dict[str, Any], gpu: str | None, engine: str = "theory") -> dict[str, Any]:
     """``knobs`` with what a ``--gpu`` preset decides for the engines, where the user left it unset.
 
     ``compute_capability``: the preset's (backends and block sizes follow it; none off NVIDIA).
-    ``max_num_batched_tokens`` and ``max_num_seqs``: vLLM 0.33.0's API-server defaults for that device
-    (``EngineArgs.get_batch_defaults``, from the memory NVML reports). An explicit knob always wins.
+    ``max_num_batched_tokens`` and ``max_num_seqs``: vLLM's API-server defaults for that device
+    (``EngineArgs.get_batch_defaults``, from the memory NVML reports), of the release asked for with
+    ``engine`` "vllm" (else the newest modelled). An explicit knob always wins.
     """
     out = dict(knobs)
     if gpu is None:
         return out
     from hfkv.engines.vllm.memory import batch_defaults  # vLLM's rule, loaded with a GPU only
+    from hfkv.engines.vllm.rules import rules
 
     preset, _ = parse_gpu(gpu)
     if out.get("compute_capability") is None and preset.compute_capability is not None:
         out["compute_capability"] = preset.compute_capability
     if preset.vendor == "NVIDIA":
-        batched, seqs = batch_defaults(preset.device())
+        batched, seqs = batch_defaults(preset.device(), rules(knobs.get("engine_version") if engine == "vllm" else None))
         if out.get("max_num_batched_tokens") is None:
             out["max_num_batched_tokens"] = batched
         if out.get("max_num_seqs") is None:

@@ -39,8 +39,12 @@ def test_result_names_engine_and_version():
     r = report(V3)
     assert simulate(r, engine="sglang", budget_bytes=None, max_model_len=4096)["version"] == "0.5.23"
     out = simulate(r, engine="vllm", budget_bytes=None, max_model_len=4096)
-    assert (out["name"], out["version"]) == ("vllm", "0.33.0")
+    assert (out["name"], out["version"], out["release"]) == ("vllm", "0.34.0", "vLLM 0.34.0 (newest modelled)")
     assert isinstance(out["assumptions"], list) and out["assumptions"]
+    pinned = simulate(r, engine="vllm==0.22.1", budget_bytes=None, max_model_len=4096)
+    assert (pinned["version"], pinned["rules"], pinned["release"]) == (
+        "0.22.1", "0.20.1–0.25", "vLLM 0.22.1: rules of 0.20.1–0.25")
+    assert simulate(r, engine="sglang==0.5.8.post1", budget_bytes=None, max_model_len=4096)["rules"] == "0.5.5–0.5.8"
 
 
 def test_compute_capability_knob_is_normalised_and_validated():

@@ -16,6 +16,8 @@ from hfkv.engines.vllm import VllmRefusal
 from hfkv.inspection import inspect_config
 from hfkv.model.options import Options
 
+VLLM_033 = "vllm==0.33.0"  # these figures follow vLLM 0.33.0's rules (block 16 by default), derived by hand or from its oracle rows
+
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 GIB = 1 << 30
 
@@ -35,7 +37,7 @@ def test_vllm_whisper_self_and_cross_attention_groups():
     # whisper.py: each decoder layer builds an Attention (FullAttentionSpec) and a CrossAttention
     # (CrossAttentionSpec); fp8: 20 heads × (64 + 64) × 1 B = 2,560 B per token and layer, 16-token blocks
     # (FLASH_ATTN) → a page of 16 × 2,560 = 40,960 B; two groups of 32 layers, 32 × 40,960 = 1,310,720 B a block.
-    out = simulate(report(WHISPER, kv_cache_dtype="fp8"), engine="vllm", budget_bytes=40 * GIB)
+    out = simulate(report(WHISPER, kv_cache_dtype="fp8"), engine=VLLM_033, budget_bytes=40 * GIB)
     assert [(g["kind"], g["layers"]) for g in out["kv_cache_groups"]] == [("full", 32), ("cross", 32)]
     assert (out["block_size"], out["bytes_per_block"]) == (16, 1_310_720)
     # max_model_len = max_target_positions 448 → ceil(448 / 16) = 28 self-attention blocks; CrossAttentionSpec
@@ -50,29 +52,29 @@ def test_vllm_whisper_self_and_cross_attention_groups():
 
 def test_vllm_whisper_cross_attention_follows_max_num_batched_tokens():
     # --max-num-batched-tokens 2048 (the A100 default): ceil(2048 / 16) = 128 cross blocks, 28 + 128 = 156
-    out = simulate(report(WHISPER, kv_cache_dtype="fp8"), engine="vllm", max_num_batched_tokens=2048)
+    out = simulate(report(WHISPER, kv_cache_dtype="fp8"), engine=VLLM_033, max_num_batched_tokens=2048)
     assert out["blocks_per_request"] == 156
     # below the encoder's 1500 positions compute_mm_encoder_budget refuses (chunked MM input is off)
     with pytest.raises(VllmRefusal, match=r"max_tokens_per_mm_item \(1500\) is larger than max_num_batched_tokens"
                                           r" \(1024\)"):
-        simulate(report(WHISPER, kv_cache_dtype="fp8"), engine="vllm", max_num_batched_tokens=1024)
+        simulate(report(WHISPER, kv_cache_dtype="fp8"), engine=VLLM_033, max_num_batched_tokens=1024)
 
 
 def test_vllm_whisper_refusals():
     # an explicit bf16 KV on a float16 model (VllmConfig._reject_mismatched_float_kv_cache), and TP 8 over
     # WhisperConfig's num_attention_heads (attribute_map: encoder_attention_heads, 20): 20 % 8 = 4
     with pytest.raises(VllmRefusal, match='kv_cache_dtype="bfloat16" is incompatible with dtype="float16"'):
-        simulate(report(WHISPER, kv_cache_dtype="bf16"), engine="vllm")
+        simulate(report(WHISPER, kv_cache_dtype="bf16"), engine=VLLM_033)
     with pytest.raises(VllmRefusal, match=r"Total number of attention heads \(20\) must be divisible by tensor "
                                           r"parallel size \(8\)"):
-        simulate(report(WHISPER, kv_cache_dtype="fp8", tensor_parallel_size=8), engine="vllm")
+        simulate(report(WHISPER, kv_cache_dtype="fp8", tensor_parallel_size=8), engine=VLLM_033)
     with pytest.raises(VllmRefusal, match="SupportsPP"):  # whisper.py: no SupportsPP
-        simulate(report(WHISPER, kv_cache_dtype="fp8"), engine="vllm", pipeline_parallel_size=2)
+        simulate(report(WHISPER, kv_cache_dtype="fp8"), engine=VLLM_033, pipeline_parallel_size=2)
 
 
 def test_vllm_encoder_only_pooling_model_keeps_no_kv_cache():
     # LFM2.5-Embedding: Lfm2BidirectionalModel (registry.py _EMBEDDING_MODELS, lfm2.py @attn_type("encoder_only"))
-    out = simulate(report("LiquidAI__LFM2.5-Embedding-350M"), engine="vllm", budget_bytes=40 * GIB)
+    out = simulate(report("LiquidAI__LFM2.5-Embedding-350M"), engine=VLLM_033, budget_bytes=40 * GIB)
     assert (out["kv_cache_groups"], out["bytes_per_token"], out["blocks_per_request"]) == ([], 0, 0)
     assert (out["num_blocks"], out["kv_cache_tokens"], out["max_model_len"]) == (1, None, 128_000)
 

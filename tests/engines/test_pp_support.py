@@ -32,6 +32,8 @@ from hfkv.errors import UnsupportedModelError
 from hfkv.inspection import inspect_config
 from hfkv.model.options import Options
 
+VLLM_033 = "vllm==0.33.0"  # these figures follow vLLM 0.33.0's rules (block 16 by default), derived by hand or from its oracle rows
+
 ROOT = Path(__file__).resolve().parents[2]
 SHARED = Path(__file__).resolve().parents[3] / "shared"
 VLLM_PP = ("Pipeline parallelism is not supported for this model. Supported models implement the `SupportsPP` "
@@ -127,13 +129,13 @@ def test_plot_refuses_the_deployment_panel_vllm_would_not_start(tmp_path):
 def test_vllm_refuses_pp_for_a_multimodal_class_without_supports_pp():
     report = _fixture("google__gemma-3n-E4B-transformers-defaults")
     with pytest.raises(UnsupportedModelError, match=r"would refuse to start: Pipeline parallelism is not supported"):
-        simulate(report, engine="vllm", pipeline_parallel_size=2)
-    assert simulate(report, engine="vllm", pipeline_parallel_size=1)["bytes_per_token"] > 0  # PP 1 is served
+        simulate(report, engine=VLLM_033, pipeline_parallel_size=2)
+    assert simulate(report, engine=VLLM_033, pipeline_parallel_size=1)["bytes_per_token"] > 0  # PP 1 is served
 
 
 def test_vllm_pp_figures_for_a_multimodal_class_with_supports_pp():
     # Gemma 3 4B: text_config.num_hidden_layers 34 → stages of 17 and 17 (get_pp_indices: 34 = 2 × 17).
-    result = simulate(_fixture("google__gemma-3-4b-it"), engine="vllm", pipeline_parallel_size=2)
+    result = simulate(_fixture("google__gemma-3-4b-it"), engine=VLLM_033, pipeline_parallel_size=2)
     assert [stage["layers"] for stage in result["stages"]] == [17, 17]
     assert not any("not checked" in note for note in result["assumptions"])
 
@@ -160,7 +162,7 @@ def _vllm_pp2_error(path: Path) -> str | None:
     """hfkv's refusal of ``path`` in vLLM mode at PP 2 (inspection included), or None when it sizes it."""
     try:
         report = inspect_config(json.loads(path.read_text()), model=path.parent.name, options=Options())
-        simulate(report, engine="vllm", pipeline_parallel_size=2)
+        simulate(report, engine=VLLM_033, pipeline_parallel_size=2)
     except UnsupportedModelError as err:
         return str(err)
     return None

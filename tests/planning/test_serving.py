@@ -35,7 +35,8 @@ def llama():
 
 # -- planner ------------------------------------------------------------------------------------
 #
-# hfkv's own count uses vLLM 0.33.0's budget (engines/vllm/memory.py). For Llama-3.1-8B (vocab 128,256,
+# hfkv's own count uses vLLM's budget (engines/vllm/memory.py); these figures pin vLLM 0.33.0's rules (V033),
+# the 0.34 extensible rule has its own test below. For Llama-3.1-8B (vocab 128,256,
 # hidden 4,096, intermediate 14,336, 32 layers) on an H100 or H200 with vLLM's serve defaults for a
 # >= 70 GiB GPU (8,192 batched tokens, 1,024 sequences), what vLLM keeps besides the weights:
 #   sampler buffers 1,024 × 128,256 × 4 + 2 × 1,024 × ceil(128,256 / 32) × 4      =   558,170,112 (its code)
@@ -50,11 +51,31 @@ LLAMA_RESERVE = 558_170_112 + 1_905_786_880 + 268_435_456 + 835_504_051 + 53_687
 H100_REQUESTED = 78_226_826_200
 # 78,226,826,200 − 16,060,522,496 − 3,621,583,590 = 58,544,720,114.
 H100_BUDGET_LLAMA = H100_REQUESTED - LLAMA_WEIGHTS - LLAMA_RESERVE
+V033 = {"engine_version": "0.33.0"}
 assert LLAMA_RESERVE == 3_621_583_590 and H100_BUDGET_LLAMA == 58_544_720_114
 
 
+def test_llama_8b_on_h100_under_vllm_034_extensible_sizing(llama):
+    # vLLM 0.34 (extensible_kv_cache.py measure_kv_cache_bytes) requests the whole total (utilization 1.0) and
+    # keeps, besides the 0.33 reserve above, the CUDA context before its first snapshot (0.38 GiB, an estimate:
+    # int(0.38 × 2^30) = 408,021,893) and a margin max(1 GiB, 0.75 × peak 1,905,786,880 = 1,429,340,160)
+    # = 1,429,340,160: 85,029,158,912 − 16,060,522,496 − 3,621,583,590 − 408,021,893 − 1,429,340,160
+    # = 63,509,690,773.
+    plan = plan_serving(llama, gpu="H100", weights_bytes=LLAMA_WEIGHTS, layout_knobs={"engine_version": "0.34.0"})
+    assert plan["usable_bytes"] == 85_029_158_912 and plan["kv_budget_bytes"] == 63_509_690_773
+    terms = {term["name"]: term for term in plan["memory"]["terms"]}
+    assert terms["KV margin"]["bytes"] == 1_429_340_160 and terms["CUDA context"]["bytes"] == 408_021_893
+    # --gpu-memory-utilization 0.9 only lowers the request (it does not bring back the 0.92 rule):
+    # min(ceil(0.9 × 85,029,158,912) = 76,526,243,021 − used, total − context − margin − used) binds at the
+    # request: 76,526,243,021 − 16,060,522,496 − 3,621,583,590 = 56,844,136,935.
+    lowered = plan_serving(llama, gpu="H100", weights_bytes=LLAMA_WEIGHTS, gpu_memory_utilization=0.9,
+                           layout_knobs={"engine_version": "0.34.0"})
+    assert lowered["kv_budget_bytes"] == 56_844_136_935 and "KV margin" not in {
+        term["name"] for term in lowered["memory"]["terms"]}
+
+
 def test_llama_8b_on_h100(llama):
-    plan = plan_serving(llama, gpu="H100", weights_bytes=LLAMA_WEIGHTS, batch=8)
+    plan = plan_serving(llama, gpu="H100", weights_bytes=LLAMA_WEIGHTS, batch=8, layout_knobs=V033)
     assert plan["gpu"] == "H100-SXM-80GB"
     assert plan["usable_bytes"] == H100_REQUESTED and plan["kv_budget_bytes"] == H100_BUDGET_LLAMA
     assert plan["budget_source"] == "gpu" and plan["weights_fit"] is True
@@ -87,7 +108,7 @@ def test_llama_8b_on_h100(llama):
 
 def test_tensor_parallel_and_replicas():
     report = _report("meta-llama__Meta-Llama-3.1-8B", tensor_parallel_size=2)
-    plan = plan_serving(report, gpu="H100:8", weights_bytes=LLAMA_WEIGHTS)
+    plan = plan_serving(report, gpu="H100:8", weights_bytes=LLAMA_WEIGHTS, layout_knobs=V033)
     # Weights per GPU: 16,060,522,496 / 2 = 8,030,261,248. At TP 2 on an NVSwitch board vLLM's non-torch
     # memory grows by NCCL's buffers: 2^30 / 4 + int(1.82 × 2^30) = 2,222,645,575 (the other terms as at TP 1:
     # the sampler sees the gathered vocabulary, and it outweighs the forward pass at 8,192 × (4,096 +
@@ -116,7 +137,7 @@ def test_explicit_budget_overrides_the_gpu(llama):
 def test_weights_that_do_not_fit(llama):
     # L4: no public record of its CUDA total; nvidia-smi's 23,034 MiB less the 454 MiB an H100's driver
     # keeps = 22,580 MiB = 23,676,846,080 B (an estimate, said so); ceil(× 0.92) = 21,782,698,394 < 30e9.
-    plan = plan_serving(llama, gpu="l4", weights_bytes=30_000_000_000)
+    plan = plan_serving(llama, gpu="l4", weights_bytes=30_000_000_000, layout_knobs=V033)
     assert plan["usable_bytes"] == 21_782_698_394 and plan["weights_fit"] is False
     assert plan["kv_budget_bytes"] < 0
     assert plan["verdict"].startswith("does NOT fit on 1 × L4-24GB: weights need 27.94 GiB per GPU of 20.29 GiB")
@@ -136,7 +157,7 @@ def test_utilization_is_a_parameter(llama):
 
 
 def test_without_weights_or_gpu(llama):
-    plan = plan_serving(llama, gpu="h200")
+    plan = plan_serving(llama, gpu="h200", layout_knobs=V033)
     # Weights from the config's shapes (Llama-3.1-8B, bf16, untied embeddings):
     #   embeddings 2 × 128,256 × 4,096 = 1,050,673,152
     #   per layer: attention 2·4096·4096 + 2·4096·(8·128) = 41,943,040; MLP 3·4096·14,336 = 176,160,768;
@@ -165,7 +186,7 @@ def test_without_any_weights_the_budget_is_an_upper_bound_and_the_verdict_unknow
     report = _report("meta-llama__Meta-Llama-3.1-8B")
     report._weights_estimate = Unknown("test: no shapes")  # no parameter count, no checkpoint
     attach_weights(report)
-    plan = plan_serving(report, gpu="h200")
+    plan = plan_serving(report, gpu="h200", layout_knobs=V033)
     # Nothing subtracted for the weights: 138,110,256,860 − 3,621,583,590 = 134,488,673,270.
     assert plan["kv_budget_bytes"] == 134_488_673_270 and plan["weights_fit"] is None
     assert plan["budget_source"] == "gpu-without-weights"
@@ -197,7 +218,7 @@ def test_gpu_plans_feed_the_markdown_columns(llama):
 
     from hfkv.commands.deploy import Deployment
 
-    given = Deployment(weights_bytes=LLAMA_WEIGHTS)
+    given = Deployment(weights_bytes=LLAMA_WEIGHTS, knobs=V033)
     plans = gpu_plans(["H100-SXM-80GB", "MI300X-192GB"], llama,
                       lambda twin, spec: dataclasses.replace(given, gpu=spec).apply(twin))
     # MI300X: CUDA total 205,822,885,888 B (a vLLM log's 191.69 GiB); ceil(× 0.92) = 189,357,055,017. Its

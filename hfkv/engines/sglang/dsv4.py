@@ -94,7 +94,7 @@ def check_kv_dtype(report: EngineInput, warnings: list[str]) -> None:
     if requested is None:
         warnings.append(f"DeepSeek V4: sized for the default auto (fp8_e4m3) KV; {reason}")
     elif requested != "auto":
-        raise UnsupportedModelError(f"SGLang 0.5.23 cannot serve DeepSeek V4 with a {requested} KV cache: {reason}")
+        raise UnsupportedModelError(f"SGLang cannot serve DeepSeek V4 with a {requested} KV cache: {reason}")
 
 
 def warn_cap_mode(report: EngineInput, warnings: list[str]) -> None:

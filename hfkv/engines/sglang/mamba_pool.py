@@ -21,6 +21,7 @@ from hfkv.model.specs import LayerSpec
 
 from hfkv.engines.contract import EngineInput, EngineKnobs
 from hfkv.engines.sglang import registry
+from hfkv.engines.sglang.rules import rules
 from hfkv.engines.sglang.pools import GIB
 
 DEFAULT_SSM_DTYPE = "fp32"  # configs/mamba_utils.py:mamba2_state_dtype
@@ -34,6 +35,11 @@ def state_precision(model: EngineInput, knobs: EngineKnobs, assumptions: list[st
     """SGLang's state dtypes: conv bf16; SSM from --mamba-ssm-dtype, the config (where the model type's
     config class reads it, ``ssm_dtype_from_config``), else fp32."""
     ssm = knobs.mamba_ssm_dtype
+    release = rules(knobs.engine_version)
+    if ssm is None and release.mamba_ssm_dtype == "float32":
+        ssm = DEFAULT_SSM_DTYPE
+        assumptions.append(f"Mamba SSM state {ssm} (--mamba-ssm-dtype's default in SGLang {release.label}), "
+                           f"conv state {DEFAULT_CONV_DTYPE}")
     if ssm is None:
         configured = (model.config or {}).get("mamba_ssm_dtype")
         if configured and registry.model_type(model).ssm_dtype_from_config and dtypes.canonical(configured):

@@ -27,12 +27,15 @@ from dataclasses import dataclass
 from hfkv.engines.contract import Device, EngineInput, EngineKnobs, MemoryBudget, Term, weights_term
 from hfkv.engines.layout import Layout
 from hfkv.engines.sglang import registry
+from hfkv.engines.sglang.rules import RuleSet, rules
 from hfkv.model.specs import CompressedKV, LinearAttentionState, MLALatent
 
 MIB = 1 << 20
 GIB = 1 << 30
 CONTEXT_TP1 = int(0.38 * GIB)  # CUDA context and handles before ``pre``: 79.19 − 78.81 GiB on an H100 (R13)
 CONTEXT_PER_TP = int(0.6 * GIB)  # + NCCL, custom all-reduce and symmetric-memory buffers with TP ≥ 2 (estimate)
+AITER_CONTEXT = 8192  # ROCm: the fraction × 0.85 when aiter attention serves a context above this
+AITER_FACTOR = 0.85
 LOAD_OVERHEAD = int(0.13 * GIB)  # what loading leaves besides the weights' bytes: 15.09 − 14.96 GiB (R13)
 
 
@@ -49,12 +52,14 @@ class Traits:
     prefill_graph_cap: int | None = None  # 4096 when the model path names Llama 2 (SGLang's own rule)
 
 
-def tier_defaults(smi_mib: float, tp: int) -> tuple[int, int]:
-    """(chunked_prefill_size, decode CUDA-graph max batch) SGLang defaults for a GPU of ``smi_mib``."""
+def tier_defaults(smi_mib: float, tp: int, release: RuleSet | None = None) -> tuple[int, int]:
+    """(chunked_prefill_size, decode CUDA-graph max batch) SGLang defaults for a GPU of ``smi_mib``
+    (the 20–35 GB tier is the release's: ``RuleSet.tier_20_35``)."""
     if smi_mib < 20 * 1024:
         return 2048, 8
     if smi_mib < 35 * 1024:
-        return 4096, 48 if tp < 4 else 160
+        chunk, small_tp, large_tp = (release or rules(None)).tier_20_35
+        return chunk, small_tp if tp < 4 else large_tp
     if smi_mib < 60 * 1024:
         return 4096, 32 if tp < 4 else 160
     if smi_mib < 160 * 1024:
@@ -73,11 +78,16 @@ def mem_fraction_static(device: Device, layout: Layout, knobs: EngineKnobs, trai
     """(fraction, how it was reached): the given ``--mem-fraction-static``, else SGLang's default."""
     if knobs.mem_fraction_static is not None:
         return float(knobs.mem_fraction_static), "given"
+    release = rules(knobs.engine_version)
     smi = device.smi_bytes / MIB
-    default_chunk, default_bs = tier_defaults(smi, layout.tp)
+    if release.fraction_rule == "tp-table":
+        return tp_table_fraction(release, layout, smi)
+    if release.fraction_rule == "tiered":
+        return tiered_fraction(release, layout, knobs, smi)
+    default_chunk, default_bs = tier_defaults(smi, layout.tp, release)
     chunk = knobs.chunked_prefill_size or default_chunk
     decode_bs = knobs.cuda_graph_max_bs or default_bs
-    if knobs.cuda_graph_max_bs is None and knobs.max_running_requests is not None:
+    if release.decode_graph_capped and knobs.cuda_graph_max_bs is None and knobs.max_running_requests is not None:
         decode_bs = min(decode_bs, int(knobs.max_running_requests))
     attn_dp = layout.dp if layout.dp_attention else 1
     graphs = 0.0
@@ -85,20 +95,52 @@ def mem_fraction_static(device: Device, layout: Layout, knobs: EngineKnobs, trai
         graphs += 2 * decode_bs
         if layout.dp_attention:
             graphs += 3 * decode_bs * attn_dp + (1.5 * decode_bs * attn_dp if decode_bs > 300 else 0)
-        if traits.prefill_graph and layout.pp == 1:
+        if release.prefill_graph and traits.prefill_graph and layout.pp == 1 and device.vendor != "AMD":
             largest = min(chunk, traits.prefill_graph_cap or chunk)
             graphs += 1536 if traits.mla else 8 * prefill_graph_shapes(largest)
     reserve = 512 + 1.5 * max(chunk, 2048) + layout.tp * layout.pp / 8 * 1024 + graphs
     if smi > 60 * 1024:
         reserve = max(reserve, 10240)
+    speculative = release.speculative_reserve_mib if knobs.speculative_draft_layers else 0
+    reserve += speculative  # after the floor, as _handle_gpu_memory_settings adds it
     fraction = round((smi - reserve) / smi, 3)
-    how = f"SGLang's rule: (G {smi:,.0f} MiB − reserve {reserve:,.0f} MiB) / G"
+    how = f"SGLang {release.label}'s rule: (G {smi:,.0f} MiB − reserve {reserve:,.0f} MiB) / G"
+    if speculative:
+        how += f" (the reserve includes {speculative:,} MiB for EAGLE drafting)"
     if traits.vision:
         layers, hidden = traits.vision
         scale = min(max(1 - 0.1 * (layers * hidden**2 / (24 * 1024**2) - 1), 0.8), 1.05)
         fraction *= 0.95 * scale
         how += f", × 0.95 × {scale:.3f} for the vision tower"
     return fraction, how
+
+
+def tp_table_fraction(release: RuleSet, layout: Layout, smi: float) -> tuple[float, str]:
+    """The ``tp-table`` default (``RuleSet.fraction_rule``): a fraction by TP × PP size on a GPU of at most
+    81,920 MiB (0.88 above), raised above 96 GiB toward what 18 GiB of reserve leaves."""
+    size = layout.tp * layout.pp
+    fraction = next(value for least, value in release.tp_fractions if size >= least) if smi <= 81920 else 0.88
+    how = f"SGLang {release.label}'s default for TP × PP {size}"
+    if smi > 96 * 1024:
+        fraction = min(fraction + 48 * 1024 * (1 - fraction) / smi, (smi - 18 * 1024) / smi)
+        how += f", raised for a {smi:,.0f} MiB GPU"
+    return fraction, how
+
+
+def tiered_fraction(release: RuleSet, layout: Layout, knobs: EngineKnobs, smi: float) -> tuple[float, str]:
+    """The ``tiered`` default (``RuleSet.fraction_rule``): ``round((G − R)/G, 3)`` with R by GPU tier."""
+    size = layout.tp * layout.pp
+    if smi < 35 * 1024:
+        reserve = (2.8 + size / 10) * 1024
+    elif smi < 90 * 1024:
+        reserve = (9.5 + size / 2) * 1024
+    elif smi < 160 * 1024:
+        reserve = (12 + size / 2) * 1024
+    else:
+        reserve = 32 * 1024
+    reserve += (release.speculative_reserve_mib if knobs.speculative_draft_layers else 0)
+    reserve += 4 * 1024 if layout.dp_attention else 0
+    return round((smi - reserve) / smi, 3), f"SGLang {release.label}'s rule: (G {smi:,.0f} MiB − reserve {reserve:,.0f} MiB) / G"
 
 
 TEXT_SUB_CONFIGS = ("thinker_config", "llm_config", "language_config", "text_config")  # get_hf_text_config's keys
@@ -160,24 +202,29 @@ def traits(model: EngineInput) -> Traits:
 def memory_budget(model: EngineInput, device: Device, weights_per_gpu: int | None, weights_source: str | None,
                   knobs: EngineKnobs, layout: Layout) -> MemoryBudget:
     """SGLang's budget for ``model`` (``budget`` with its ``traits``)."""
-    return budget(device, weights_per_gpu, weights_source, knobs, layout, traits(model))
+    return budget(device, weights_per_gpu, weights_source, knobs, layout, traits(model), model.max_position_embeddings)
 
 
 def budget(device: Device, weights_per_gpu: int | None, weights_source: str | None, knobs: EngineKnobs,
-           layout: Layout, traits: Traits) -> MemoryBudget:
+           layout: Layout, traits: Traits, context: int | None = None) -> MemoryBudget:
     """SGLang's budget on one GPU of ``layout`` (the module docstring): ``pre × fraction`` minus the
-    weights and what loading leaves; the Mamba split and the pools are the engine mode's."""
+    weights and what loading leaves; the Mamba split and the pools are the engine mode's. On ROCm the
+    fraction (even a given one) is × 0.85 when aiter attention (the default for non-MLA models) serves a
+    ``context`` above 8,192 (``_handle_attention_backend_compatibility``, ``arg_groups/attention_hook.py``)."""
     fraction, how = mem_fraction_static(device, layout, knobs, traits)
-    context = CONTEXT_TP1 + (CONTEXT_PER_TP if layout.tp * layout.pp > 1 else 0)
-    pre = device.cuda_total_bytes - context
+    if device.vendor == "AMD" and not traits.mla and context and context > AITER_CONTEXT:
+        fraction *= AITER_FACTOR
+        how += f", × {AITER_FACTOR} on ROCm (aiter attention, context {context:,} > {AITER_CONTEXT:,})"
+    overhead = CONTEXT_TP1 + (CONTEXT_PER_TP if layout.tp * layout.pp > 1 else 0)
+    pre = device.cuda_total_bytes - overhead
     usable = int(pre * fraction)
     terms = [weights_term(weights_per_gpu, weights_source)]
     terms.append(Term("load leftovers", LOAD_OVERHEAD, "estimate", error_bytes=LOAD_OVERHEAD,
                       note="memory loading keeps besides the weights (0.13 GiB for Llama-3.1-8B on H100)"))
-    band = int(0.2 * GIB) + (int(0.4 * GIB) if context > CONTEXT_TP1 else 0)
+    band = int(0.2 * GIB) + (int(0.4 * GIB) if overhead > CONTEXT_TP1 else 0)
     notes = (f"mem_fraction_static {fraction:.3f} ({how})",
              f"free memory before loading ≈ {pre / GIB:.2f} GiB: the device's {device.cuda_total_bytes / GIB:.2f} GiB "
-             f"less the CUDA context{' and communicators' if context > CONTEXT_TP1 else ''} (±{band / GIB:.1f} GiB, "
+             f"less the CUDA context{' and communicators' if overhead > CONTEXT_TP1 else ''} (±{band / GIB:.1f} GiB, "
              f"× {fraction:.3f} = ±{band * fraction / GIB:.2f} GiB in the budget)")
     terms.append(Term("free-memory estimate", 0, "estimate", error_bytes=int(band * fraction),
                       note="SGLang measures free memory after its communicators; hfkv estimates it"))

@@ -47,7 +47,7 @@ from hfkv.engines.sglang.config import sglang_layers
 from hfkv.engines.sglang.fallback import BACKEND_COMPATIBLE, BACKEND_INCOMPATIBLE, COVERED_SUFFIXES, TRANSFORMERS_VERSION
 from hfkv.engines.contract import EngineInput, EngineKnobs
 
-PREFIX = "SGLang 0.5.23 cannot serve this model"
+PREFIX = "SGLang cannot serve this model"
 # model_runner.py: assert self.support_pp (the model's forward takes pp_proxy_tensors) when pp_size > 1.
 PP_REFUSAL = "Pipeline Parallel is not compatible with this model."
 

@@ -45,7 +45,8 @@ class Group:
 
 
 def block_size(specs: list[KVCacheSpec], backend: Backend | None, knobs: EngineKnobs, align_mode: bool,
-               length: int | None, assumptions: list[str], attention_free: bool = True) -> int:
+               length: int | None, assumptions: list[str], attention_free: bool = True,
+               default: int = DEFAULT_BLOCK) -> int:
     """The cache block size: the backend's (or ``--block-size``), raised for hybrids so one attention
     page holds the largest Mamba state; attention-free models use max_model_len (``mamba_block_size``).
     A hybrid class with no attention layer in its config keeps the default 16 (no page to align)."""
@@ -53,14 +54,14 @@ def block_size(specs: list[KVCacheSpec], backend: Backend | None, knobs: EngineK
     mamba = [s for s in specs if isinstance(s, MambaSpec)]
     given = int(knobs.block_size) if knobs.block_size else None
     if not attention and not attention_free:
-        block = given or DEFAULT_BLOCK
+        block = given or default
         assumptions.append(f"a hybrid model class with no attention layer here: block size {block} (vLLM's default)")
         return block
     if not attention:
         block = given if given and align_mode else (length or given or 16)
         assumptions.append(f"attention-free: Mamba block size = max_model_len {block} (mamba_block_size)")
         return block
-    base = given or backend.block_size
+    base = given or backend_block(backend, default)
     if not given:
         assumptions.append(f"attention backend {backend.name}, block size {base} ({backend.why})")
     if not mamba:
@@ -82,6 +83,15 @@ def block_size(specs: list[KVCacheSpec], backend: Backend | None, knobs: EngineK
     assumptions.append(f"block size {block} = {align} × ceil(Mamba state {number(state)} B / "
                        f"({align} × {number(per_token)} B per token)): an attention page holds one state")
     return block
+
+
+def backend_block(backend: Backend, default: int) -> int:
+    """The block size a backend gets when the user gives none (``update_block_size_for_backend``): the
+    release's default (``RuleSet.default_block_size``) when the backend's kernels take it (a multiple of
+    its smallest kernel block, no smaller than the block it asks for), else the backend's own."""
+    if default % backend.kernel_block == 0 and default >= backend.block_size:
+        return default
+    return backend.block_size
 
 
 def group_size(counts: list[int]) -> int:

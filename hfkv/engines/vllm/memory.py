@@ -1,4 +1,6 @@
-"""vLLM 0.33.0's memory budget on one GPU: what it keeps before the KV cache, term by term.
+"""vLLM's memory budget on one GPU: what it keeps before the KV cache, term by term, under the rules of
+the release asked for (``rules.RuleSet``: the default utilization, whether the graph estimate is
+subtracted, the batch defaults, and 0.34's extensible sizing, ``_extensible``).
 
 vLLM asks for ``requested = ceil(total × gpu_memory_utilization)`` of the total cudaMemGetInfo
 reports (``v1/worker/utils.py`` ``request_memory``), then subtracts what its start-up measures
@@ -24,10 +26,10 @@ import math
 
 from hfkv.engines.contract import Device, EngineInput, EngineKnobs, MemoryBudget, Term, weights_term
 from hfkv.engines.layout import Layout, expert_count
+from hfkv.engines.vllm.rules import RuleSet, rules
 
 GIB = 1 << 30
 MIB = 1 << 20
-DEFAULT_GPU_MEMORY_UTILIZATION = 0.92  # config/cache.py CacheConfig (0.9 until 0.20)
 ACTIVATION_BYTES = 2  # the profile run's activations in the model's 16-bit dtype
 SAMPLER_PEAK_BYTES = 14  # per logits element: bf16 logits, an fp32 copy, FlashInfer's masked and softmax copies
 NON_TORCH_TP1 = GIB // 4  # kernel modules and lazily connected buffers after the baseline (0.24–0.27 GiB measured)
@@ -36,18 +38,26 @@ NON_TORCH_PCIE = int(0.15 * GIB)
 GRAPH_BASE = int(0.30 * GIB)  # CUDA-graph pool: a base and ~0.15 MiB per layer and captured graph
 GRAPH_PER_LAYER_GRAPH = int(0.15 * MIB)
 ALLOCATOR_SLACK = int(0.05 * GIB)  # reserved-but-free segments that survive empty_cache
+EXTENSIBLE_MARGIN_FLOOR = GIB  # extensible_kv_cache.py KV_CACHE_MARGIN_FLOOR_BYTES (CUDA)
+EXTENSIBLE_MARGIN_FLOOR_ROCM = 3 * GIB  # the same on ROCm
+EXTENSIBLE_MARGIN_FRACTION = 0.75  # KV_CACHE_MARGIN_FRACTION of the transient peak
+CUDA_CONTEXT = int(0.38 * GIB)  # free before the first snapshot: 79.19 − 78.81 GiB on an H100 (an SGLang log, R13)
+CUDA_CONTEXT_BAND = int(0.2 * GIB)
 UNMODELLED_BAND = int(1.5 * GIB)  # vision profile, drafter forward, mixer states: not in the estimate
 UNSIZED_BAND = 4 * GIB  # the profile run of a config without its hidden or vocabulary size: 14·S·V alone is 4 GiB at
 #                         S = 1024 and V = 256K
 
 
-def batch_defaults(device: Device) -> tuple[int, int]:
-    """(max_num_batched_tokens, max_num_seqs) vLLM 0.33.0's API server picks for ``device``
-    (``EngineArgs.get_batch_defaults``), from the memory NVML reports: 16384 / 1024 from 160 GiB,
-    8192 / 1024 from 70 GiB unless an A100, 2048 / 256 below."""
-    if device.smi_bytes >= 160 * GIB:
+def batch_defaults(device: Device, release: RuleSet | None = None) -> tuple[int, int]:
+    """(max_num_batched_tokens, max_num_seqs) vLLM's API server picks for ``device``
+    (``EngineArgs.get_batch_defaults``), from the memory NVML reports: 16384 / 1024 from 160 GiB (from
+    0.28: ``RuleSet.batch_tier_160``), 8192 / 1024 from 70 GiB unless an A100 (or, from 0.33, a GB10:
+    ``RuleSet.batch_gb10_excluded``), 2048 / 256 below."""
+    release = release or rules(None)
+    if release.batch_tier_160 and device.smi_bytes >= 160 * GIB:
         return 16384, 1024
-    if device.smi_bytes >= 70 * GIB and "a100" not in device.name.lower():
+    name = device.name.lower()
+    if device.smi_bytes >= 70 * GIB and "a100" not in name and not (release.batch_gb10_excluded and "gb10" in name):
         return 8192, 1024
     return 2048, 256
 
@@ -77,9 +87,10 @@ def memory_budget(model: EngineInput, device: Device, weights_per_gpu: int | Non
     """vLLM's budget on one GPU of ``layout`` (the module docstring); ``weights_per_gpu`` None: the
     weights term is unknown and the budget says so (``kv_bytes`` then counts no weights)."""
     config = model.config or {}
-    util = knobs.gpu_memory_utilization or DEFAULT_GPU_MEMORY_UTILIZATION
+    release = rules(knobs.engine_version)
+    util = knobs.gpu_memory_utilization or release.default_gpu_memory_utilization
     requested = math.ceil(device.cuda_total_bytes * util)
-    default_batched, default_seqs = batch_defaults(device)
+    default_batched, default_seqs = batch_defaults(device, release)
     batched = knobs.max_num_batched_tokens or default_batched
     seqs = knobs.max_num_seqs or default_seqs
     decode = 1 + (knobs.num_speculative_tokens or 0)
@@ -101,7 +112,8 @@ def memory_budget(model: EngineInput, device: Device, weights_per_gpu: int | Non
                           note="the config names no hidden_size or vocab_size: the profile run cannot be sized "
                                f"(±{UNSIZED_BAND / GIB:.0f} GiB)"))
     terms.append(_non_torch(device, tp))
-    if not knobs.enforce_eager:
+    extensible = release.kv_sizing == "extensible"
+    if not knobs.enforce_eager and (extensible or device.vendor in release.graph_profiling):
         terms.append(_graphs(model, seqs, batched, decode, knobs.capability_major))
     terms.append(Term("allocator slack", ALLOCATOR_SLACK, "estimate", error_bytes=ALLOCATOR_SLACK,
                       note="reserved but free blocks that survive empty_cache"))
@@ -113,8 +125,40 @@ def memory_budget(model: EngineInput, device: Device, weights_per_gpu: int | Non
     if unmodelled:
         terms.append(Term("not modelled", 0, "estimate", error_bytes=UNMODELLED_BAND,
                           note=f"{unmodelled}: vLLM keeps up to ~1.5 GiB more than estimated"))
-    return MemoryBudget("vllm", util, "given" if knobs.gpu_memory_utilization else "vLLM's default",
+    if not knobs.enforce_eager and not extensible and device.vendor not in release.graph_profiling:
+        notes.append(f"CUDA graphs: vLLM {release.label} on {device.vendor} captures them after sizing the KV cache, "
+                     f"inside the {1 - util:.2f} it leaves unrequested, so nothing is subtracted for them")
+    if extensible:
+        terms, note = _extensible(terms, device, requested)
+        notes.append(note)
+    return MemoryBudget("vllm", util, "given" if knobs.gpu_memory_utilization else f"vLLM {release.label}'s default",
                         requested, tuple(terms), tuple(notes))
+
+
+def _extensible(terms: list[Term], device: Device, requested: int) -> tuple[list[Term], str]:
+    """vLLM 0.34's extensible KV cache (``v1/worker/extensible_kv_cache.py`` ``measure_kv_cache_bytes``),
+    measured after warm-up and graph capture: ``min(requested − used, free + committed − margin) −
+    max(transient peak, torch growth)``, where ``free + committed`` is the memory free at the worker's
+    first snapshot (the device total less the CUDA context) less what was used since, and the margin
+    ``max(1 GiB (3 GiB on ROCm), 0.75 × transient peak)``. The terms of the branch that binds are
+    returned; ``requested`` binds only when ``--gpu-memory-utilization`` asks for less."""
+    peak = next((term for term in terms if term.name == "peak activation"), None)
+    floor = EXTENSIBLE_MARGIN_FLOOR_ROCM if device.vendor == "AMD" else EXTENSIBLE_MARGIN_FLOOR
+    scaled = int((peak.bytes if peak else 0) * EXTENSIBLE_MARGIN_FRACTION)
+    headroom = [Term("CUDA context", CUDA_CONTEXT, "estimate", error_bytes=CUDA_CONTEXT_BAND,
+                     note="memory in use before vLLM's first snapshot (CUDA context and handles; 0.38 GiB on an H100)")]
+    if scaled > floor:
+        headroom.append(Term("KV margin", scaled, "estimate", error_bytes=(peak.error_bytes * 3) // 4,
+                             note="0.75 × the transient peak (KV_CACHE_MARGIN_FRACTION), kept free for fragmentation"))
+    else:
+        headroom.append(Term("KV margin", floor, "code",
+                             note=f"max({floor / GIB:.0f} GiB, 0.75 × transient peak): the floor binds "
+                                  "(KV_CACHE_MARGIN_FLOOR_BYTES)"))
+    if device.cuda_total_bytes - sum(term.bytes for term in headroom) < requested:
+        return terms + headroom, ("extensible KV cache (vLLM 0.34): sized after warm-up and graph capture, from "
+                                  "the memory free at the first snapshot less a margin (the whole GPU is requested)")
+    return terms, ("extensible KV cache (vLLM 0.34): --gpu-memory-utilization's request binds before the margin "
+                   "(min(requested − used, free − margin))")
 
 
 def _activation(config: dict, rows: int, batched: int, hidden: int, vocab: int, tp: int) -> Term:

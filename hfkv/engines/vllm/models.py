@@ -19,14 +19,14 @@ from hfkv.engines import experts, quantization
 from hfkv.engines.vllm import transformers as vllm_transformers
 from hfkv.engines.vllm import facts as vllm_facts
 from hfkv.engines.layout import Layout, size
-from hfkv.engines.contract import VERSIONS, EngineInput, EngineKnobs
+from hfkv.engines.contract import EngineInput, EngineKnobs
 
 
 class VllmRefusal(UnsupportedModelError):
     """vLLM would refuse to start; ``details`` holds the figures it computed first (or None)."""
 
     def __init__(self, reason: str, details: dict | None = None) -> None:
-        super().__init__(f"vLLM {VERSIONS['vllm']} would refuse to start: {reason}")
+        super().__init__(f"vLLM would refuse to start: {reason}")
         self.details = details
 
 

@@ -13,6 +13,7 @@ the block size, follows the GPU generation (``backends``); what vLLM does per cl
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 from typing import Any, Callable
 
@@ -38,6 +39,7 @@ from hfkv.engines.vllm import transformers as vllm_transformers
 from hfkv.engines.vllm.backends import choose_backend, is_dsa, sparse_128
 from hfkv.engines.vllm.facts import ArchFacts
 from hfkv.engines.vllm.groups import DEFAULT_BLOCK, Group, block_size, make_groups
+from hfkv.engines.vllm.rules import RuleSet, rules
 from hfkv.engines.vllm.specs import (
     ChunkedLocalAttentionSpec,
     CrossAttentionSpec,
@@ -281,8 +283,13 @@ def check_encoder_budget(report: EngineInput, plan: RequestPlan, assumptions: li
                        "tokens); vLLM's start-up figures below count the max_num_encoder_input_tokens bound")
 
 
-def blocks_per_request(groups: list[Group], length: int, plan: RequestPlan) -> int:
-    """Blocks one request of ``length`` tokens holds over every group (each group's spec's rule)."""
+def blocks_per_request(groups: list[Group], length: int, plan: RequestPlan, release: RuleSet | None = None) -> int:
+    """Blocks one request of ``length`` tokens holds over every group (each group's spec's rule), as the
+    release counts them for its concurrency (``RuleSet.concurrency``): per group, or one ceiling over the
+    groups' bytes in the first group's pages."""
+    if release is not None and release.concurrency == "one-ceil" and len(groups) > 1:
+        total = sum(g.blocks_per_request(length, plan) * Fraction(g.block_bytes) for g in groups)
+        return math.ceil(total / Fraction(groups[0].block_bytes))
     return sum(g.blocks_per_request(length, plan) for g in groups)
 
 
@@ -306,7 +313,7 @@ def gib(value: int | Fraction) -> str:
 
 
 def capacity(result: dict, blocks: Callable[[int], int], grows: bool, budget: int, length: int,
-             assumptions: list[str]) -> None:
+             assumptions: list[str], release: RuleSet) -> None:
     """With a budget: blocks and the two logged numbers, or vLLM's refusal when one request does not fit.
 
     ``get_kv_cache_configs`` keeps the null block out of the fit check (``budget − one block``), but
@@ -328,9 +335,15 @@ def capacity(result: dict, blocks: Callable[[int], int], grows: bool, budget: in
     result["max_model_len_fit"] = fit_length(blocks, num_blocks - 1, 1 << 40) if grows else None
     concurrency = num_blocks / result["blocks_per_request"]  # float, as vLLM computes it
     result["max_concurrency"] = printed(concurrency)
-    result["kv_cache_tokens"] = int(concurrency * length)
-    assumptions.append("GPU KV cache size = int(max_concurrency × max_model_len) (vLLM 0.33 formula); one null "
-                       "block is kept out of the fit check")
+    if release.kv_tokens == "blocks":
+        groups = result.get("kv_cache_groups") or [{"block_size": result["block_size"]}]
+        result["kv_cache_tokens"] = num_blocks // len(groups) * min(g["block_size"] for g in groups)
+        formula = "num_blocks // groups × block_size"
+    else:
+        result["kv_cache_tokens"] = int(concurrency * length)
+        formula = "int(max_concurrency × max_model_len)"
+    assumptions.append(f"GPU KV cache size = {formula} (vLLM {release.label}); one null block is kept out of the "
+                       "fit check")
 
 
 def simulate(report: EngineInput, *, budget_bytes: int | None, max_model_len: int | None, knobs: EngineKnobs) -> dict:
@@ -339,6 +352,7 @@ def simulate(report: EngineInput, *, budget_bytes: int | None, max_model_len: in
     reason = refusal(report, knobs)
     if reason:
         raise VllmRefusal(reason)
+    release = rules(knobs.engine_version)
     assumptions = [f"GPU compute capability {knobs.compute_capability} (--compute-capability or the --gpu preset; default 9.0, an H200)"]
     if knobs.speculative_draft_layers:
         assumptions.append("--speculative-draft-layers is not modelled in vLLM mode (its draft layers join the KV "
@@ -351,7 +365,8 @@ def simulate(report: EngineInput, *, budget_bytes: int | None, max_model_len: in
     assumptions.append(f"KV dtype {kv} (vLLM 'auto' = model dtype or the checkpoint's declared fp8)")
     pooled = pooling_class(report)
     if pooled is not None:
-        return pooling(pooled.architecture, pooled.pooling_kv_cache, budget_bytes, length, assumptions)
+        return pooling(pooled.architecture, pooled.pooling_kv_cache, budget_bytes, length, assumptions,
+                       release.default_block_size)
     if any(isinstance(p, CompressedKV) for layer in report.layer_specs for p in layer.parts):
         return deepseek_v4(report, budget_bytes, length, knobs, assumptions)
     backend_class = transformers_backend(report)
@@ -368,7 +383,7 @@ def simulate(report: EngineInput, *, budget_bytes: int | None, max_model_len: in
     if cross:
         check_encoder_budget(report, plan, assumptions)
     backend = choose_backend(report, specs, kv, knobs)
-    block = block_size(specs, backend, knobs, plan.align_mode, length, assumptions, free)
+    block = block_size(specs, backend, knobs, plan.align_mode, length, assumptions, free, release.default_block_size)
     groups = make_groups(specs, block, assumptions)
     bytes_per_block = max(g.block_bytes for g in groups)
     growing = [g for g in groups if g.spec.grows]
@@ -387,22 +402,23 @@ def simulate(report: EngineInput, *, budget_bytes: int | None, max_model_len: in
         "max_model_len": length,
         "attention_backend": backend.name if backend else None,
     }
-    return finish(result, lambda n: blocks_per_request(groups, n, plan),
+    return finish(result, lambda n: blocks_per_request(groups, n, plan, release),
                   any(isinstance(g.spec, FullAttentionSpec) for g in groups),
-                  budget_bytes, length, assumptions)
+                  budget_bytes, length, assumptions, release)
 
 
-def pooling(arch: str, cache: str | None, budget_bytes: int | None, length: int, assumptions: list[str]) -> dict:
+def pooling(arch: str, cache: str | None, budget_bytes: int | None, length: int, assumptions: list[str],
+            block: int = DEFAULT_BLOCK) -> dict:
     """A pooling-only class (``OtherArchFacts.pooling_kv_cache``): with encoder-only attention vLLM builds no
     KV-cache spec at all and starts with no groups (``get_kv_cache_configs`` then keeps one block; no "GPU
     KV cache size" is logged, so no token count or concurrency); a class with causal layers is not replayed."""
     if cache != "none":
-        raise UnsupportedModelError(f"vLLM 0.33.0 serves {arch} only as a pooling model, with the KV cache of the "
+        raise UnsupportedModelError(f"vLLM serves {arch} only as a pooling model, with the KV cache of the "
                                     "causal layers it builds: not replayed by hfkv's vLLM mode")
     assumptions.append(f"vLLM serves {arch} as a pooling model with encoder-only attention (EncoderOnlyAttention "
                        "keeps no KV cache, and no layer keeps state): no KV cache groups; requests are bounded by "
                        "max_num_seqs and max_num_batched_tokens, not by KV memory")
-    result: dict[str, Any] = {"bytes_per_token": 0, "full_attention_bytes_per_token": 0, "block_size": DEFAULT_BLOCK,
+    result: dict[str, Any] = {"bytes_per_token": 0, "full_attention_bytes_per_token": 0, "block_size": block,
                               "bytes_per_block": 0, "kv_cache_groups": [], "max_model_len": length,
                               "attention_backend": None, "blocks_per_request": 0, "request_bytes": 0}
     if budget_bytes is not None:
@@ -412,12 +428,12 @@ def pooling(arch: str, cache: str | None, budget_bytes: int | None, length: int,
 
 
 def finish(result: dict, blocks: Callable[[int], int], grows: bool, budget_bytes: int | None, length: int,
-           assumptions: list[str]) -> dict:
+           assumptions: list[str], release: RuleSet | None = None) -> dict:
     """The per-request figures, then (with a budget) the pool's, or vLLM's refusal."""
     needed = blocks(length)
     result.update(blocks_per_request=needed, request_bytes=number(needed * Fraction(result["bytes_per_block"])))
     if budget_bytes is not None:
-        capacity(result, blocks, grows, budget_bytes, length, assumptions)
+        capacity(result, blocks, grows, budget_bytes, length, assumptions, release or rules(None))
     result["assumptions"] = assumptions
     return result
 
@@ -432,4 +448,4 @@ def deepseek_v4(report: EngineInput, budget_bytes: int | None, length: int, knob
               "full_attention_bytes_per_token": number(figures["full_attention_bytes_per_token"]),
               "max_model_len": length, "attention_backend": "FLASHMLA_SPARSE_DSV4"}
     return finish(result, lambda n: vllm_dsv4.blocks_per_request(groups, n, plan), True, budget_bytes, length,
-                  assumptions)
+                  assumptions, rules(knobs.engine_version))

@@ -109,7 +109,7 @@ def _geometry_refusal(report: EngineInput) -> None:
 
 def not_modelled(what: str) -> None:
     """hfkv's own refusal: vLLM may well start, but this path of its backend is not replayed."""
-    raise UnsupportedModelError(f"vLLM 0.33.0 serves this model through its Transformers modeling backend; "
+    raise UnsupportedModelError(f"vLLM serves this model through its Transformers modeling backend; "
                                 f"hfkv's vLLM mode does not model {what} there: no figure")
 
 

@@ -33,7 +33,9 @@ HUB_CONFIGS = SHARED / "hub-configs"
 FIXTURES = TESTS.parent / "fixtures"  # configs of vllm-0.33.0-fixtures.jsonl: fixtures/<name>/config.json
 ORACLE_CONFIGS = TESTS / "oracles" / "configs"  # configs written for rows no hub config or fixture holds
 FIXTURE_ROWS = TESTS / "oracles" / "vllm-0.33.0-fixtures.jsonl"
-ORACLE_FILES = (SHARED / "engine-oracles" / "vllm-0.33.0-h200.jsonl", *sorted((TESTS / "oracles").glob("vllm-*.jsonl")))
+ORACLE_FILES = (SHARED / "engine-oracles" / "vllm-0.33.0-h200.jsonl", SHARED / "engine-oracles" / "vllm-0.34.0-h200.jsonl",
+                *sorted((TESTS / "oracles").glob("vllm-*.jsonl")))
+PINNED = "0.33.0"  # the release the rows without a version of their own come from (this project's files)
 SM_OF_PLATFORM = {"H200": "9.0", "B200": "10.0", "A100": "8.0"}
 DEFAULT_BATCHED_TOKENS = 8192  # hfkv's default (vLLM on a >= 70 GiB non-A100 GPU)
 
@@ -72,6 +74,8 @@ NOT_COMPARABLE = {
                                                          "window-configs rows run Domyn-Edge as a qwen2 copy",
 }
 OFFLINE_ERRORS = {
+    "Found no NVIDIA driver on your system": "vLLM 0.34.0's DeepSeek-V3.2 fp8 build asks the driver itself (the "
+                                             "oracle's fake platform has none): no vLLM verdict",
     "Can't load image processor for": "the oracle has no processor files: a multimodal build loads an image "
                                       "processor (preprocessor_config.json) offline",
     "Can't load feature extractor for": "the oracle has no processor files: an audio build loads a feature "
@@ -98,7 +102,12 @@ def known_gaps(engine: str) -> dict:
     return {(config, int(tp), kv): reason for eng, config, tp, kv, reason in cells if eng == engine}
 
 
-KNOWN_GAPS = known_gaps("vllm")
+KNOWN_GAPS = known_gaps("vllm")  # vLLM 0.33.0's rows; another release's gaps are filed as "vllm==X.Y.Z"
+
+
+def release(row: dict) -> str:
+    """The vLLM release whose own code made ``row`` (its file's name)."""
+    return row.get("_release", PINNED)
 
 
 # Rows where the oracle's start-up stops before the weights load (it builds the model on the meta device) but
@@ -112,7 +121,8 @@ LOAD_FAILURES = {
 
 
 def gap_reason(row: dict) -> str | None:
-    return KNOWN_GAPS.get((row["config"], row["tp"], row["kv_cache_dtype_arg"]))
+    gaps = KNOWN_GAPS if release(row) == PINNED else known_gaps(f"vllm=={release(row)}")
+    return gaps.get((row["config"], row["tp"], row["kv_cache_dtype_arg"]))
 
 
 def offline_reason(row: dict) -> str | None:
@@ -127,7 +137,9 @@ def rows() -> list[dict]:
     out = []
     for path in ORACLE_FILES:
         if path.is_file():
-            out += [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+            found = re.search(r"vllm-(\d+\.\d+\.\d+)", path.name)
+            version = found.group(1) if found else PINNED
+            out += [{**json.loads(line), "_release": version} for line in path.read_text().splitlines() if line.strip()]
     return out
 
 
@@ -197,7 +209,8 @@ def run_hfkv(row: dict):
     if row.get("max_num_batched_tokens") not in (None, DEFAULT_BATCHED_TOKENS):
         knobs["max_num_batched_tokens"] = row["max_num_batched_tokens"]
     try:
-        out = simulate(report, engine="vllm", budget_bytes=row["budget_bytes"], max_model_len=None, **knobs)
+        out = simulate(report, engine=f"vllm=={release(row)}", budget_bytes=row["budget_bytes"], max_model_len=None,
+                       **knobs)
     except HfkvError as err:
         return None, err
     return out, None
@@ -318,7 +331,8 @@ def test_fixture_rows_need_no_shared_folder():
     """The rows run on fixtures this repository keeps (vllm-0.33.0-fixtures.jsonl) are swept everywhere:
     Unlimited-OCR at TP 1/8 × bf16/fp8 (TP 1 bf16 served; TP 1 fp8 refused as FA4 on SM90 refuses it,
     TP 8 refused for 10 heads), all four compared."""
-    fixture_rows = [json.loads(line) for line in FIXTURE_ROWS.read_text().splitlines() if line.strip()]
+    fixture_rows = [{**json.loads(line), "_release": PINNED} for line in FIXTURE_ROWS.read_text().splitlines()
+                    if line.strip()]
     assert len(fixture_rows) == 4
     compared, failures = sweep(fixture_rows)
     assert compared == 4

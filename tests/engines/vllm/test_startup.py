@@ -14,14 +14,16 @@ from hfkv.errors import UnsupportedModelError
 from _helpers import GEMMA3, GPT_OSS, NEMOTRON, QWEN3_NEXT, V3, V32, GiB, ceil_div
 from _helpers import fixture_report as report
 
+VLLM_033 = "vllm==0.33.0"  # these figures follow vLLM 0.33.0's rules (block 16 by default), derived by hand or from its oracle rows
+
 
 def test_vllm_says_it_leaves_draft_layers_out():
-    out = simulate(report(V3), engine="vllm", budget_bytes=None, max_model_len=4096, speculative_draft_layers=1)
+    out = simulate(report(V3), engine=VLLM_033, budget_bytes=None, max_model_len=4096, speculative_draft_layers=1)
     assert any("not modelled in vLLM mode" in a for a in out["assumptions"])
 
 
 def test_vllm_dsa_one_uniform_group():
-    out = simulate(report(V32, kv_cache_dtype="fp8"), engine="vllm", budget_bytes=None, max_model_len=None)
+    out = simulate(report(V32, kv_cache_dtype="fp8"), engine=VLLM_033, budget_bytes=None, max_model_len=None)
     assert out["bytes_per_token"] == 48068  # fp8_ds_mla 656 + indexer 132, 61 layers
     assert out["block_size"] == 64
     assert out["bytes_per_block"] == 64 * 48068
@@ -30,9 +32,9 @@ def test_vllm_dsa_one_uniform_group():
 
 
 def test_vllm_plain_mla_fp8_and_dense_blocks():
-    out = simulate(report(V3, kv_cache_dtype="fp8"), engine="vllm", budget_bytes=None, max_model_len=None)
+    out = simulate(report(V3, kv_cache_dtype="fp8"), engine=VLLM_033, budget_bytes=None, max_model_len=None)
     assert out["bytes_per_token"] == 61 * 576 == 35136
-    llama = simulate(report("meta-llama__Meta-Llama-3.1-8B"), engine="vllm", budget_bytes=3000 * 16 * 131072,
+    llama = simulate(report("meta-llama__Meta-Llama-3.1-8B"), engine=VLLM_033, budget_bytes=3000 * 16 * 131072,
                      max_model_len=32768)
     # 32 layers × 8 KV heads × 256 × 2 B = 131072; 3000 blocks; 32768/16 = 2048 blocks per request
     assert (llama["bytes_per_token"], llama["block_size"], llama["num_blocks"]) == (131072, 16, 3000)
@@ -44,7 +46,7 @@ def test_vllm_plain_mla_fp8_and_dense_blocks():
 
 def test_vllm_gpt_oss_two_groups_share_one_pool():
     budget = 16370 * 589824
-    out = simulate(report(GPT_OSS), engine="vllm", budget_bytes=budget, max_model_len=98304)
+    out = simulate(report(GPT_OSS), engine=VLLM_033, budget_bytes=budget, max_model_len=98304)
     groups = out["kv_cache_groups"]
     assert sorted((g["kind"], g["layers"], g["padding"]) for g in groups) == [("full", 18, 0), ("sliding", 18, 0)]
     # one block ID = 18 layers × 16 tokens × 2048 B = 589,824 B
@@ -59,21 +61,21 @@ def test_vllm_gpt_oss_two_groups_share_one_pool():
 
 
 def test_vllm_in_flight_tokens_follow_the_scheduler_knobs():
-    out = simulate(report(GPT_OSS), engine="vllm", budget_bytes=None, max_model_len=98304,
+    out = simulate(report(GPT_OSS), engine=VLLM_033, budget_bytes=None, max_model_len=98304,
                    max_num_batched_tokens=2048, async_scheduling=False)
     # sliding: ceil((127 + 2048) / 16) + 1 = 136 + 1 = 137
     assert out["blocks_per_request"] == 6144 + 137
 
 
 def test_vllm_disabled_hybrid_manager_allocates_full():
-    out = simulate(report(GPT_OSS), engine="vllm", budget_bytes=None, max_model_len=4096,
+    out = simulate(report(GPT_OSS), engine=VLLM_033, budget_bytes=None, max_model_len=4096,
                    disable_hybrid_kv_cache_manager=True)
     assert len(out["kv_cache_groups"]) == 1
     assert out["bytes_per_block"] == 36 * 16 * 2048
 
 
 def test_vllm_gemma3_groups_with_padding():
-    out = simulate(report(GEMMA3), engine="vllm", budget_bytes=None, max_model_len=32768)
+    out = simulate(report(GEMMA3), engine=VLLM_033, budget_bytes=None, max_model_len=32768)
     # 52 sliding + 10 full: group size 10 → ceil(52/10) = 6 sliding groups (60 slots, 8 padding) + 1 full
     groups = out["kv_cache_groups"]
     assert len(groups) == 7
@@ -85,7 +87,7 @@ def test_vllm_gemma3_groups_with_padding():
 
 
 def test_vllm_qwen3_next_block_size_holds_a_gdn_state():
-    out = simulate(report(QWEN3_NEXT), engine="vllm", budget_bytes=None, max_model_len=32768)
+    out = simulate(report(QWEN3_NEXT), engine=VLLM_033, budget_bytes=None, max_model_len=32768)
     # GDN state in bf16: SSM 32 × 128 × 128 × 2 = 1,048,576; conv (32·128 + 2·16·128) × 3 × 2 = 49,152
     state = 1_048_576 + 49_152
     attention = 2 * (256 + 256) * 2  # 2048 B per token per full layer
@@ -102,7 +104,7 @@ def test_vllm_qwen3_next_block_size_holds_a_gdn_state():
 def test_vllm_gdn_alignment_follows_the_gpu_generation():
     # SM80: no FlashInfer GDN prefill, no checkpoint alignment: 16 × ceil(1,097,728 / (16 × 2048)) = 544,
     # and no checkpoint block: 2 per GDN group
-    out = simulate(report(QWEN3_NEXT), engine="vllm", budget_bytes=None, max_model_len=32768, compute_capability="8.0")
+    out = simulate(report(QWEN3_NEXT), engine=VLLM_033, budget_bytes=None, max_model_len=32768, compute_capability="8.0")
     assert out["block_size"] == 16 * ceil_div(1_097_728, 16 * 2048) == 544
     assert out["blocks_per_request"] == ceil_div(32768, 544) + 3 * 2 == 61 + 6
 
@@ -112,7 +114,7 @@ def test_vllm_olmo_hybrid_gdn_exports_no_checkpoint():
     # the block is a 16-token multiple and the GDN groups get no checkpoint block. Oracle row
     # (vllm-0.33.0-fixtures-sweep.jsonl, TP 1 bf16, 40 GiB): block 80, 9,830,400 B per block,
     # 826 blocks per request, 4,369 blocks.
-    out = simulate(report("allenai__Olmo-Hybrid-7B-transformers-defaults"), engine="vllm", budget_bytes=40 * GiB)
+    out = simulate(report("allenai__Olmo-Hybrid-7B-transformers-defaults"), engine=VLLM_033, budget_bytes=40 * GiB)
     # GDN state: conv (3, 11520) + SSM (30, 192, 96) in bf16 = (34560 + 552960) × 2 = 1,175,040 B;
     # attention: 30 KV heads × 128 × 2 (K, V) × 2 B = 15,360 B per token
     assert out["block_size"] == 16 * ceil_div(1_175_040, 16 * 15_360) == 80  # 16 × ceil(4.78)
@@ -125,7 +127,7 @@ def test_vllm_olmo_hybrid_gdn_exports_no_checkpoint():
 
 def test_vllm_nemotron_h_block_size_and_mamba_modes():
     r = report(NEMOTRON)
-    out = simulate(r, engine="vllm", budget_bytes=None, max_model_len=32768)
+    out = simulate(r, engine=VLLM_033, budget_bytes=None, max_model_len=32768)
     # Mamba-2: SSM 64 heads × 64 × 128 × 4 B (fp32, config mamba_ssm_cache_dtype) = 2,097,152
     #          conv (64·64 + 2·8·128) × 3 × 2 B = 36,864 → 2,134,016; attention 2 × 256 × 2 = 1024 B/token
     assert out["block_size"] == 16 * ceil_div(2_134_016, 16 * 1024) == 2096  # 16 × 131
@@ -135,7 +137,7 @@ def test_vllm_nemotron_h_block_size_and_mamba_modes():
     full_blocks = ceil_div(32768, 2096)  # 16
     # align mode: 2 state blocks + 1 prefill-checkpoint block (MambaMixer2.get_kv_cache_spec) per Mamba group
     assert out["blocks_per_request"] == full_blocks + 4 * 3
-    off = simulate(r, engine="vllm", budget_bytes=None, max_model_len=32768, enable_prefix_caching=False)
+    off = simulate(r, engine=VLLM_033, budget_bytes=None, max_model_len=32768, enable_prefix_caching=False)
     assert off["blocks_per_request"] == full_blocks + 4 * 1  # mode none: 1 block, no checkpoint
 
 
@@ -143,18 +145,18 @@ def test_vllm_chunked_local_keeps_its_window_by_default():
     # vLLM 0.33.0 envs.py: VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE defaults to "1" (the oracle row of this
     # fixture, tests/oracles/vllm-0.33.0-fixtures-sweep.jsonl: 3 chunked_local_attention groups + 1 full, 12 layers each)
     r = report("meta-llama__Llama-4-Scout-17B-16E-transformers-defaults")
-    hybrid = simulate(r, engine="vllm", budget_bytes=None, max_model_len=32768)
+    hybrid = simulate(r, engine=VLLM_033, budget_bytes=None, max_model_len=32768)
     # 36 chunked + 12 full: 3 chunked groups + 1 full; chunked: ceil(min(8192 + 16384, 32768) / 16) = 1536
     assert len(hybrid["kv_cache_groups"]) == 4
     assert hybrid["blocks_per_request"] == 2048 + 3 * 1536
-    off = simulate(r, engine="vllm", budget_bytes=None, max_model_len=32768, chunked_local_hybrid=False)
+    off = simulate(r, engine=VLLM_033, budget_bytes=None, max_model_len=32768, chunked_local_hybrid=False)
     # ...=0: 48 layers × 8 KV heads × 256 × 2 B = 196608, one group
     assert off["bytes_per_token"] == 48 * 4096 == 196608
     assert len(off["kv_cache_groups"]) == 1
 
 
 def test_vllm_shared_layers_get_no_spec():
-    out = simulate(report("google__gemma-4-E2B-it"), engine="vllm", budget_bytes=None, max_model_len=4096)
+    out = simulate(report("google__gemma-4-E2B-it"), engine=VLLM_033, budget_bytes=None, max_model_len=4096)
     # 35 layers, the last 20 read an earlier layer's KV
     assert sum(g["layers"] for g in out["kv_cache_groups"]) == 35 - 20
 
@@ -162,11 +164,11 @@ def test_vllm_shared_layers_get_no_spec():
 def test_vllm_dsv4_bf16_is_refused_like_vllm():
     with pytest.raises(UnsupportedModelError, match="would refuse to start: DeepseekV4 fp8_ds_mla layout only "
                                                     "supports fp8 kv-cache, got bfloat16"):
-        simulate(report("deepseek-ai__DeepSeek-V4-Flash"), engine="vllm", budget_bytes=GiB, max_model_len=4096)
+        simulate(report("deepseek-ai__DeepSeek-V4-Flash"), engine=VLLM_033, budget_bytes=GiB, max_model_len=4096)
 
 
 def test_vllm_dsv4_fp8_packed_pages_and_groups():
-    out = simulate(report("deepseek-ai__DeepSeek-V4-Flash", kv_cache_dtype="fp8"), engine="vllm",
+    out = simulate(report("deepseek-ai__DeepSeek-V4-Flash", kv_cache_dtype="fp8"), engine=VLLM_033,
                    budget_bytes=40 * GiB, max_model_len=None)
     # pages, each rounded up to 576 B: SWA latent 64 × 584 = 37376 -> 37440; CSA latent 256/4 = 64 states
     # × 584 -> 37440; HCA latent 256/128 = 2 × 584 = 1168 -> 1728; indexer 64 × 132 = 8448 -> 8640;
@@ -196,7 +198,7 @@ MLA_V3_TOKEN = 61 * (512 + 64) * 2  # 61 layers × (kv_lora_rank + rope) × 2 B 
     ("8.0", "bf16", "TRITON_MLA", 16),  # no FA3/FlashMLA/FlashInfer-MLA below SM90
 ])
 def test_vllm_mla_backend_and_block_follow_the_gpu_generation(sm, kv, backend, block):
-    out = simulate(report(V3, kv_cache_dtype=kv), engine="vllm", budget_bytes=None, max_model_len=4096,
+    out = simulate(report(V3, kv_cache_dtype=kv), engine=VLLM_033, budget_bytes=None, max_model_len=4096,
                    compute_capability=sm)
     per_token = MLA_V3_TOKEN if kv == "bf16" else 61 * 576  # fp8: 576 B per layer
     assert (out["attention_backend"], out["block_size"]) == (backend, block)
@@ -209,8 +211,8 @@ def test_vllm_dsa_latent_layout_follows_the_sparse_backend():
     # SM90 fp8: FlashMLA-sparse packs fp8_ds_mla 656 B + the 132 B indexer: 61 × 788 × 64 = 3,076,352 B per block;
     # SM100 fp8: FlashInfer-MLA-sparse keeps the plain 576 B fp8 latent: 61 × (576 + 132) × 64 = 2,764,032 B
     r = report(V32, kv_cache_dtype="fp8")
-    hopper = simulate(r, engine="vllm", budget_bytes=None, max_model_len=4096)
-    blackwell = simulate(r, engine="vllm", budget_bytes=None, max_model_len=4096, compute_capability="10.0")
+    hopper = simulate(r, engine=VLLM_033, budget_bytes=None, max_model_len=4096)
+    blackwell = simulate(r, engine=VLLM_033, budget_bytes=None, max_model_len=4096, compute_capability="10.0")
     assert hopper["bytes_per_block"] == 61 * (656 + 132) * 64 == 3_076_352
     assert blackwell["bytes_per_block"] == 61 * (576 + 132) * 64 == 2_764_032
     assert (hopper["attention_backend"], blackwell["attention_backend"]) == ("FLASHMLA_SPARSE", "FLASHINFER_MLA_SPARSE")
@@ -218,8 +220,8 @@ def test_vllm_dsa_latent_layout_follows_the_sparse_backend():
 
 def test_vllm_kda_layers_hold_a_checkpoint_block_on_hopper_not_on_ampere():
     r = report("moonshotai__Kimi-K3")
-    hopper = simulate(r, engine="vllm", budget_bytes=None, max_model_len=1 << 20)
-    ampere = simulate(r, engine="vllm", budget_bytes=None, max_model_len=1 << 20, compute_capability="8.0")
+    hopper = simulate(r, engine=VLLM_033, budget_bytes=None, max_model_len=1 << 20)
+    ampere = simulate(r, engine=VLLM_033, budget_bytes=None, max_model_len=1 << 20, compute_capability="8.0")
     kda_groups = sum(g["kind"] == "mamba" for g in hopper["kv_cache_groups"])
     # FlashKDA (SM 9/10/12) exports a prefill checkpoint: 2 + 1 blocks per KDA group; Triton KDA (SM80): 2
     full = hopper["blocks_per_request"] - 3 * kda_groups
@@ -229,7 +231,7 @@ def test_vllm_kda_layers_hold_a_checkpoint_block_on_hopper_not_on_ampere():
 
 def test_vllm_gemma4_fp8_on_hopper_uses_fa4_pages():
     r = report("google__gemma-4-E2B-it", kv_cache_dtype="fp8")
-    out = simulate(r, engine="vllm", budget_bytes=None, max_model_len=131072)
+    out = simulate(r, engine=VLLM_033, budget_bytes=None, max_model_len=131072)
     # 512-wide full-attention heads, fp8 KV, SM90: FA4's fp8 kernel pages by 64 tokens. Full page
     # 64 × 1 head × (512 + 512) × 1 B = 65536; sliding pages (256-wide) reach it at 128 tokens.
     assert out["block_size"] == 64
@@ -237,22 +239,22 @@ def test_vllm_gemma4_fp8_on_hopper_uses_fa4_pages():
     assert out["bytes_per_block"] == 3 * 65536  # 12 sliding + 3 full own-KV layers: groups of 3 slots
     # full: 131072 / 64 = 2048; sliding ×4: ceil((512 − 1 + 16384) / 128) + 1 = 132 + 1 = 133
     assert out["blocks_per_request"] == 2048 + 4 * 133 == 2580
-    bf16 = simulate(report("google__gemma-4-E2B-it"), engine="vllm", budget_bytes=None, max_model_len=131072)
+    bf16 = simulate(report("google__gemma-4-E2B-it"), engine=VLLM_033, budget_bytes=None, max_model_len=131072)
     assert bf16["block_size"] == 16
 
 
 def test_vllm_gemma4_below_hopper_runs_triton_and_refuses_fp8():
     # Gemma4Config: mixed head sizes (256 sliding, 512 full) want FA4; SM80 has none -> TRITON_ATTN (16)
-    out = simulate(report("google__gemma-4-E2B-it"), engine="vllm", budget_bytes=None, max_model_len=4096,
+    out = simulate(report("google__gemma-4-E2B-it"), engine=VLLM_033, budget_bytes=None, max_model_len=4096,
                    compute_capability="8.0")
     assert (out["attention_backend"], out["block_size"]) == ("TRITON_ATTN", 16)
     with pytest.raises(VllmRefusal, match="Triton attention backend .* requires SM89"):
-        simulate(report("google__gemma-4-E2B-it", kv_cache_dtype="fp8"), engine="vllm", budget_bytes=None,
+        simulate(report("google__gemma-4-E2B-it", kv_cache_dtype="fp8"), engine=VLLM_033, budget_bytes=None,
                  max_model_len=4096, compute_capability="8.0")
 
 
 def test_vllm_minimax_m3_pages_by_128_and_keeps_index_keys_bf16():
-    out = simulate(report("nvidia__MiniMax-M3-NVFP4", kv_cache_dtype="fp8"), engine="vllm",
+    out = simulate(report("nvidia__MiniMax-M3-NVFP4", kv_cache_dtype="fp8"), engine=VLLM_033,
                    budget_bytes=40 * GiB, max_model_len=4096)
     # 60 attention layers × 4 KV heads × 256 × 1 B (fp8) + 57 index-key layers × 128 × 2 B (bf16 kept)
     per_token = 60 * 4 * 256 + 57 * 128 * 2
@@ -261,7 +263,7 @@ def test_vllm_minimax_m3_pages_by_128_and_keeps_index_keys_bf16():
 
 
 def test_vllm_falcon_rotary_kv_stays_bf16_under_fp8():
-    out = simulate(report("tiiuae__falcon-180B-chat", kv_cache_dtype="fp8"), engine="vllm", budget_bytes=40 * GiB,
+    out = simulate(report("tiiuae__falcon-180B-chat", kv_cache_dtype="fp8"), engine=VLLM_033, budget_bytes=40 * GiB,
                    max_model_len=None)
     # 80 layers × 8 KV heads × (64 + 64) × 2 B = 163840 B/token: bf16, not fp8's 81920
     assert out["bytes_per_block"] == 16 * 80 * 8 * 128 * 2 == 2_621_440
@@ -279,7 +281,7 @@ def test_vllm_window_at_least_the_context_is_still_a_sliding_window():
     layer = LayerSpec(index=0, kind="sliding", parts=(SlidingWindow(kv_heads=8, head_dim=128, window=262144),))
     r = SimpleNamespace(layer_specs=[layer] * 32, precision=Precision(kv="bf16"), tensor_parallel_size=1,
                         architectures=["Phi3ForCausalLM"], model_type="phi3", config={"num_attention_heads": 32})
-    out = simulate(r, engine="vllm", budget_bytes=None, max_model_len=4096)
+    out = simulate(r, engine=VLLM_033, budget_bytes=None, max_model_len=4096)
     # SlidingWindowSpec admission: ceil(min(262144 − 1 + 16384, 4096) / 16) + 1 = 256 + 1 = 257 (not 256)
     assert out["blocks_per_request"] == 257
 
@@ -290,14 +292,14 @@ def test_vllm_null_block_refuses_an_exact_fit():
     # but one block is vLLM's null block: 2047 usable → refused, estimate 2047 × 16 = 32752
     with pytest.raises(VllmRefusal, match=r"max seq len \(32768\), \(4.0 GiB KV cache is needed.*\(4.0 GiB\)"
                                           r".*estimated maximum model length is 32752") as caught:
-        simulate(r, engine="vllm", budget_bytes=2048 * 16 * 131072, max_model_len=32768)
+        simulate(r, engine=VLLM_033, budget_bytes=2048 * 16 * 131072, max_model_len=32768)
     assert caught.value.details["max_model_len_fit"] == 2047 * 16
-    ok = simulate(r, engine="vllm", budget_bytes=2049 * 16 * 131072, max_model_len=32768)
+    ok = simulate(r, engine=VLLM_033, budget_bytes=2049 * 16 * 131072, max_model_len=32768)
     assert ok["num_blocks"] == 2049 and ok["max_concurrency"] == 1.0  # 2049 / 2048, the null block included
 
 
 def test_vllm_attention_free_mamba_block_is_max_model_len():
-    out = simulate(report("state-spaces__mamba-2.8b-hf"), engine="vllm", budget_bytes=40 * GiB, max_model_len=None)
+    out = simulate(report("state-spaces__mamba-2.8b-hf"), engine=VLLM_033, budget_bytes=40 * GiB, max_model_len=None)
     # no length key in MambaConfig: vLLM's 2048; mode none (no prefix caching): 1 block per request
     # state per layer: SSM 5120 × 16 × 2 B + conv (4 − 1) × 5120 × 2 B = 163840 + 30720 = 194560; 64 layers
     assert (out["max_model_len"], out["block_size"], out["blocks_per_request"]) == (2048, 2048, 1)
@@ -315,7 +317,7 @@ def test_vllm_longrope_default_length_is_the_original_one():
     data = json.loads((FIXTURES / "microsoft__Phi-3.5-mini-instruct" / "config.json").read_text())
     data.update(original_max_position_embeddings=4096,
                 rope_scaling={"type": "longrope", "long_factor": [1.0] * 48, "short_factor": [1.0] * 48})
-    out = simulate(inspect_config(data, model="phi-3.5"), engine="vllm", budget_bytes=None, max_model_len=None)
+    out = simulate(inspect_config(data, model="phi-3.5"), engine=VLLM_033, budget_bytes=None, max_model_len=None)
     # _get_and_verify_max_len: LongRoPE defaults to original_max_position_embeddings, not 131072
     assert out["max_model_len"] == 4096
 
@@ -326,7 +328,7 @@ def test_vllm_longrope_default_length_is_the_original_one():
     ("meta-llama__Meta-Llama-3.1-8B", 131072),  # llama3 RoPE: already scaled
 ])
 def test_vllm_default_max_model_len_is_vllms_derivation(name, length):
-    out = simulate(report(name), engine="vllm", budget_bytes=None, max_model_len=None)
+    out = simulate(report(name), engine=VLLM_033, budget_bytes=None, max_model_len=None)
     assert out["max_model_len"] == length
 
 
@@ -343,7 +345,7 @@ def test_vllm_default_max_model_len_is_vllms_derivation(name, length):
 ])
 def test_vllm_refuses_with_vllms_reason(name, options, reason):
     with pytest.raises(VllmRefusal, match=r"vLLM 0\.33\.0 would refuse to start: " + reason) as caught:
-        simulate(report(name, **options), engine="vllm", budget_bytes=40 * GiB, max_model_len=None)
+        simulate(report(name, **options), engine=VLLM_033, budget_bytes=40 * GiB, max_model_len=None)
     assert "\n" not in str(caught.value)
 
 
@@ -356,7 +358,7 @@ def test_vllm_kimi_linear_with_mla_use_nope_starts():
     data = json.loads((FIXTURES / "moonshotai__Kimi-Linear-48B-A3B-Instruct-transformers-defaults" / "config.json")
                       .read_text())
     data["mla_use_nope"] = True  # as the real checkpoint's config sets it
-    out = simulate(inspect_config(data, model="kimi-linear"), engine="vllm", budget_bytes=40 * GiB)
+    out = simulate(inspect_config(data, model="kimi-linear"), engine=VLLM_033, budget_bytes=40 * GiB)
     assert out["num_blocks"] > 0
 
 
@@ -370,11 +372,11 @@ def test_vllm_pooling_model_with_encoder_only_attention_has_no_kv_groups():
 
     r = SimpleNamespace(layer_specs=[], precision=Precision(kv="bf16"), tensor_parallel_size=1,
                         architectures=["Lfm2BidirectionalModel"], model_type="lfm2", config={})
-    out = simulate(r, engine="vllm", budget_bytes=40 << 30, max_model_len=None)
+    out = simulate(r, engine=VLLM_033, budget_bytes=40 << 30, max_model_len=None)
     assert (out["kv_cache_groups"], out["bytes_per_block"], out["blocks_per_request"], out["num_blocks"]) == ([], 0, 0, 1)
     assert out["kv_cache_tokens"] is None and out["max_concurrency"] is None
     with pytest.raises(VllmRefusal, match="SupportsPP"):  # the class lacks SupportsPP (asked in vLLM's venv)
-        simulate(report("LiquidAI__LFM2.5-Embedding-350M"), engine="vllm", pipeline_parallel_size=2)
+        simulate(report("LiquidAI__LFM2.5-Embedding-350M"), engine=VLLM_033, pipeline_parallel_size=2)
 
 
 def test_vllm_pooling_model_with_causal_layers_is_not_sized():
@@ -386,21 +388,21 @@ def test_vllm_pooling_model_with_causal_layers_is_not_sized():
     r = SimpleNamespace(layer_specs=[], precision=Precision(kv="bf16"), tensor_parallel_size=1,
                         architectures=["Qwen2Model"], model_type="qwen2", config={})
     with pytest.raises(UnsupportedModelError, match="only as a pooling model") as err:
-        simulate(r, engine="vllm", budget_bytes=None, max_model_len=None)
+        simulate(r, engine=VLLM_033, budget_bytes=None, max_model_len=None)
     assert not isinstance(err.value, VllmRefusal)  # hfkv's own limit, not vLLM's refusal
 
 
 def test_vllm_ampere_backends_for_sinks_prefix_and_fp8():
     # SM80 runs FA2 only: no attention sinks (gpt-oss) and no multimodal prefix (Gemma 3) -> Triton (16),
     # which refuses fp8 KV below SM89; plain fp8 KV -> FlashInfer (16), ALiBi included
-    assert simulate(report(GPT_OSS), engine="vllm", budget_bytes=None, max_model_len=4096,
+    assert simulate(report(GPT_OSS), engine=VLLM_033, budget_bytes=None, max_model_len=4096,
                     compute_capability="8.0")["attention_backend"] == "TRITON_ATTN"
     for name in (GPT_OSS, "google__gemma-3-4b-it"):
         with pytest.raises(VllmRefusal, match="Triton attention backend"):
-            simulate(report(name, kv_cache_dtype="fp8"), engine="vllm", budget_bytes=None, max_model_len=4096,
+            simulate(report(name, kv_cache_dtype="fp8"), engine=VLLM_033, budget_bytes=None, max_model_len=4096,
                      compute_capability="8.0")
     for name in ("meta-llama__Meta-Llama-3.1-8B", "bigscience__bloom"):
-        out = simulate(report(name, kv_cache_dtype="fp8"), engine="vllm", budget_bytes=None, max_model_len=2048,
+        out = simulate(report(name, kv_cache_dtype="fp8"), engine=VLLM_033, budget_bytes=None, max_model_len=2048,
                        compute_capability="8.0")
         assert (out["attention_backend"], out["block_size"]) == ("FLASHINFER", 16)
 
@@ -408,7 +410,7 @@ def test_vllm_ampere_backends_for_sinks_prefix_and_fp8():
 def test_vllm_blackwell_serves_alibi_fp8_on_flashinfer():
     # SM100 prefers FlashInfer, which takes ALiBi with fp8 KV: no refusal (on SM90 FlashAttention's FA2
     # fallback refuses it). BLOOM: 70 layers × 112 heads × (128 + 128) × 1 B = 2,007,040 B per token
-    out = simulate(report("bigscience__bloom", kv_cache_dtype="fp8"), engine="vllm", budget_bytes=None,
+    out = simulate(report("bigscience__bloom", kv_cache_dtype="fp8"), engine=VLLM_033, budget_bytes=None,
                    max_model_len=2048, compute_capability="10.0")
     assert (out["attention_backend"], out["block_size"], out["blocks_per_request"]) == ("FLASHINFER", 16, 2048 // 16)
     assert out["bytes_per_block"] == 16 * 70 * 112 * 256 == 32_112_640
@@ -417,7 +419,7 @@ def test_vllm_blackwell_serves_alibi_fp8_on_flashinfer():
 def test_vllm_window_covering_the_context_is_still_a_sliding_spec():
     # Phi-3.5-mini: sliding_window 262144 ≥ 131072 positions. hfkv keeps every token (full attention), but
     # vLLM builds a SlidingWindowSpec: admission cdiv(min(W − 1 + 2 × 8192, L), 16) + 1 blocks, not cdiv(L, 16).
-    out = simulate(report("microsoft__Phi-3.5-mini-instruct"), engine="vllm", budget_bytes=40 * GiB,
+    out = simulate(report("microsoft__Phi-3.5-mini-instruct"), engine=VLLM_033, budget_bytes=40 * GiB,
                    max_model_len=4096)
     assert [(g["kind"], g["window"]) for g in out["kv_cache_groups"]] == [("sliding", 262144)]
     assert out["blocks_per_request"] == ceil_div(min(262144 - 1 + 2 * 8192, 4096), 16) + 1 == 257
@@ -425,7 +427,7 @@ def test_vllm_window_covering_the_context_is_still_a_sliding_spec():
 
 def test_vllm_cohere2_window_is_the_mappers_w_plus_one_once():
     # Cohere 2 attends to W + 1 keys; the mapper already stores 4096 + 1, vLLM's spec window is that, not + 2.
-    out = simulate(report("CohereForAI__c4ai-command-r-v01-transformers-defaults"), engine="vllm",
+    out = simulate(report("CohereForAI__c4ai-command-r-v01-transformers-defaults"), engine=VLLM_033,
                    budget_bytes=None, max_model_len=8192)
     assert {g["window"] for g in out["kv_cache_groups"] if g["kind"] == "sliding"} == {4096 + 1}
 
@@ -437,9 +439,9 @@ def test_vllm_refuses_a_float_kv_dtype_other_than_the_models():
     # Qwen2.5-7B's torch_dtype is bfloat16: an explicit fp16 KV is refused, bf16 and auto are not.
     with pytest.raises(VllmRefusal, match=r'kv_cache_dtype="float16" is incompatible with dtype="bfloat16"\. '
                                           r"Please set `--kv-cache-dtype` to `auto` or `bfloat16`\."):
-        simulate(report("Qwen__Qwen2.5-7B", kv_cache_dtype="fp16"), engine="vllm", budget_bytes=40 * GiB)
+        simulate(report("Qwen__Qwen2.5-7B", kv_cache_dtype="fp16"), engine=VLLM_033, budget_bytes=40 * GiB)
     for kv in ("bf16", "auto", "fp8"):
-        simulate(report("Qwen__Qwen2.5-7B", kv_cache_dtype=kv), engine="vllm", budget_bytes=40 * GiB)
+        simulate(report("Qwen__Qwen2.5-7B", kv_cache_dtype=kv), engine=VLLM_033, budget_bytes=40 * GiB)
 
 
 def test_vllm_never_resolves_gemma3_to_float16():
@@ -455,6 +457,6 @@ def test_vllm_never_resolves_gemma3_to_float16():
     data["torch_dtype"] = "float16"
     fp16 = inspect_config(data, model="gemma-3-fp16", options=Options(kv_cache_dtype="fp16"))
     with pytest.raises(VllmRefusal, match=r'kv_cache_dtype="float16" is incompatible with dtype="bfloat16"'):
-        simulate(fp16, engine="vllm", budget_bytes=40 * GiB)
+        simulate(fp16, engine=VLLM_033, budget_bytes=40 * GiB)
     bf16 = inspect_config(data, model="gemma-3-fp16", options=Options(kv_cache_dtype="bf16"))
-    simulate(bf16, engine="vllm", budget_bytes=40 * GiB)
+    simulate(bf16, engine=VLLM_033, budget_bytes=40 * GiB)
