@@ -63,8 +63,10 @@ def enrich(
         plan = report.extra["serving"] = _plan(report, gpu, engine, knobs, weights_read_bytes)
     if report.batch and report.budget_bytes is None and plan is None:
         report.warnings.append("--batch asks for the longest context within a budget: give --budget or --gpu")
+    if plan is not None and engine != "theory":
+        plan["engine_release"] = f"{versions.ENGINE_LABELS[engine]} {version}" if version else None
     if engine != "theory":
-        report.extra["engine"] = _simulate(report, engine, plan, max_model_len, knobs)
+        report.extra["engine"] = _central(report, engine, plan, max_model_len, knobs)
         if plan is not None and plan.get("weights_fit") is not False:
             band = _band_results(report, engine, plan, max_model_len, knobs)
             set_verdict(plan, counted=report.extra["engine"], counted_band=band)
@@ -99,6 +101,23 @@ def _simulate(report: Report, engine: str, plan: dict | None, max_model_len: int
         raise err.with_source(report.model) from None
 
 
+def _central(report: Report, engine: str, plan: dict | None, max_model_len: int | None, knobs: dict) -> dict:
+    """The engine's result at the central estimate of its budget. Where that budget is hfkv's estimate
+    (a GPU, not a given figure) and the engine refuses for it, the refusal says the memory is an estimate
+    with its band, and whether the band's high end would start."""
+    try:
+        return _simulate(report, engine, plan, max_model_len, knobs)
+    except UnsupportedModelError as err:
+        band = ((plan or {}).get("memory") or {}).get("error_bytes") or 0
+        if not band or getattr(err, "details", None) is None or (plan or {}).get("budget_source") != "gpu":
+            raise
+        high = _band_results(report, engine, plan, max_model_len, knobs)
+        starts = high is not None and high[1] is not None
+        err.message += (f" (the available memory is hfkv's estimate of this start, ±{band / (1 << 30):.2f} GiB"
+                        + ("; at the band's high end it would start: it may start" if starts else "") + ")")
+        raise
+
+
 def _band_results(report: Report, engine: str, plan: dict, max_model_len: int | None,
                   knobs: dict) -> tuple[dict | None, dict | None] | None:
     """The engine's results with its budget less and plus the reserve's band (None: no band, or no
@@ -109,7 +128,10 @@ def _band_results(report: Report, engine: str, plan: dict, max_model_len: int | 
         return None
     ends = []
     for edge in (budget - band, budget + band):
-        ends.append(_simulate(report, engine, {"kv_budget_bytes": edge}, max_model_len, knobs) if edge > 0 else None)
+        try:
+            ends.append(_simulate(report, engine, {"kv_budget_bytes": edge}, max_model_len, knobs) if edge > 0 else None)
+        except UnsupportedModelError:  # the engine would not start at this end of the band: it counts none there
+            ends.append(None)
     return ends[0], ends[1]
 
 

@@ -17,6 +17,9 @@ returns nothing until they exist. ``engine_for(parsed)`` is the ``engine=`` argu
 
 from __future__ import annotations
 
+from hfkv.engines import versions
+from hfkv.errors import HfkvError
+
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -157,9 +160,15 @@ def settings_from_log(parsed: StartupLog) -> tuple[dict[str, Any], dict[str, Any
 
 
 def engine_for(parsed: StartupLog) -> str:
-    """The ``engine=`` argument for ``simulate``: the bare engine name until the versioned rules land
-    (then ``"vllm==0.22.1"``); the log's version is recorded beside it (``Explanation.log_version``)."""
-    return parsed.engine
+    """The ``engine=`` argument for ``simulate``: the log's release when it was told and a rule set covers
+    it (``"vllm==0.22.1"``), else the bare engine name (its newest modelled release)."""
+    version = getattr(parsed, "version", None)
+    if not version:
+        return parsed.engine
+    try:
+        return versions.parse_engine(f"{parsed.engine}=={version}").spec
+    except HfkvError:  # a dev build, or a release no rule set covers: the newest rules, said beside it
+        return parsed.engine
 
 
 # -- the exact checks ----------------------------------------------------------------------------

@@ -9,6 +9,8 @@ prints the same way (table, Markdown, JSON, HTML, the web page, ``watch``, ``com
   floor of its blocks or pages, never a rounded printout), else hfkv's exact count in the engine's
   budget. When the budget rests on estimates (the engine's reserve, the weights), the line gives the
   range those estimates' bands allow.
+* ``may-not-start``: the central estimate fits, but at the low end of the estimates' bands not one
+  request does: the line gives both ends (exit 0: the engine may well start).
 * ``does-not-fit``: the weights alone exceed what the engine may use, or not one request fits.
 * ``refused``: the engine would not start this layout (both engines, for hfkv's own count).
 * ``unknown``: a figure the verdict needs is unknown (the weights); the line says which and gives the
@@ -57,9 +59,11 @@ class Verdict:
 
 
 def layout_label(plan: dict[str, Any]) -> str:
-    """'(SGLang, TP 8, DP attention 8, EP)': who counted, and the whole layout."""
+    """'(SGLang 0.5.12, TP 8, DP attention 8, EP)': who counted (the engine release when one was pinned),
+    and the whole layout."""
     shape = plan.get("layout") or {}
-    words = [ENGINE_LABELS.get(plan.get("engine") or "theory", "hfkv"), f"TP {plan.get('tensor_parallel_size', 1)}"]
+    who = plan.get("engine_release") or ENGINE_LABELS.get(plan.get("engine") or "theory", "hfkv")
+    words = [who, f"TP {plan.get('tensor_parallel_size', 1)}"]
     dp = shape.get("data_parallel_size") or 1
     if shape.get("enable_dp_attention"):
         words.append(f"DP attention {dp}")
@@ -180,7 +184,13 @@ def verdict(plan: dict[str, Any], counted: dict[str, Any] | None = None,
         low, high = _range(plan, tokens)
     else:
         low, high = _engine_range(counted_band, ranks, tokens)
+    status = "fits"
     text = f"fits {where}: {count:,} request{'s' if count != 1 else ''} at {format_tokens(tokens)} {label}"
+    if low == 0:
+        # The central estimate starts, the band's low end does not: said as such, never as a refusal.
+        status = "may-not-start"
+        text = (f"may not start {where}: {count:,} request{'s' if count != 1 else ''} at {format_tokens(tokens)} "
+                f"{label} at the central estimate, none at the low end of the estimates' bands")
     if tokens != asked:
         text += f"; none at {format_tokens(asked)}"
     if low is not None and (low, high) != (count, count):
@@ -191,7 +201,6 @@ def verdict(plan: dict[str, Any], counted: dict[str, Any] | None = None,
     engines = _others(count, tokens, others or {})
     if engines:
         text += "; " + "; ".join(f"{name}: {what}" for name, what in engines.items())
-    status = "fits"
     if others and all(view.get("refused") for view in others.values()):
         status = "refused"  # every engine refuses this layout: hfkv's count cannot be served
         text = (f"refused {where} {label}: " + "; ".join(f"{name} {what}" for name, what in engines.items())

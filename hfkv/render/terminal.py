@@ -280,9 +280,9 @@ def verdict_status(report: Report) -> str | None:
 
 
 # How each status looks in a terminal: a "no" looks like a failure.
-VERDICT_STYLES = {"fits": "bold green", "does-not-fit": "bold red", "refused": "bold red", "unknown": "bold yellow"}
+VERDICT_STYLES = {"fits": "bold green", "may-not-start": "bold yellow", "does-not-fit": "bold red", "refused": "bold red", "unknown": "bold yellow"}
 # And in Markdown.
-VERDICT_MARKS = {"fits": "✓", "does-not-fit": "✗", "refused": "✗", "unknown": "?"}
+VERDICT_MARKS = {"fits": "✓", "may-not-start": "?", "does-not-fit": "✗", "refused": "✗", "unknown": "?"}
 
 
 def _budget_text(serving: dict[str, Any]) -> str:
