@@ -87,7 +87,12 @@ class Span:
     def covers(self, version: Version) -> bool:
         # By release number alone: a pre-release, dev or post build (0.20.2rc1, 0.5.8.post1) carries the
         # rules of its release.
-        return Version(self.first).release <= version.release < Version(self.until).release
+        return _release_key(Version(self.first)) <= _release_key(version) < _release_key(Version(self.until))
+
+
+def _release_key(version: Version) -> tuple[int, ...]:
+    """The release numbers padded to four places ("0.28" is 0.28.0)."""
+    return (version.release + (0, 0, 0, 0))[:4]
 
 
 def _release(cell: str) -> str:
