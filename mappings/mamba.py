@@ -34,7 +34,7 @@ NO_CACHE = "attention-free: no KV cache, only SSM state"
     model_types=("mamba", "falcon_mamba"),
     architectures=("MambaForCausalLM", "FalconMambaForCausalLM"),
     reads=("num_hidden_layers|n_layer", "intermediate_size", "expand", "hidden_size|d_model", "state_size",
-           "conv_kernel", "ssm_cfg.{layer, d_state, d_conv, expand}"),
+           "conv_kernel", "d_state", "d_conv", "d_inner", "ssm_cfg.{layer, d_state, d_conv, expand, d_inner}"),
     fixtures={"mamba": "state-spaces__mamba-2.8b-hf", "falcon_mamba": "tiiuae__falcon-mamba-7b-transformers-defaults"},
 )
 def mamba1(cfg: ConfigView) -> Layout:
@@ -59,14 +59,23 @@ MAMBA_SSM_DEFAULTS = {
 
 
 def _ssm_size(cfg: ConfigView, layer: str, key: str) -> int:
-    value = cfg.optional_int(f"ssm_cfg.{key}", minimum=1)
-    return MAMBA_SSM_DEFAULTS[layer][key] if value is None else value
+    """``ssm_cfg.<key>``, else the same name at the top level (a copy that lifts it there), else mamba_ssm's
+    module default for ``layer``; both written and different is a warning (``ssm_cfg``, what
+    ``MambaLMHeadModel`` passes to the mixer, is used)."""
+    nested = cfg.optional_int(f"ssm_cfg.{key}", minimum=1)
+    top = cfg.optional_int(key, minimum=1)
+    if nested is not None and top is not None and nested != top:
+        cfg.warn(f"estimate, not exact: ssm_cfg.{key} = {nested} and {key} = {top} disagree: ssm_cfg.{key} is used "
+                 "(mamba_ssm's MambaLMHeadModel passes ssm_cfg to its mixers)")
+    found = nested if nested is not None else top
+    return MAMBA_SSM_DEFAULTS[layer][key] if found is None else found
 
 
 @register(
     family="ssm",
     signature=("d_model", "n_layer", "ssm_cfg"),
     reads=("d_model", "n_layer", "ssm_cfg.{layer, d_state, d_conv, expand, headdim, ngroups, d_ssm}",
+           "d_state", "d_conv", "expand", "headdim", "ngroups", "d_ssm", "d_inner",
            "attn_layer_idx", "attn_cfg"),
     ignores={"d_intermediate": "the gated MLP's width (0: none): no cache"},
     fixtures={"(mamba_ssm)": "state-spaces__mamba-2.8b"},
@@ -85,12 +94,13 @@ def mamba_ssm(cfg: ConfigView) -> Layout:
     layer = cfg.value("ssm_cfg.layer") or "Mamba1"
     if layer not in MAMBA_SSM_DEFAULTS:
         raise UnsupportedModelError(f"mamba_ssm ssm_cfg.layer {layer!r}: only Mamba1 and Mamba2 are modelled")
-    inner = _ssm_size(cfg, layer, "expand") * cfg.integer("d_model", minimum=1)
+    inner = cfg.optional_int("ssm_cfg.d_inner", "d_inner", minimum=1) or _ssm_size(cfg, layer, "expand") * cfg.integer(
+        "d_model", minimum=1)
     if layer == "Mamba1":
         state = MambaState(version=1, num_heads=inner, head_dim=1, n_groups=0,
                            state_size=_ssm_size(cfg, layer, "d_state"), conv_kernel=_ssm_size(cfg, layer, "d_conv"))
     else:
-        width = cfg.optional_int("ssm_cfg.d_ssm", minimum=1) or inner
+        width = cfg.optional_int("ssm_cfg.d_ssm", "d_ssm", minimum=1) or inner
         headdim = _ssm_size(cfg, layer, "headdim")
         if width % headdim:
             raise ConfigError(cfg.path("ssm_cfg.headdim"), f"{headdim} does not divide the SSM width {width}")

@@ -223,9 +223,14 @@ def v_head_dim(cfg: ConfigView, key_dim: int) -> int:
 
 
 def max_positions(cfg: ConfigView) -> int | None:
-    """The longest context the model takes: as written, else the config class's default (what the
-    engines cap a request at), else None."""
-    found = cfg.optional_int(*MAX_POSITION_KEYS, minimum=1)
+    """The longest context the config writes (the report's figure; each engine derives its own), or None."""
+    return cfg.optional_int(*MAX_POSITION_KEYS, minimum=1)
+
+
+def position_limit(cfg: ConfigView) -> int | None:
+    """The longest context the model takes: as written, else the config class's default (a window at
+    least this long bounds nothing, in transformers as here), else None."""
+    found = max_positions(cfg)
     return found if found is not None else cfg.class_int(*MAX_POSITION_KEYS)
 
 
@@ -288,13 +293,13 @@ def class_window(cfg: ConfigView, keys: Sequence[str]) -> int | None:
 
 def covers_every_position(cfg: ConfigView, window: int | None) -> bool:
     """True when ``window`` is at least the longest context the model takes: it bounds nothing."""
-    limit = max_positions(cfg)
+    limit = position_limit(cfg)
     return window is not None and limit is not None and window >= limit
 
 
 def effective_window(cfg: ConfigView, window: int | None, notes: list[str]) -> int | None:
     """Drop a window that covers every position the model supports (it bounds nothing)."""
-    limit = max_positions(cfg)
+    limit = position_limit(cfg)
     if covers_every_position(cfg, window):
         notes.append(
             f"sliding window {window} ≥ max_position_embeddings {limit}: accounted as full attention"

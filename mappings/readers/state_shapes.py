@@ -160,27 +160,30 @@ def mamba1_state(cfg: ConfigView, *, inner: int, state_keys: tuple[str, ...], co
 
 
 def mamba1_inner(cfg: ConfigView) -> int:
-    """Mamba / Falcon-Mamba ``intermediate_size`` (= expand · hidden_size when absent; ``expand`` as
-    ``written_or_ssm_cfg`` reads it)."""
-    value = cfg.optional_int("intermediate_size", minimum=1)
+    """Mamba / Falcon-Mamba ``intermediate_size``, else mamba_ssm's ``d_inner`` (top level or in
+    ``ssm_cfg``), else expand · hidden_size (``expand`` as ``written_or_ssm_cfg`` reads it)."""
+    value = written_or_ssm_cfg(cfg, ("intermediate_size",), "d_inner", required=False)
     return value or written_or_ssm_cfg(cfg, ("expand",), "expand") * hidden_size(cfg)
 
 
-def written_or_ssm_cfg(cfg: ConfigView, keys: tuple[str, ...], sub: str) -> int:
+def written_or_ssm_cfg(cfg: ConfigView, keys: tuple[str, ...], sub: str, *, required: bool = True) -> int | None:
     """A Mamba size from the transformers key (``state_size``, ``conv_kernel``, ``expand``), else from
-    mamba_ssm's ``ssm_cfg.<sub>`` (``d_state``, ``d_conv``, ``expand``: the reference checkpoint's own
-    sizes, which a config may carry beside or instead of the transformers keys), else the config class's
-    default. Both written and different is a warning naming both (the transformers key is used: the
-    engines read it)."""
-    written = cfg.optional_int(*keys, minimum=1)
-    nested = cfg.optional_int(f"ssm_cfg.{sub}", minimum=1)
-    if written is not None:
-        if nested is not None and nested != written:
-            cfg.warn(f"estimate, not exact: {cfg.path(keys[0])} = {written} and ssm_cfg.{sub} = {nested} disagree: "
-                     f"{keys[0]} is used (the engines read it; mamba_ssm would build {sub} {nested})")
-        return written
-    if nested is not None:
-        return nested
+    mamba_ssm's own name for it (``d_state``, ``d_conv``, ``expand``, ``d_inner``: the reference
+    checkpoint's sizes, which a config may carry at its top level or in ``ssm_cfg``), else the config
+    class's default (None when not ``required``: the caller derives it). Two of them written and
+    different is a warning naming both (the first is used: the engines read the transformers key)."""
+    names = list(dict.fromkeys([*keys, sub, f"ssm_cfg.{sub}"]))
+    written = [(name, cfg.optional_int(name, minimum=1)) for name in names]
+    written = [(name, value) for name, value in written if value is not None]
+    if written:
+        (first, value), *others = written
+        for other, different in others:
+            if different != value:
+                cfg.warn(f"estimate, not exact: {cfg.path(first)} = {value} and {cfg.path(other)} = {different} "
+                         f"disagree: {first} is used (the engines read it; mamba_ssm would build {sub} {different})")
+        return value
+    if not required:
+        return None  # the caller derives it (a class value would come from the class's own hidden size)
     return cfg.integer(*keys, minimum=1, defaults=True)
 
 

@@ -125,3 +125,26 @@ def test_jamba_offset_must_be_below_period():
     data["attn_layer_offset"] = 8
     with pytest.raises(hfkv.ConfigError, match="attn_layer_offset"):
         report(data)
+
+
+# -- mamba_ssm's names at the top level (issue 31.2) ------------------------------------------------------
+
+
+def test_mamba_ssm_names_at_the_top_level_are_read():
+    # a copy that lifts d_state 64 and d_conv 2 out of ssm_cfg: I = 2 × 2560 = 5120 channels
+    data = dict(load(MAMBA_SSM), d_state=64, d_conv=2)
+    assert report(data).gamma_bytes_per_request == 64 * (5120 * 64 * 4 + 1 * 5120 * 2) == 84541440  # was d_state 16
+
+
+def test_the_transformers_mapper_reads_mamba_ssm_names_at_the_top_level():
+    hf = {k: v for k, v in load("state-spaces__mamba-2.8b-hf").items() if k not in ("state_size", "conv_kernel",
+                                                                                   "intermediate_size", "expand")}
+    rep = report(dict(hf, d_state=64, d_conv=2, d_inner=5120))
+    assert rep.mapper == "mamba.mamba1"
+    assert rep.gamma_bytes_per_request == 64 * (5120 * 64 * 4 + 1 * 5120 * 2) == 84541440
+
+
+def test_a_top_level_name_and_ssm_cfg_that_disagree_are_an_estimate():
+    rep = report(dict(load(MAMBA_SSM), d_state=16, ssm_cfg={"d_state": 64}))
+    assert rep.gamma_bytes_per_request == 64 * (5120 * 64 * 4 + 3 * 5120 * 2)  # ssm_cfg's 64, d_conv 4
+    assert any(w.startswith("estimate, not exact: ssm_cfg.d_state = 64 and d_state = 16") for w in rep.warnings)
