@@ -11,6 +11,7 @@ from hfkv.errors import UnsupportedModelError
 from hfkv.model.specs import Layout
 
 from hfkv.mappings.dense import class_kv_heads
+from hfkv.mappings.readers.attention_keys import aliased
 from hfkv.mappings.readers.layer_builders import pattern_layout
 from hfkv.mappings.registry import register
 
@@ -28,14 +29,21 @@ def _first_of(period: int) -> Rule:
 
 
 def _pattern_key(key: str, default: int) -> Callable[[ConfigView], Rule]:
-    return lambda cfg: _every(cfg.integer(key, default=default, minimum=1))
+    return lambda cfg: _every(_pattern(cfg, key, default))
+
+
+def _pattern(cfg: ConfigView, key: str, default: int) -> int:
+    """``key``, or transformers 5's private copy ``_<key>`` (written into every Gemma 3 config it saves:
+    the same setting, read as an alias; the two disagreeing is a warning)."""
+    aliased(cfg, (key, "_" + key))
+    return cfg.integer(key, "_" + key, default=default, minimum=1)
 
 
 def _exaone4(cfg: ConfigView) -> Rule:
     pattern = cfg.value("sliding_window_pattern", 4)
     if isinstance(pattern, str) and pattern:  # e.g. "LLLG": L = local (sliding), G = global
         return lambda i, n: pattern[i % len(pattern)] == "L"
-    return _every(cfg.integer("sliding_window_pattern", default=4, minimum=1))
+    return _every(_pattern(cfg, "sliding_window_pattern", 4))
 
 
 def _smollm3(cfg: ConfigView) -> Rule:
@@ -138,7 +146,7 @@ def _row(cfg: ConfigView) -> str:
     architectures=tuple(_ARCHITECTURES),
     reads=(
         "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim", "sliding_window",
-        "layer_types", "sliding_window_pattern", "global_attn_every_n_layers", "no_rope_layers",
+        "layer_types", "sliding_window_pattern|_sliding_window_pattern", "global_attn_every_n_layers", "no_rope_layers",
         "no_rope_layer_interval", "use_sliding_window",
     ),
     fixtures={

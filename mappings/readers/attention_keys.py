@@ -249,7 +249,9 @@ def positive_number(cfg: ConfigView, key: str, default: float) -> float:
 
 
 def window_of(cfg: ConfigView, *keys: str) -> int:
-    """A required positive window under the first present of ``keys``."""
+    """A required positive window under the first present of ``keys`` (every alias read: a copy that
+    agrees, such as Gemma 2's ``sliding_window_size``, is no unread key; one that disagrees is a warning)."""
+    aliased(cfg, keys)
     return cfg.integer(*keys, minimum=1, defaults=True)
 
 
@@ -267,6 +269,8 @@ def sliding_window(cfg: ConfigView, *, default: int | None = None, keys: Sequenc
     declared = keys
     if cfg.text is not cfg.root:
         keys = [key for key in keys if cfg.present(key)]
+    if keys:
+        aliased(cfg, keys)  # every alias read: an agreeing copy (sliding_window_size) is no unread key
     window = cfg.optional_int(*keys) if keys else None
     if window is None:
         window = class_window(cfg, declared)

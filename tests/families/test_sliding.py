@@ -118,3 +118,22 @@ def test_exaone_4_5_windows_its_local_layers():
     # layer_types: 8 full of 32 (every 4th); 24 sliding layers keep min(S, 4096)
     assert rep.alpha_bytes_per_token == 8 * 2 * 32 * 128 * 2 == 131072
     assert rep.gamma_bytes_per_request == 24 * 4096 * 2 * 32 * 128 * 2 == 1610612736
+
+
+# -- keys that repeat a setting are no unread key (issue 31.3) ------------------------------------------
+
+
+def test_transformers_5s_private_pattern_copy_is_no_estimate():
+    data = load("google__gemma-3-4b-it")
+    data["text_config"]["_sliding_window_pattern"] = 6  # what transformers 5 writes beside layer_types
+    rep = report(data)
+    assert not [w for w in rep.warnings if w.startswith("estimate")]
+    assert rep.alpha_bytes_per_token == report(load("google__gemma-3-4b-it")).alpha_bytes_per_token
+
+
+def test_a_window_size_copy_that_agrees_is_no_estimate_and_one_that_disagrees_is_a_warning():
+    data = load("google__gemma-2-2b-it")
+    same = report({**data, "sliding_window_size": data["sliding_window"]})
+    assert not [w for w in same.warnings if w.startswith("estimate")]
+    other = report({**data, "sliding_window_size": 1024})
+    assert any("sliding_window_size = 1024 disagree" in w for w in other.warnings)
