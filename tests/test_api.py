@@ -25,15 +25,16 @@ def test_inspect_with_a_gpu_and_an_engine_has_a_typed_plan():
     serving = report.serving
     assert isinstance(serving, Serving)
     assert serving.engine == "vllm" and serving.gpu == "H100-SXM-80GB"
-    assert serving.usable_bytes == 78_226_826_200  # ceil(85,029,158,912 × 0.92)
+    assert serving.usable_bytes == 85_029_158_912  # vLLM 0.34 (the newest modelled) requests the whole total
     assert serving.weights_bytes == 16_060_522_496 and serving.weights_source == "estimate"
     detail = serving.verdict_detail
     assert serving.fits and detail["counted_by"] == "vLLM" and detail["tokens"] == 32768
     assert 1 <= serving.requests <= 14
     # The reserve is an estimate: the engine's own count at the band's two ends brackets it.
     assert detail["requests_low"] <= serving.requests <= detail["requests_high"]
-    # vLLM's own figures: the count is its blocks over the blocks a request needs (32,768 / 16 = 2,048).
-    assert report.engine["num_blocks"] // 2048 == serving.requests
+    # vLLM's own figures: the count is its blocks over the blocks a request needs (32,768 / 64 = 512: 0.34's
+    # default block size).
+    assert report.engine["num_blocks"] // 512 == serving.requests
 
 
 def test_tp_is_tensor_parallel_size_and_knobs_are_checked():

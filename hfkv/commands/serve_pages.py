@@ -124,9 +124,9 @@ def _token_note(session: Session) -> str:
 
 
 def _engine_title(name: str) -> str:
-    from hfkv.engines.contract import VERSIONS
+    from hfkv.engines.versions import newest
 
-    return f"{ENGINE_NAMES[name]} {VERSIONS[name]}"
+    return f"{ENGINE_NAMES[name]} {newest(name)}"
 
 
 def _verdict_cell(name: str, outcome: Any, cell_id: str) -> str:

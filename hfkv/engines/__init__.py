@@ -1,4 +1,5 @@
-"""Engine modes: what SGLang 0.5.23 or vLLM 0.33.0 would allocate and print for a model.
+"""Engine modes: what SGLang or vLLM would allocate and print for a model, under the rules of the release
+asked for (``engine="vllm==0.22.1"``; the bare name: the newest modelled, ``versions``).
 
 hfkv's own figures are per request (M = α·S + γ). Serving engines instead size one pool from free
 memory, with their own per-token cell, page rounding, window slack and state reservations, read from
@@ -49,13 +50,13 @@ from typing import TYPE_CHECKING, Any
 
 from hfkv.engines import layout as lay
 from hfkv.engines import versions
-from hfkv.engines.contract import ENGINES, VERSIONS, Device, EngineInput, EngineKnobs, MemoryBudget
+from hfkv.engines.contract import ENGINES, Device, EngineInput, EngineKnobs, MemoryBudget
 from hfkv.errors import UnsupportedModelError, UsageError
 
 if TYPE_CHECKING:  # for annotations only: no import at run time
     from hfkv.model.report import Report
 
-__all__ = ["ENGINES", "VERSIONS", "EngineInput", "EngineKnobs", "check_layout", "memory_budget", "simulate"]
+__all__ = ["ENGINES", "EngineInput", "EngineKnobs", "check_layout", "memory_budget", "simulate"]
 
 
 def engine_module(name: str) -> ModuleType:

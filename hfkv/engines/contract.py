@@ -22,7 +22,6 @@ if TYPE_CHECKING:  # for annotations only: no import at run time
     from hfkv.model.report import Report
 
 ENGINES = ("sglang", "vllm")
-VERSIONS = {"sglang": "0.5.23", "vllm": "0.33.0"}
 DEFAULT_COMPUTE_CAPABILITY = "9.0"
 
 

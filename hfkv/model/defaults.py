@@ -20,6 +20,7 @@ the time differs.
 from __future__ import annotations
 
 import contextlib
+import copy
 import hashlib
 import json
 import os
@@ -389,7 +390,9 @@ def compute_status(candidates: Candidates, data: dict) -> tuple[dict | None, str
     for _, cls, text_of_it in classes:
         for attempt in (kwargs, {}):
             try:
-                config = cls(**attempt)
+                # A copy: transformers standardises nested values in place (rope_scaling gains rope_theta and
+                # original_max_position_embeddings), which would change the caller's config.
+                config = cls(**copy.deepcopy(attempt))
                 if text_of_it:
                     config = config.get_text_config()
                 return _plain(config.to_dict()), ANSWERED

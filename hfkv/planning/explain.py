@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from hfkv.engines import simulate
-from hfkv.engines.contract import VERSIONS, EngineKnobs
+from hfkv.engines.contract import EngineKnobs
 from hfkv.engines.layout import Layout
 from hfkv.errors import HfkvError
 from hfkv.planning.weights import per_gpu, shares
@@ -159,6 +159,11 @@ def settings_from_log(parsed: StartupLog) -> tuple[dict[str, Any], dict[str, Any
     return options, kept, notes
 
 
+def replayed(parsed: StartupLog) -> str:
+    """"vLLM 0.22.1: rules of 0.20.1–0.25" (or the newest modelled release): whose rules the checks replay."""
+    return versions.described(*versions.split(engine_for(parsed)))
+
+
 def engine_for(parsed: StartupLog) -> str:
     """The ``engine=`` argument for ``simulate``: the log's release when it was told and a rule set covers
     it (``"vllm==0.22.1"``), else the bare engine name (its newest modelled release)."""
@@ -237,7 +242,7 @@ def _tokens_row(parsed: StartupLog, at_low: dict, at_high: dict, budget: str) ->
     if low is None or high is None:
         return None
     computed = f"{_span(low, high)} tokens"
-    reason = f"{ENGINE_NAMES[parsed.engine]} {VERSIONS[parsed.engine]}'s pool arithmetic (hfkv.engines.simulate) over {budget}"
+    reason = f"{replayed(parsed)}'s pool arithmetic (hfkv.engines.simulate) over {budget}"
     if printed is None:
         return Comparison("KV cache tokens", "kv_cache_tokens", None, None, computed, [low, high],
                           "the log prints no token count", "not checked", reason)
@@ -315,12 +320,13 @@ def explain(parsed: StartupLog, report: Report | None, *, model: str | None = No
     options, knobs, notes = settings_from_log(parsed)
     if compute_capability and parsed.engine == "vllm":
         knobs.setdefault("compute_capability", compute_capability)
-    rules = VERSIONS[parsed.engine]
-    assumed = None if parsed.version else f"unknown: assuming {ENGINE_NAMES[parsed.engine]} {rules}"
-    if parsed.version and parsed.version != rules:
-        name = ENGINE_NAMES[parsed.engine]
-        notes.append(f"the log's {name} is {parsed.version}; hfkv replays {name} {rules}'s rules (versioned "
-                     "rules will compare with the log's own version)")
+    name, version = versions.split(engine_for(parsed))
+    assumed = None if parsed.version else f"unknown: assuming {versions.described(name, None)}"
+    if parsed.version and version is None:
+        notes.append(f"the log's {ENGINE_NAMES[parsed.engine]} {parsed.version} is not a release hfkv's rule sets "
+                     f"cover: replayed with {versions.described(name, None)}'s rules")
+    elif version is not None:
+        notes.append(f"replayed with the rules of the log's own release: {versions.described(name, version)}")
     comparisons: list[Comparison] = []
     if report is not None:
         comparisons += kv_checks(parsed, report, knobs)
@@ -329,5 +335,5 @@ def explain(parsed: StartupLog, report: Report | None, *, model: str | None = No
             comparisons.append(weights)
         comparisons += predict(parsed, report)
         notes.append("the whole-budget prediction for the log's version is not computed yet (hfkv.planning.explain.predict)")
-    return Explanation(parsed, model, model_error, engine_for(parsed), rules, parsed.version, assumed, options, knobs,
+    return Explanation(parsed, model, model_error, engine_for(parsed), replayed(parsed), parsed.version, assumed, options, knobs,
                        tuple(comparisons), tuple(notes))

@@ -51,7 +51,7 @@ STYLE = """
 .hfkv .charts { display: flex; flex-wrap: wrap; gap: 1em; } .hfkv svg.hfkv-chart { width: 510px; max-width: 100%; height: auto; }
 .hfkv code { background: #f3f3f3; padding: 0 0.3em; }
 .hfkv td.verdict.does-not-fit, .hfkv td.verdict.refused { color: #a00000; --body-text-color: #a00000; }
-.hfkv td.verdict.unknown { color: #7a4a00; --body-text-color: #7a4a00; }
+.hfkv td.verdict.unknown, .hfkv td.verdict.may-not-start { color: #7a4a00; --body-text-color: #7a4a00; }
 """
 Entry = Report | dict  # a report, or its JSON form
 

@@ -38,7 +38,8 @@ def gpu_summary(plan: dict[str, Any]) -> dict[str, Any]:
 
 
 def gpu_cell(summary: Any) -> str:
-    """'✓ 6 at 128K', '? ≤ 7 at 128K' (weights unknown: an upper bound), '✗ does not fit', '✗ refused', '-'."""
+    """'✓ 6 at 128K', '? 1 at 32K, may not start' (the low end of the bands holds none), '? ≤ 7 at 128K' (weights
+    unknown: an upper bound), '✗ does not fit', '✗ refused', '-'."""
     if not isinstance(summary, dict) or not summary.get("status"):
         return "-"
     status, requests, tokens = summary["status"], summary.get("requests"), summary.get("tokens")
@@ -46,6 +47,8 @@ def gpu_cell(summary: Any) -> str:
     at = f" at {format_tokens(tokens)}" if isinstance(tokens, int) else ""
     if status == "fits" and isinstance(requests, int):
         return f"{mark} {requests:,}{at}"
+    if status == "may-not-start" and isinstance(requests, int):
+        return f"{mark} {requests:,}{at}, may not start"
     if status == "unknown" and isinstance(requests, int):
         return f"{mark} ≤ {requests:,}{at}"
     if status == "does-not-fit":

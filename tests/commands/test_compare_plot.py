@@ -362,16 +362,17 @@ def test_small_bands_keep_their_exact_figures():
 def test_deployment_figures_come_from_the_serving_plan():
     from hfkv.commands.plot import deployment
 
-    # Llama-3.1-8B, 16 GB of weights, vLLM's budget on an H200 (tests/planning/test_serving.py): 138,110,256,860
-    # requested − 16,000,000,000 − the 3,621,583,590 B vLLM keeps besides = 118,488,673,270 B of KV.
-    # 4,096 tokens: 131,072 × 4,096 = 536,870,912 B → 220.7 → 220 requests; 32,768: 4 GiB → 27.6 → 27.
+    # Llama-3.1-8B, 16 GB of weights, vLLM 0.34's budget on an H200 (tests/planning/test_serving.py): the whole
+    # 150,119,844,413 B − 16,000,000,000 − the 3,621,583,590 B vLLM keeps besides − the CUDA context
+    # int(0.38 × 2^30) = 408,021,893 − the margin 0.75 × 1,905,786,880 = 1,429,340,160 = 128,660,898,770 B of KV.
+    # 4,096 tokens: 131,072 × 4,096 = 536,870,912 B → 239.6 → 239 requests; 32,768: 4 GiB → 29.9 → 29.
     # DP 2 on 2 GPUs (one engine per rank): twice each.
     out = _reports(LLAMA)
     params = {**DEFAULT_PARAMS, "gpu": "H200", "weights_bytes": 16 * 10**9}
     d = deployment(out.configs[0], LLAMA, [4096, 32768], params, hub=None)
-    assert (d.xs, d.requests) == ([4096, 32768], [220, 27])
+    assert (d.xs, d.requests) == ([4096, 32768], [239, 29])
     d2 = deployment(out.configs[0], LLAMA, [4096, 32768], {**params, "gpu": "H200:2", "data_parallel_size": 2}, None)
-    assert d2.requests == [440, 54] and d2.where.startswith("2 × H200")
+    assert d2.requests == [478, 58] and d2.where.startswith("2 × H200")
     assert d2.verdict.startswith("fits on 2 × H200")
 
 

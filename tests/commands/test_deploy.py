@@ -27,10 +27,10 @@ SHARED = Path(__file__).resolve().parents[3] / "shared"
 DSV32 = SHARED / "hub-configs" / "deepseek-ai__DeepSeek-V3.2.json"
 
 # vLLM's budget starts from the total CUDA reports: an H200's 139.81 GiB (as vLLM logs print it) =
-# int(139.81 × 2^30) = 150,119,844,413 B; ceil(× 0.92) = 138,110,256,860 requested per GPU. An H100's
-# 85,029,158,912 B → 78,226,826,200.
-H200_REQUESTED = 138_110_256_860
-H100_REQUESTED = 78_226_826_200
+# int(139.81 × 2^30) = 150,119,844,413 B, an H100's 85,029,158,912 B. vLLM 0.34 (the newest modelled, whose
+# budget hfkv's own count uses) requests all of it (utilization 1.0, the extensible KV cache).
+H200_REQUESTED = 150_119_844_413
+H100_REQUESTED = 85_029_158_912
 # What vLLM keeps besides the weights for DeepSeek-V3.2 (vocab 129,280, hidden 7,168, 61 layers, 256
 # experts, 8 per token, expert size 2,048, one shared expert) with an H200's serve defaults (8,192
 # batched tokens, 1,024 sequences), at TP 8 on an NVSwitch board (engines/vllm/memory.py):
@@ -40,10 +40,13 @@ H100_REQUESTED = 78_226_826_200
 #   non-torch 2^30 / 4 + int(1.90 × 2^30)                                                = 2,308,544,921
 #   CUDA graphs int(0.30 × 2^30) + int(0.15 × 2^20) × 61 × (51 + 51)                   = 1,300,756,039
 #   allocator slack int(0.05 × 2^30)                                                     =    53,687,091
-DS_RESERVE_TP8 = 562_626_560 + 1_879_048_192 + 1_970_798_592 + 2_308_544_921 + 1_300_756_039 + 53_687_091
+#   vLLM 0.34: the CUDA context before its first snapshot int(0.38 × 2^30)            =   408,021,893
+#   and its margin max(2^30, 0.75 × the peak 1,970,798,592)                             = 1,478,098,944
+DS_RESERVE_TP8 = (562_626_560 + 1_879_048_192 + 1_970_798_592 + 2_308_544_921 + 1_300_756_039 + 53_687_091
+                  + 408_021_893 + 1_478_098_944)
 # At TP 1 (vLLM's DP ranks): the workspace is the same (7,168 outweighs 2,048 and 4,096), non-torch 2^30 / 4.
 DS_RESERVE_TP1 = DS_RESERVE_TP8 - 2_308_544_921 + 268_435_456
-assert (DS_RESERVE_TP8, DS_RESERVE_TP1) == (8_075_461_395, 6_035_351_930)
+assert (DS_RESERVE_TP8, DS_RESERVE_TP1) == (9_961_582_232, 7_921_472_767)
 
 # DeepSeek-V3.2's weights, estimated from its config (tests/model/test_weights.py checks the count against
 # the published 685,355,329,792 parameters). Its routed experts, by hand: 58 MoE layers (61 −
@@ -191,16 +194,17 @@ def test_pp2_dense_llama():
     # Each stage: 16 layers and half the weights: 16,060,522,496 / 2 = 8,030,261,248. vLLM's reserve for a
     # 16-layer stage (the H100 serve defaults of tests/planning/test_serving.py): sampler buffers 558,170,112 +
     # peak activation 1,905,786,880 + non-torch 268,435,456 + CUDA graphs int(0.30 × 2^30) + int(0.15 ×
-    # 2^20) × 16 × 102 = 578,813,299 + slack 53,687,091 = 3,364,892,838; budget 78,226,826,200 −
-    # 8,030,261,248 − 3,364,892,838 = 66,831,672,114.
-    assert plan["weights_bytes_per_gpu"] == 8_030_261_248 and plan["kv_budget_bytes"] == 66_831_672_114
-    # Per GPU 16 × 8 × 128 × 2 × 2 = 65,536 B/token; 32K → 2,147,483,648 B; 66,831,672,114 / that = 31.1 → 31.
+    # 2^20) × 16 × 102 = 578,813,299 + slack 53,687,091 = 3,364,892,838; vLLM 0.34 also keeps the CUDA context
+    # int(0.38 × 2^30) = 408,021,893 and its margin 0.75 × 1,905,786,880 = 1,429,340,160: budget 85,029,158,912 −
+    # 8,030,261,248 − 3,364,892,838 − 408,021,893 − 1,429,340,160 = 71,796,642,773.
+    assert plan["weights_bytes_per_gpu"] == 8_030_261_248 and plan["kv_budget_bytes"] == 71_796_642_773
+    # Per GPU 16 × 8 × 128 × 2 × 2 = 65,536 B/token; 32K → 2,147,483,648 B; 71,796,642,773 / that = 33.4 → 33.
     ctx = _at(plan, 32768)
-    assert ctx["bytes_per_request"] == 2_147_483_648 and ctx["max_concurrency"] == 31
-    # vLLM per stage: block 16 × 65,536 = 1,048,576 B; 66,831,672,114 // 1,048,576 = 63,735 blocks;
-    # 131,072 / 16 = 8,192 blocks per request → 63,735 / 8,192 = 7.78.
+    assert ctx["bytes_per_request"] == 2_147_483_648 and ctx["max_concurrency"] == 33
+    # vLLM 0.34 per stage: block 64 × 65,536 = 4,194,304 B; 71,796,642,773 // 4,194,304 = 17,117 blocks;
+    # 131,072 / 64 = 2,048 blocks per request → 17,117 / 2,048 = 8.36.
     result = simulate(report, engine="vllm", budget_bytes=plan["kv_budget_bytes"], pipeline_parallel_size=2)
-    assert (result["bytes_per_block"], result["num_blocks"], result["max_concurrency"]) == (1_048_576, 63_735, 7.78)
+    assert (result["bytes_per_block"], result["num_blocks"], result["max_concurrency"]) == (4_194_304, 17_117, 8.36)
     assert [s["layers"] for s in result["stages"]] == [16, 16]
 
 
@@ -231,7 +235,7 @@ def test_sglang_dp_attention_needs_tp_divisible_by_dp():
 
 def test_vllm_has_no_dp_attention_flag():
     report = _fixture("Qwen__Qwen3-30B-A3B", tensor_parallel_size=8)
-    with pytest.raises(UnsupportedModelError, match="vLLM has no --enable-dp-attention"):
+    with pytest.raises(UnsupportedModelError, match=r"vLLM( [\d.]+)? has no --enable-dp-attention"):
         simulate(report, engine="vllm", data_parallel_size=8, enable_dp_attention=True)
 
 
@@ -262,14 +266,15 @@ def _planned(weights: int):
 
 
 @pytest.mark.parametrize("weights, expected, mark", [
-    # 58,544,720,114 B budget (tests/planning/test_serving.py); one 128K request is 17,179,869,184 B: 3 fit, in vLLM's
-    # and SGLang's budgets alike (neither differs by 10%, so neither is named). The reserve's band: activation
-    # 1,905,786,880 // 10 + non-torch int(0.15 × 2^30) + graphs 835,504,051 // 2 + slack 53,687,091 =
-    # 190,578,688 + 161,061,273 + 417,752,025 + 53,687,091 = 823,079,077 B = 784.95 MiB.
+    # 63,509,690,773 B budget under vLLM 0.34 (tests/planning/test_serving.py); one 128K request is
+    # 17,179,869,184 B: 3 fit, in vLLM's and SGLang's budgets alike (neither differs by 10%, so neither is named).
+    # The reserve's band: activation 1,905,786,880 // 10 + non-torch int(0.15 × 2^30) + graphs 835,504,051 // 2
+    # + slack 53,687,091 + the CUDA context's int(0.2 × 2^30) + the margin's 0.75 × 190,578,688 =
+    # 190,578,688 + 161,061,273 + 417,752,025 + 53,687,091 + 214,748,364 + 142,934,016 = 1,180,761,457 B = 1.10 GiB.
     (16_060_522_496, "fits on 1 × H100-SXM-80GB: 3 requests at 128K (hfkv, TP 1); the engine's reserve is an "
-                     "estimate (±784.95 MiB)", "✓"),
-    # 200 × 10^9 B = 186.26 GiB of weights; vLLM may use 78,226,826,200 B = 72.85 GiB.
-    (200 * 10**9, "does NOT fit on 1 × H100-SXM-80GB: weights need 186.26 GiB per GPU of 72.85 GiB the engine "
+                     "estimate (±1.10 GiB)", "✓"),
+    # 200 × 10^9 B = 186.26 GiB of weights; vLLM 0.34 may use the whole 85,029,158,912 B = 79.19 GiB.
+    (200 * 10**9, "does NOT fit on 1 × H100-SXM-80GB: weights need 186.26 GiB per GPU of 79.19 GiB the engine "
                   "may use (hfkv, TP 1)", "✗"),
 ])
 def test_verdict_first_in_every_format(weights, expected, mark):
@@ -288,5 +293,5 @@ def test_verdict_never_counts_past_the_models_maximum():
     report = _fixture("meta-llama__Meta-Llama-3.1-8B")
     report.max_position_embeddings = 32768
     plan = plan_serving(report, gpu="H100", weights_bytes=16_060_522_496)
-    # 58,544,720,114 / 4,294,967,296 = 13.6 → 13 at 32K.
-    assert plan["verdict"].startswith("fits on 1 × H100-SXM-80GB: 13 requests at 32K")
+    # 63,509,690,773 / 4,294,967,296 = 14.8 → 14 at 32K (vLLM 0.34's budget).
+    assert plan["verdict"].startswith("fits on 1 × H100-SXM-80GB: 14 requests at 32K")

@@ -63,26 +63,28 @@ def test_first_run_writes_a_report_per_new_model_and_the_index(two_models, tmp_p
     assert report_a["model"] == f"{ORG}/new-a" and report_a["alpha_bytes_per_token"] == 131072
     assert report_a["weights"]["total_parameters"] == 1_000_000
     assert report_a["weights_bytes"] == 2_000_000  # 1,000,000 × 2 B
-    # H100 budget, vLLM's rule (Llama-3.1-8B's shapes: vocab 128,256, hidden 4,096, 32 layers):
-    #   requested ceil(85,029,158,912 B CUDA total × 0.92) = 78,226,826,200
+    # H100 budget, vLLM 0.34's rule (Llama-3.1-8B's shapes: vocab 128,256, hidden 4,096, 32 layers):
+    #   requested: the whole 85,029,158,912 B CUDA total (utilization 1.0)
     #   − weights 2,000,000 − sampler buffers 1,024 × 128,256 × 4 + 2 × 1,024 × ceil(128,256 / 32) × 4 = 558,170,112
     #   − peak activation 14 × 1,024 × 128,256 + 8,192 × 4,096 × 2 = 1,905,786,880 − non-torch 2^30 / 4 = 268,435,456
     #   − CUDA graphs int(0.30 GiB) + int(0.15 MiB) × 32 layers × (51 + 51) graphs = 835,504,051
-    #   − allocator slack int(0.05 GiB) = 53,687,091 → 74,603,242,610
+    #   − allocator slack int(0.05 GiB) = 53,687,091 − the CUDA context int(0.38 GiB) = 408,021,893
+    #   − the margin 0.75 × 1,905,786,880 = 1,429,340,160 → 79,568,213,269
     plans = report_a["watch"]["plans"]
     assert list(plans) == ["H100-SXM-80GB", "H200-141GB", "B200-180GB", "MI300X-192GB"]  # COMMON_GPUS, one each
     h100 = plans["H100-SXM-80GB"]
-    assert h100["kv_budget_bytes"] == 74_603_242_610 and h100["gpu_count"] == 1
+    assert h100["kv_budget_bytes"] == 79_568_213_269 and h100["gpu_count"] == 1
     assert h100["weights_bytes_per_gpu"] == 2_000_000 and h100["weights_source"] == "metadata"
-    # 4K: 74,603,242,610 / (4096 × 131,072 = 536,870,912) = 138.96 → 138; 128K: / 17,179,869,184 = 4.34 → 4.
-    assert [c["max_concurrency_total"] for c in h100["contexts"]] == [138, 17, 4]
+    # 4K: 79,568,213,269 / (4096 × 131,072 = 536,870,912) = 148.2 → 148; 32K: 18.5 → 18; 128K: / 17,179,869,184
+    # = 4.6 → 4.
+    assert [c["max_concurrency_total"] for c in h100["contexts"]] == [148, 18, 4]
     assert h100["verdict"].startswith("fits on 1 × H100-SXM-80GB: 4 requests at 128K (hfkv, TP 1)")
     assert report_a["serving"] is None  # the report itself is not planned: one plan per GPU, in watch.plans
     md_a = (out / f"{ORG}__new-a.md").read_text()
     assert "parameters: 1,000,000" in md_a and "weights: 2,000,000 B" in md_a
-    assert re.search(r"^\| 4K \| 512\.00 MiB \| 512\.00 MiB \| 138 \| \d[\d,]* \| \d[\d,]* \| \d[\d,]* \|$", md_a, re.M)
+    assert re.search(r"^\| 4K \| 512\.00 MiB \| 512\.00 MiB \| 148 \| \d[\d,]* \| \d[\d,]* \| \d[\d,]* \|$", md_a, re.M)
     assert f"- **✓ 1 × H100-SXM-80GB**: {h100['verdict']}" in md_a
-    assert "  - weights per GPU 1.91 MiB (the Hub's safetensors metadata); KV budget per GPU 69.48 GiB" in md_a
+    assert "  - weights per GPU 1.91 MiB (the Hub's safetensors metadata); KV budget per GPU 74.10 GiB" in md_a  # 79,568,213,269 B
     md_b = (out / f"{ORG}__new-b.md").read_text()
     assert "not listed by the Hub" in md_b and "weights per GPU 14.96 GiB (estimated from the config's shapes)" in md_b
 

@@ -41,6 +41,7 @@ def test_whisper_engine_mode_sizes_vllms_cross_attention_pool():
     # vLLM 0.33.0 (whisper.py, CrossAttentionSpec): fp16 pages of 16 × 20 × 128 × 2 B = 81,920 B, 32 layers a
     # group: 2,621,440 B a block; 28 self + ceil(8192 / 16) = 512 cross blocks a request; 8 GiB // 2,621,440 =
     # 3,276 blocks, 3,276 / 540 = 6.07 (tests/engines/test_encoder_decoder_and_pooling.py has the rest)
-    result = CliRunner().invoke(main, [str(FIXTURES / "openai__whisper-large-v3"), "--engine", "vllm", "--budget", "8GiB"])
+    result = CliRunner().invoke(main, [str(FIXTURES / "openai__whisper-large-v3"), "--engine", "vllm==0.33.0",
+                                       "--budget", "8GiB"])
     assert result.exit_code == 0, result.stderr
     assert "num_blocks 3,276" in result.stdout and "max concurrency 6.07" in result.stdout

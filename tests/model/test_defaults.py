@@ -399,3 +399,14 @@ def test_trust_remote_code_in_a_config_is_never_passed_to_a_config_class(monkeyp
     monkeypatch.setattr(tfdefaults, "_config_mapping", lambda: {"x": Recorder})
     tfdefaults.compute([("x", False)], {"model_type": "x", "trust_remote_code": True, "auto_map": {"a": "b"}, "k": 1})
     assert seen == [{"k": 1}]
+
+
+def test_asking_the_config_class_leaves_the_config_as_written():
+    # transformers' LlamaConfig standardises rope_scaling in place (adds rope_theta and
+    # original_max_position_embeddings); SGLang's get_context_length then reads a factor of 1. The config
+    # hfkv was given must come back as written, whether the answer was cached or computed.
+    rope = {"rope_type": "yarn", "factor": 4.0}
+    data = {"model_type": "llama", "hidden_size": 512, "num_attention_heads": 8, "num_hidden_layers": 2,
+            "max_position_embeddings": 32768, "rope_scaling": rope}
+    tfdefaults.compute([("llama", False)], data)
+    assert rope == {"rope_type": "yarn", "factor": 4.0} and data["rope_scaling"] is rope

@@ -173,7 +173,7 @@ def test_engine_refusals_keep_the_theory(settings, fake_hub):
     what its command prints."""
     html, _ = report_page(Form(model="RWKV/rwkv-4-169m-pile"), settings)
     assert html.count('class="error" data-engine=') == 2
-    assert by_id(html, "hfkv-verdict-vllm").startswith("vLLM refused: vLLM 0.33.0 would refuse to start: ")
+    assert by_id(html, "hfkv-verdict-vllm").startswith("vLLM refused: vLLM 0.34.0 would refuse to start: ")
     assert by_id(html, "hfkv-verdict-sglang").startswith("SGLang refused: SGLang 0.5.23 cannot serve this model")
     for engine in ("vllm", "sglang"):
         code, output = run_cli(by_id(html, f"hfkv-cli-{engine}"), fake_hub)
