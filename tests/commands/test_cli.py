@@ -237,8 +237,12 @@ def test_a_subcommands_help_imports_nothing_of_pydantic(command):
     assert not _pydantic(loaded) and "hfkv.model.report" not in loaded, sorted(_pydantic(loaded))
 
 
-def test_a_local_json_report_validates_with_pydantic_without_plugin_discovery():
-    seen = _cli_after(LLAMA, "--format", "json")
+def test_a_local_json_report_validates_with_pydantic_without_plugin_discovery(tmp_path):
+    # A config as save_pretrained writes it (transformers_version at the top: every key of its class is
+    # there), so transformers need not be asked for a default the config left out.
+    written = json.loads((Path(LLAMA) / "config.json").read_text()) | {"transformers_version": "4.43.0.dev0"}
+    (tmp_path / "config.json").write_text(json.dumps(written))
+    seen = _cli_after(str(tmp_path), "--format", "json")
     loaded = set(seen["MODULES"])
     assert {"hfkv.model.report", "hfkv.model.specs", "pydantic"} <= loaded  # the specs are pydantic models
     assert not {"rich", "huggingface_hub", "transformers"} & loaded  # no renderer, no Hub client
