@@ -60,7 +60,7 @@ def enrich(
         knobs["gpu_memory_utilization"] = gpu_memory_utilization
     plan = None
     if gpu is not None or (engine != "theory" and report.budget_bytes is not None):
-        plan = report.extra["serving"] = _plan(report, gpu, engine, knobs, weights_read_bytes)
+        plan = report.extra["serving"] = _plan(report, gpu, engine, knobs, weights_read_bytes, max_model_len)
     if report.batch and report.budget_bytes is None and plan is None:
         report.warnings.append("--batch asks for the longest context within a budget: give --budget or --gpu")
     if plan is not None and engine != "theory":
@@ -84,10 +84,11 @@ def _for_engine(knobs: dict, name: str) -> dict:
     return knobs if name == "vllm" else {key: value for key, value in knobs.items() if key != "engine_version"}
 
 
-def _plan(report: Report, gpu: str | None, engine: str, knobs: dict, weights_read_bytes: int | None) -> dict:
+def _plan(report: Report, gpu: str | None, engine: str, knobs: dict, weights_read_bytes: int | None,
+          max_model_len: int | None = None) -> dict:
     try:
         return plan_serving(report, gpu=gpu, batch=report.batch, weights_read_bytes=weights_read_bytes,
-                            layout_knobs=knobs, engine=engine)
+                            layout_knobs=knobs, engine=engine, max_model_len=max_model_len)
     except UnsupportedModelError as err:  # a layout the engine refuses, named like every other error
         raise err.with_source(report.model) from None
 

@@ -21,10 +21,10 @@ from typing import Any, Callable, Iterable
 
 from hfkv.engines.contract import knob_args
 from hfkv.engines.layout import expert_count
-from hfkv.errors import HfkvError
+from hfkv.errors import HfkvError, UsageError
 from hfkv.model.report import Report
 from hfkv.planning.enrich import enrich
-from hfkv.planning.gpus import GpuPreset, get_gpu
+from hfkv.planning.gpus import GpuPreset, get_gpu, parse_gpu
 from hfkv.units import format_tokens
 
 ENGINE_CHOICES = {"vllm": ("vllm",), "sglang": ("sglang",), "both": ("vllm", "sglang")}
@@ -156,7 +156,7 @@ def search(inspect_at: Callable[..., Report], model: str, *, requests: int, cont
     one layout (the config loaded once, the weights attached); ``extra_knobs`` are engine knobs every
     layout keeps (the reserve's, ``max_num_seqs``, …); ``extra_args`` end every printed command (the
     given weights, the knobs, a revision), so that it prints the same verdict."""
-    preset = get_gpu(gpu.split(":")[0] if isinstance(gpu, str) else gpu)
+    preset = _plan_gpu(gpu)
     probe = inspect_at(tensor_parallel_size=1, contexts=(context,))
     moe = bool(expert_count(probe.config or {}))
     result = Search(model=model, requests=requests, context=context, gpu=preset.name, max_gpus=max_gpus)
@@ -166,6 +166,17 @@ def search(inspect_at: Callable[..., Report], model: str, *, requests: int, cont
         (result.kept if outcome.status == "kept" else result.dropped).append(outcome)
     result.kept = rank(result.kept)
     return result
+
+
+def _plan_gpu(gpu: str | GpuPreset) -> GpuPreset:
+    """The GPU ``plan`` lays out: a name, no count (the search chooses how many, up to ``--max-gpus``)."""
+    if isinstance(gpu, GpuPreset):
+        return gpu
+    if ":" in str(gpu):
+        parse_gpu(gpu)  # a malformed or zero count is its own error
+        raise UsageError(f"plan chooses how many GPUs: give --gpu {str(gpu).rpartition(':')[0]} and --max-gpus N, "
+                         f"not {gpu}")
+    return get_gpu(gpu)
 
 
 def rank(kept: list[Outcome]) -> list[Outcome]:
@@ -202,8 +213,12 @@ def _try(inspect_at: Callable[..., Report], model: str, layout: Layout, preset: 
     if detail.get("status") == "unknown":
         return Outcome(layout, "unknown", held, None, "the weights are unknown: at most this many", line, command)
     if held < requests:
+        # The deployment's own verdict answers another question (how many fit): the plan's is whether it holds them.
+        where = line.split(":", 1)[0].removeprefix("fits ") if line and line.startswith("fits ") else \
+            f"on {layout.gpus} × {preset.name}"
         return Outcome(layout, "too-few", held, low, f"holds {held:,} of {requests:,} requests at "
-                       f"{format_tokens(context)}", line, command)
+                       f"{format_tokens(context)}", f"does NOT hold {requests:,} requests of {format_tokens(context)} "
+                       f"{where}: {held:,} fit", command)
     if low < requests:
         return Outcome(layout, "marginal", held, low, f"holds {held:,} of {requests:,} requests at "
                        f"{format_tokens(context)}, but {low:,} at the low end of the reserve's band", line, command)

@@ -38,7 +38,11 @@ JSON-able dict meant for ``report.extra["serving"]``; its keys are stable:
                               ``max_concurrency`` (per rank), ``max_concurrency_total`` (× request_ranks),
                               ``decode_step_seconds`` {"1": t, "<batch>": t, "<B_max>": t} (lower bounds)
 ``batch``, ``max_context_for_batch``, ``max_context_unbounded``: the longest context for ``batch`` requests
-``max_length``                {"tokens", "bytes_per_request", "fits"}: one request at the model's maximum
+``max_length``                {"tokens", "bytes_per_request", "fits", "given", "largest"}: one request at the
+                              max length (``max_model_len``, else the model's maximum): whether it fits,
+                              and if not the longest length one request fits
+``beyond_maximum``            {"tokens", "model_maximum"}: a context or max length asked past the model's
+                              maximum (the engines refuse it), else None
 ``decode_includes_weights``   whether the decode bound counts weight reads
 ``verdict``                   the one line every output prints (``hfkv.planning.verdict``), and
 ``verdict_detail``            its ``Verdict.to_dict()`` (status, requests, the estimates' range, engines)
@@ -79,12 +83,21 @@ _ESTIMATE_NO_WEIGHTS = (
 )
 
 
-def _resolve_gpu(gpu: str | GpuPreset | None, gpu_count: int) -> tuple[GpuPreset | None, int]:
-    """The preset and count; ``NAME:COUNT`` sets the count unless ``gpu_count`` already did."""
+MAX_GPUS = 65_536  # one deployment's GPUs: past the largest clusters built; a larger count is a typo
+
+
+def _resolve_gpu(gpu: str | GpuPreset | None, gpu_count: int) -> tuple[GpuPreset | None, int, bool]:
+    """The preset, the count and whether the count was given (``NAME:COUNT`` or ``gpu_count``); ``NAME:COUNT``
+    sets the count unless ``gpu_count`` already did. A count above ``MAX_GPUS`` is a UsageError."""
     if gpu is None or isinstance(gpu, GpuPreset):
-        return gpu, gpu_count
-    preset, count = parse_gpu(gpu)
-    return preset, count if gpu_count == 1 else gpu_count
+        preset, count, given = gpu, gpu_count, gpu_count != 1
+    else:
+        preset, count = parse_gpu(gpu)
+        given = ":" in str(gpu) or gpu_count != 1
+        count = count if gpu_count == 1 else gpu_count
+    if isinstance(count, int) and count > MAX_GPUS:
+        raise UsageError(f"{count:,} GPUs is more than one deployment holds (at most {MAX_GPUS:,})")
+    return preset, count, given
 
 
 def _per_request_extra(report) -> Fraction:
@@ -131,12 +144,14 @@ def _resolve_layout(report, knobs: EngineKnobs, engine: str) -> lay.Layout:
     return layout
 
 
-def _deployment_gpus(count: int, layout, notes: list[str]) -> int:
-    """GPUs of the deployment: ``count``, the default single GPU raised to what the layout needs."""
+def _deployment_gpus(count: int, layout, notes: list[str], given: bool = False) -> int:
+    """GPUs of the deployment: ``count``; a single GPU nobody counted (``--gpu H100``) is raised to what the
+    layout needs, a count given (``H100:1``) that is too small is a UsageError."""
     gpus_needed = layout.gpus
     if count < gpus_needed:
-        if count != 1:
-            raise UsageError(f"{count} GPUs cannot hold this layout: {layout.describe()} needs {gpus_needed}")
+        if count != 1 or given:
+            raise UsageError(f"{count} GPU{'s' if count != 1 else ''} cannot hold this layout: {layout.describe()} "
+                             f"needs {gpus_needed} (give --gpu NAME:{gpus_needed}, or NAME alone)")
         notes.append(f"gpu_count raised to the {gpus_needed} GPUs the layout needs")
         count = gpus_needed
     if count % gpus_needed:
@@ -206,7 +221,7 @@ def plan_serving(
     report, *, gpu: str | GpuPreset | None = None, gpu_count: int = 1,
     gpu_memory_utilization: float | str | None = None, kv_cache_memory_bytes: int | None = None,
     weights_bytes: int | None = None, batch: int | None = None, weights_read_bytes: int | None = None,
-    layout_knobs: dict | None = None, engine: str = "theory",
+    layout_knobs: dict | None = None, engine: str = "theory", max_model_len: int | None = None,
 ) -> dict[str, Any]:
     """Plan serving ``report``'s model; see the module docstring for the keys.
 
@@ -224,10 +239,10 @@ def plan_serving(
     estimates = [_ESTIMATE_PAGES]
     knobs = resolve_knobs(layout_knobs, gpu_memory_utilization)
     layout = _resolve_layout(report, knobs, engine)
-    preset, count = _resolve_gpu(gpu, gpu_count)
+    preset, count, given = _resolve_gpu(gpu, gpu_count)
     if not isinstance(count, int) or count < 1:
         raise UsageError(f"gpu_count must be a positive whole number, got {count}")
-    count = _deployment_gpus(count, layout, notes)
+    count = _deployment_gpus(count, layout, notes, given)
     copies = count // layout.gpus
     if weights_bytes is not None and weights_bytes < 0:
         raise UsageError(f"weights_bytes must not be negative, got {weights_bytes}")
@@ -304,12 +319,19 @@ def plan_serving(
         longest = min(bounded) if bounded else None
         unbounded = longest is None
 
-    s_max = report.max_position_embeddings or max((c.tokens for c in report.contexts), default=None)
+    model_max = report.max_position_embeddings
+    s_max = max_model_len or model_max or max((c.tokens for c in report.contexts), default=None)
     max_length = None
     if s_max:
         m = per_request(s_max)
         max_length = {"tokens": s_max, "bytes_per_request": acc.as_number(m),
-                      "fits": None if budget is None else m <= budget}
+                      "fits": None if budget is None else m <= budget, "given": max_model_len is not None,
+                      "largest": None}
+        if budget is not None and m > budget:  # the longest length one request fits (the flag that starts)
+            lengths = [acc.max_context(stage, max(budget, 0), 1, p, attn_tp, extra) for stage in stages]
+            max_length["largest"] = min((n for n in lengths if n is not None), default=None)
+    asked = [c.tokens for c in report.contexts] if getattr(report.options, "contexts", None) else []
+    beyond = max([t for t in asked + [max_model_len or 0] if model_max and t > model_max], default=None)
 
     unknown = None
     if weights_bytes is None:
@@ -344,6 +366,7 @@ def plan_serving(
         "max_context_for_batch": longest,
         "max_context_unbounded": unbounded,
         "max_length": max_length,
+        "beyond_maximum": None if beyond is None else {"tokens": beyond, "model_maximum": model_max},
         "decode_includes_weights": bool(bandwidth) and weights_read is not None,
         "estimates": estimates,
         "notes": notes,

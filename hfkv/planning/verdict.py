@@ -22,6 +22,7 @@ from hfkv's count by more than 10%, so a count the engines would not reach never
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -162,6 +163,12 @@ def verdict(plan: dict[str, Any], counted: dict[str, Any] | None = None,
         return Verdict("does-not-fit", f"does NOT fit {where}: {reason} {label}", reason=reason, counted_by=engine)
     if plan.get("kv_budget_bytes") is None:
         return Verdict("none", "no verdict: give --gpu or --budget")
+    beyond = plan.get("beyond_maximum")
+    if beyond and not long_lengths_allowed():
+        reason = (f"{beyond['tokens']:,} tokens is past the model's maximum "
+                  f"({beyond['model_maximum']:,}): vLLM and SGLang refuse a longer length unless "
+                  "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 / SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1")
+        return Verdict("refused", f"refused {where} {label}: {reason}", reason=reason, counted_by=engine)
     ranks = plan.get("request_ranks") or 1
     requests = engine_requests(counted, ranks) if counted else None
     counted_by = engine if requests is not None else "hfkv"
@@ -179,6 +186,10 @@ def verdict(plan: dict[str, Any], counted: dict[str, Any] | None = None,
         reason = (f"not one request at {format_tokens(asked)} in the "
                   f"{format_bytes(max(plan['kv_budget_bytes'], 0))} KV budget per GPU")
         return Verdict("does-not-fit", f"does NOT fit {where}: {reason} {label}", reason=reason, tokens=asked,
+                       requests=0, counted_by=counted_by)
+    start = _start_failure(plan) if counted is None else None
+    if start:
+        return Verdict("does-not-fit", f"does NOT start {where} {label}: {start}", reason=start, tokens=asked,
                        requests=0, counted_by=counted_by)
     if counted_by == "hfkv":
         low, high = _range(plan, tokens)
@@ -207,6 +218,24 @@ def verdict(plan: dict[str, Any], counted: dict[str, Any] | None = None,
                 + f"; hfkv's count ({count:,} at {format_tokens(tokens)}) cannot be served")
     return Verdict(status, text, requests=count, tokens=tokens, low=low, high=high, counted_by=counted_by,
                    engines=engines)
+
+
+def long_lengths_allowed() -> bool:
+    """Both engines' opt-ins for a length past the model's maximum are set (then they only warn)."""
+    return all(os.environ.get(name, "").strip().lower() in ("1", "true")
+               for name in ("VLLM_ALLOW_LONG_MAX_MODEL_LEN", "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"))
+
+
+def _start_failure(plan: dict[str, Any]) -> str | None:
+    """Why the engine would not start this deployment (one request at its max length does not fit the KV
+    budget, as vLLM checks at start-up), with the largest max length that would, or None."""
+    length = plan.get("max_length") or {}
+    if length.get("fits") is not False:
+        return None
+    largest = length.get("largest")
+    hint = (f"--max-model-len {largest:,} would start" if largest else "no max length would start")
+    return (f"one request at the max length {length['tokens']:,} needs {format_bytes(length['bytes_per_request'])} "
+            f"per GPU of the {format_bytes(max(plan['kv_budget_bytes'], 0))} KV budget; {hint}")
 
 
 def _others(count: int, tokens: int, others: dict[str, dict[str, Any]]) -> dict[str, str]:

@@ -93,7 +93,8 @@ def test_llama_8b_on_h100(llama):
     assert by_tokens[131072]["max_concurrency"] == 3
     # 8 requests: S ≤ 58,544,720,114 / (8 × 131,072 = 1,048,576) = 55,832.7 → 55,832 tokens.
     assert plan["max_context_for_batch"] == 55_832 and plan["max_context_unbounded"] is False
-    assert plan["max_length"] == {"tokens": 131072, "bytes_per_request": 17_179_869_184, "fits": True}
+    assert plan["max_length"] == {"tokens": 131072, "bytes_per_request": 17_179_869_184, "fits": True,
+                                  "given": False, "largest": None}
     # Decode at 32K, B = 1: (16,060,522,496 + 4,294,967,296 = 20,355,489,792) / 3.35e12 = 6.0763 ms.
     assert by_tokens[32768]["decode_step_seconds"]["1"] == pytest.approx(20_355_489_792 / 3.35e12)
     # B = 8: (16,060,522,496 + 8 × 4,294,967,296 = 50,420,260,864) / 3.35e12 = 15.05 ms.

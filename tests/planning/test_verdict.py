@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from _helpers import run_cli as run, SMALL_LLAMA as LLAMA, write_named_config as write_config
+from _helpers import FIXTURES, run_cli as run, SMALL_LLAMA as LLAMA, write_named_config as write_config
 
 
 # -- item 14: budgets ----------------------------------------------------------------------------------
@@ -28,3 +28,66 @@ def test_weights_that_do_not_fit_are_said_in_every_format(tmp_path, fmt):
     if fmt == "json":
         serving = json.loads(result.stdout)["serving"]
         assert serving["weights_fit"] is False and serving["usable_bytes"] == 85_029_158_912
+
+
+# -- issue 28: the verdict answers the start the engine would make ---------------------------------------
+
+LLAMA_8B = str(FIXTURES / "meta-llama__Meta-Llama-3.1-8B")
+QWEN3_8B = str(FIXTURES / "Qwen__Qwen3-8B")
+
+
+def test_a_deployment_whose_max_length_does_not_fit_does_not_start():
+    # Llama-3.1-8B, 16,060,522,496 B of weights on an L4, vLLM 0.34's budget (tests/render/test_html.py):
+    # 4,441,474,453 B of KV. One request at its maximum 131,072 needs 131,072 × 131,072 B = 16 GiB: vLLM would
+    # not start. The longest that fits: 4,441,474,453 // 131,072 B per token = 33,885.
+    result = run(LLAMA_8B, "--gpu", "L4", "--weights-bytes", "16060522496")
+    assert result.exit_code == 3
+    assert result.stdout.splitlines()[0] == (
+        "does NOT start on 1 × L4-24GB (hfkv, TP 1): one request at the max length 131,072 needs 16.00 GiB per "
+        "GPU of the 4.14 GiB KV budget; --max-model-len 33,885 would start")
+    # Asked at a length that starts, it fits: 4,441,474,453 // (32,768 × 131,072 = 4,294,967,296) = 1.
+    fits = run(LLAMA_8B, "--gpu", "L4", "--weights-bytes", "16060522496", "--max-model-len", "32768",
+               "--context", "32k")
+    assert fits.exit_code == 0 and " 1 request at 32K " in fits.stdout.splitlines()[0]
+
+
+def test_a_context_past_the_models_maximum_is_refused_as_the_engines_refuse_it(monkeypatch):
+    # Llama-3.1-8B's maximum is 131,072 (max_position_embeddings): vLLM and SGLang refuse a longer length.
+    result = run(LLAMA_8B, "--gpu", "H100", "--context", "1000000000000")
+    assert result.exit_code == 3
+    assert result.stdout.splitlines()[0].startswith(
+        "refused on 1 × H100-SXM-80GB (hfkv, TP 1): 1,000,000,000,000 tokens is past the model's maximum (131,072)")
+    # Qwen3-8B (40,960) with --max-model-len 131072: each engine mode refuses in its engine's words (exit 2).
+    vllm = run(QWEN3_8B, "--gpu", "H100", "--engine", "vllm", "--max-model-len", "131072")
+    assert vllm.exit_code == 2 and "max_model_len (131072) is greater than the derived max_model_len (40960)" in (
+        vllm.stderr)
+    sglang = run(QWEN3_8B, "--gpu", "H100", "--engine", "sglang", "--max-model-len", "131072")
+    assert sglang.exit_code == 2 and "context_length (131072) is greater than the derived" in sglang.stderr
+    theory = run(QWEN3_8B, "--gpu", "H100", "--max-model-len", "131072")
+    assert theory.exit_code == 3 and "131,072 tokens is past the model's maximum (40,960)" in theory.stdout
+    # With both engines' opt-ins set, they serve it and so does the verdict.
+    monkeypatch.setenv("VLLM_ALLOW_LONG_MAX_MODEL_LEN", "1")
+    monkeypatch.setenv("SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN", "1")
+    assert run(QWEN3_8B, "--gpu", "H100", "--max-model-len", "131072").exit_code == 0
+
+
+def test_a_gpu_count_is_what_the_user_gave_bounded_both_ways():
+    # TP 8 needs 8 GPUs: "H100" alone is raised to them, an explicit "H100:1" is refused; 10^9 GPUs is a typo.
+    assert run(QWEN3_8B, "--gpu", "H100", "--tp", "8").stdout.startswith("fits on 8 × H100-SXM-80GB")
+    one = run(QWEN3_8B, "--gpu", "H100:1", "--tp", "8")
+    assert one.exit_code == 2 and "1 GPU cannot hold this layout: TP 8 needs 8" in one.stderr
+    huge = run(QWEN3_8B, "--gpu", "H100:1000000000")
+    assert huge.exit_code == 2 and "1,000,000,000 GPUs is more than one deployment holds" in huge.stderr
+
+
+def test_plan_takes_a_gpu_name_and_says_no_where_a_layout_holds_too_few():
+    zero = run("plan", QWEN3_8B, "--requests", "4", "--context", "8k", "--gpu", "H100:0")
+    assert zero.exit_code == 2 and "must be a positive whole number" in zero.stderr
+    counted = run("plan", QWEN3_8B, "--requests", "4", "--context", "8k", "--gpu", "H100:2")
+    assert counted.exit_code == 2 and "plan chooses how many GPUs" in counted.stderr
+    many = run("plan", QWEN3_8B, "--requests", "1000000000000", "--context", "8k", "--gpu", "H100",
+               "--format", "json")
+    data = json.loads(many.stdout)
+    assert data["best"] is None and data["dropped"]
+    assert all(not (o["verdict"] or "").startswith("fits") for o in data["dropped"])
+    assert any(o["verdict"].startswith("does NOT hold 1,000,000,000,000 requests of 8K") for o in data["dropped"])

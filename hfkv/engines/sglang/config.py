@@ -28,9 +28,11 @@ when the config has none of the keys, nor its config class: ``ModelTypeFacts.con
 
 from __future__ import annotations
 
+import os
+
 from typing import Any, Callable
 
-from hfkv.errors import UsageError
+from hfkv.errors import UnsupportedModelError, UsageError
 from hfkv.model.specs import CrossAttention, FullAttention, LayerSpec, ShortConvState
 from hfkv.engines.contract import EngineInput
 from hfkv.engines.sglang import registry
@@ -38,6 +40,12 @@ from hfkv.engines.sglang import registry
 CONTEXT_LENGTH_KEYS = ("max_sequence_length", "seq_length", "max_seq_len", "model_max_length",
                        "max_position_embeddings")
 DEFAULT_CONTEXT_LENGTH = 2048
+LONGER_CONTEXT_ENV = "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"  # model_config.py: a longer context is refused without it
+
+
+def allowed(name: str) -> bool:
+    """An engine's opt-in environment variable, read as the engines read a boolean (1 or true)."""
+    return os.environ.get(name, "").strip().lower() in ("1", "true")
 
 
 def context_length(report: EngineInput, max_model_len: int | None, assumptions: list[str], warnings: list[str]) -> int:
@@ -49,8 +57,12 @@ def context_length(report: EngineInput, max_model_len: int | None, assumptions: 
         if max_model_len < 1:
             raise UsageError(f"--max-model-len must be positive, got {max_model_len}")
         if derived is not None and max_model_len > derived:
-            warnings.append(f"SGLang refuses a context length above the model's derived {derived} unless "
-                            "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1 is set")
+            message = (f"User-specified context_length ({max_model_len}) is greater than the derived context_length "
+                       f"({derived}). This may lead to incorrect model outputs or CUDA errors.")
+            if not allowed(LONGER_CONTEXT_ENV):
+                raise UnsupportedModelError(f"SGLang would refuse to start: {message} To allow overriding this "
+                                            f"maximum, set the env var {LONGER_CONTEXT_ENV}=1")
+            warnings.append(f"{message} ({LONGER_CONTEXT_ENV} is set: SGLang only warns)")
         return max_model_len
     if derived is None:
         warnings.append(f"the config names no context length: SGLang takes its config class's default, or "

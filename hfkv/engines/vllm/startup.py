@@ -14,6 +14,7 @@ the block size, follows the GPU generation (``backends``); what vLLM does per cl
 from __future__ import annotations
 
 import math
+import os
 from fractions import Fraction
 from typing import Any, Callable
 
@@ -346,6 +347,22 @@ def capacity(result: dict, blocks: Callable[[int], int], grows: bool, budget: in
                        "fit check")
 
 
+LONGER_LENGTH_ENV = "VLLM_ALLOW_LONG_MAX_MODEL_LEN"  # config/model.py _get_and_verify_max_len: refused without it
+
+
+def check_max_model_len(report: EngineInput, length: int, assumptions: list[str]) -> None:
+    """``_get_and_verify_max_len``: a --max-model-len above the length vLLM derives from the config is refused,
+    unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 (then vLLM warns and serves it)."""
+    derived = default_max_model_len(report, [])
+    if length <= derived:
+        return
+    message = f"User-specified max_model_len ({length}) is greater than the derived max_model_len ({derived})."
+    if os.environ.get(LONGER_LENGTH_ENV, "").strip().lower() not in ("1", "true"):
+        raise VllmRefusal(f"{message} To allow overriding this maximum, set the env var {LONGER_LENGTH_ENV}=1.")
+    assumptions.append(f"{message} {LONGER_LENGTH_ENV} is set: vLLM serves it (positions past the model's own "
+                       "maximum may give nan or wrong outputs)")
+
+
 def simulate(report: EngineInput, *, budget_bytes: int | None, max_model_len: int | None, knobs: EngineKnobs) -> dict:
     """vLLM's groups, block size and, with a budget, its blocks and logged numbers; ``VllmRefusal`` where
     vLLM would not start (its reason, one line)."""
@@ -359,6 +376,7 @@ def simulate(report: EngineInput, *, budget_bytes: int | None, max_model_len: in
                            "cache groups): figures are for the target model alone")
     if max_model_len is not None:
         length = context_length(report, max_model_len, assumptions)  # checks it is positive
+        check_max_model_len(report, length, assumptions)
     else:
         length = default_max_model_len(report, assumptions)
     kv = kv_dtype(report, assumptions)

@@ -398,8 +398,30 @@ def test_sglang_context_length_is_its_get_context_length():
     out = simulate(report("state-spaces__mamba-2.8b-hf"), engine="sglang", budget_bytes=None, max_model_len=None)
     assert out["context_length"] == 2048  # no context key at all: get_context_length's default
     assert any("names no context length" in w for w in out["warnings"])
-    out = simulate(report("meta-llama__Meta-Llama-3.1-8B"), engine="sglang", budget_bytes=None, max_model_len=262144)
-    assert any("SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN" in w for w in out["warnings"])
+
+
+
+def test_sglang_refuses_a_context_past_the_derived_one_unless_told(monkeypatch):
+    # model_config.py: "User-specified context_length (262144) is greater than the derived context_length
+    # (131072) ... set the env var SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1"; with it, a warning.
+    llama = report("meta-llama__Meta-Llama-3.1-8B")
+    with pytest.raises(UnsupportedModelError, match=r"context_length \(262144\) is greater than the derived "
+                                                    r"context_length \(131072\).*LONGER_CONTEXT_LEN=1"):
+        simulate(llama, engine="sglang", budget_bytes=None, max_model_len=262144)
+    monkeypatch.setenv("SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN", "1")
+    out = simulate(llama, engine="sglang", budget_bytes=None, max_model_len=262144)
+    assert out["context_length"] == 262144
+    assert any("SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN is set" in w for w in out["warnings"])
+
+
+def test_vllm_refuses_a_max_model_len_past_the_derived_one_unless_told(monkeypatch):
+    # config/model.py _get_and_verify_max_len: Qwen3-8B derives 40,960 (max_position_embeddings).
+    qwen = report("Qwen__Qwen3-8B")
+    with pytest.raises(UnsupportedModelError, match=r"max_model_len \(131072\) is greater than the derived "
+                                                    r"max_model_len \(40960\).*VLLM_ALLOW_LONG_MAX_MODEL_LEN=1"):
+        simulate(qwen, engine="vllm", budget_bytes=None, max_model_len=131072)
+    monkeypatch.setenv("VLLM_ALLOW_LONG_MAX_MODEL_LEN", "1")
+    assert simulate(qwen, engine="vllm", budget_bytes=None, max_model_len=131072)["max_model_len"] == 131072
 
 
 def test_sglang_radix_off_with_a_request_cap_sizes_the_swa_pool_from_the_cap():
