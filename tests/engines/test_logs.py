@@ -150,7 +150,10 @@ def test_r06_qwen3_235b_rank0_budget_gives_the_printed_tokens():
     assert low <= 178880 // 16 <= high
 
 
-def test_r08_qwen3_30b_a3b_fp8_vllm():
+def test_r08_qwen3_30b_a3b_fp8_vllm(monkeypatch):
+    # The log's start served 100,000 and 221,000 tokens, past this config's 40,960: a longer-context copy
+    # of the model or VLLM_ALLOW_LONG_MAX_MODEL_LEN=1, which vLLM needs for it (and so does its mode).
+    monkeypatch.setenv("VLLM_ALLOW_LONG_MAX_MODEL_LEN", "1")
     fp8 = {"kv_cache_dtype": "fp8"}
     # 48 layers × 4 KV heads × 256 × 1 B = 49152 B/token; block 16 × 49152 = 786,432 B
     out = vllm(QWEN3_30B, 100000, 14408 * 786432, fp8)
@@ -166,7 +169,8 @@ def test_r08_qwen3_30b_a3b_fp8_vllm():
     assert low_fit <= 122080 <= high_fit  # "estimated maximum model length is 122080"
 
 
-def test_r09_qwen3_coder_30b_pipeline_parallel_check_uses_all_layers():
+def test_r09_qwen3_coder_30b_pipeline_parallel_check_uses_all_layers(monkeypatch):
+    monkeypatch.setenv("VLLM_ALLOW_LONG_MAX_MODEL_LEN", "1")  # 262,144 past the 40,960 of this config: as R08
     # The log's check (a vLLM bug under PP: all 48 layers against one stage's memory) is what a
     # single-stage model gives: 48 × 4 × 256 × 2 B = 98304 B/token. hfkv does not model PP stages.
     out = vllm(QWEN3_30B, 262144)

@@ -75,6 +75,11 @@ class RuleSet:
     1,024 sequences): from 0.28.0."""
     batch_gb10_excluded: bool
     """GB10 (compute capability 12.1, unified memory) is kept out of the ≥70 GiB tier: from 0.33.0."""
+    mamba_seqs: str
+    """When ``max_num_seqs`` exceeds the Mamba cache blocks under full CUDA graphs: ``cap`` until 0.19 (the
+    capture sizes are capped, with a warning: ``CompilationConfig`` "Cap cudagraph capture sizes to available
+    Mamba cache blocks"), ``refuse`` from 0.20.0 (``config/compilation.py``: "max_num_seqs (N) exceeds available
+    Mamba cache blocks (M) …")."""
     source: str
     """Where the span's rules were read."""
 
@@ -89,6 +94,7 @@ PARSERS: dict[str, Callable[[str], Any]] = {
     "kv_tokens": choice("blocks", "concurrency"),
     "batch_tier_160": yes_no,
     "batch_gb10_excluded": yes_no,
+    "mamba_seqs": choice("cap", "refuse"),
     "source": str,
 }
 

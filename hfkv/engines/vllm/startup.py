@@ -68,6 +68,7 @@ from hfkv.engines.contract import context_length, EngineInput, EngineKnobs, numb
 __all__ = ["VllmRefusal", "simulate"]
 
 DEFAULT_MAX_NUM_BATCHED_TOKENS = 8192  # get_batch_defaults: API server, >=70 GiB non-A100 GPU
+DEFAULT_MAX_NUM_SEQS = 1024  # the same tier's max_num_seqs
 # MambaStateDtypeCalculator (layers/mamba/mamba_utils.py): the SSM state dtype a layer kind takes while
 # mamba_ssm_cache_dtype stays "auto" (kda_state_dtype: fp32; every other calculator: the model dtype).
 # A rule of the layer, not of the architecture: the architecture's hook (ArchFacts.ssm_dtype) runs first.
@@ -313,6 +314,24 @@ def gib(value: int | Fraction) -> str:
     return f"{round(float(value) / (1 << 30), 2)}"
 
 
+def check_mamba_seqs(result: dict, num_blocks: int, release: RuleSet, assumptions: list[str]) -> None:
+    """Full CUDA graphs need one Mamba cache block per decode sequence (``CompilationConfig``, issue 34094):
+    from 0.20 vLLM refuses to start when ``max_num_seqs`` exceeds the blocks; before, it capped the
+    capture sizes. ``result["mamba_max_num_seqs"]`` holds the sequences to check (None: no Mamba layer,
+    or no full graphs)."""
+    seqs = result.get("mamba_max_num_seqs")
+    if seqs is None or seqs <= num_blocks:
+        return
+    if release.mamba_seqs == "cap":
+        assumptions.append(f"max_num_seqs {seqs} > {num_blocks} Mamba cache blocks: vLLM {release.label} caps its "
+                           "CUDA-graph capture sizes to the blocks")
+        return
+    result["assumptions"] = assumptions
+    raise VllmRefusal(f"max_num_seqs ({seqs}) exceeds available Mamba cache blocks ({num_blocks}). Each decode "
+                      "sequence requires one Mamba cache block, so CUDA graph capture cannot proceed. Please lower "
+                      f"max_num_seqs to at most {num_blocks} or increase gpu_memory_utilization.", details=result)
+
+
 def capacity(result: dict, blocks: Callable[[int], int], grows: bool, budget: int, length: int,
              assumptions: list[str], release: RuleSet) -> None:
     """With a budget: blocks and the two logged numbers, or vLLM's refusal when one request does not fit.
@@ -334,6 +353,7 @@ def capacity(result: dict, blocks: Callable[[int], int], grows: bool, budget: in
                           f"GiB KV cache is needed, which is larger than the available KV cache memory "
                           f"({gib(usable)} GiB). {hint}".rstrip(), details=result)
     result["max_model_len_fit"] = fit_length(blocks, num_blocks - 1, 1 << 40) if grows else None
+    check_mamba_seqs(result, num_blocks, release, assumptions)
     concurrency = num_blocks / result["blocks_per_request"]  # float, as vLLM computes it
     result["max_concurrency"] = printed(concurrency)
     if release.kv_tokens == "blocks":
@@ -419,6 +439,8 @@ def simulate(report: EngineInput, *, budget_bytes: int | None, max_model_len: in
         ],
         "max_model_len": length,
         "attention_backend": backend.name if backend else None,
+        "mamba_max_num_seqs": (knobs.max_num_seqs or DEFAULT_MAX_NUM_SEQS)
+        if any(isinstance(s, MambaSpec) for s in specs) and not knobs.enforce_eager else None,
     }
     return finish(result, lambda n: blocks_per_request(groups, n, plan, release),
                   any(isinstance(g.spec, FullAttentionSpec) for g in groups),

@@ -460,3 +460,18 @@ def test_vllm_never_resolves_gemma3_to_float16():
         simulate(fp16, engine=VLLM_033, budget_bytes=40 * GiB)
     bf16 = inspect_config(data, model="gemma-3-fp16", options=Options(kv_cache_dtype="bf16"))
     simulate(bf16, engine=VLLM_033, budget_bytes=40 * GiB)
+
+
+def test_vllm_refuses_more_sequences_than_mamba_blocks_under_full_graphs():
+    # config/compilation.py (0.20 on): full CUDA graphs need one Mamba cache block per decode sequence.
+    # Nemotron-H-56B at TP 1 under vLLM 0.33: 254 blocks in a 40 GiB budget (its oracle row), fewer than the
+    # API server's 1,024 sequences: vLLM refuses, naming the max_num_seqs that starts.
+    nemotron = report("nvidia__Nemotron-H-56B-Base-8K")
+    with pytest.raises(UnsupportedModelError, match=r"max_num_seqs \(1024\) exceeds available Mamba cache blocks "
+                                                    r"\(254\).*lower max_num_seqs to at most 254"):
+        simulate(nemotron, engine=VLLM_033, budget_bytes=40 * GiB)
+    assert simulate(nemotron, engine=VLLM_033, budget_bytes=40 * GiB, max_num_seqs=254)["num_blocks"] == 254
+    assert simulate(nemotron, engine=VLLM_033, budget_bytes=40 * GiB, enforce_eager=True)["num_blocks"] == 254
+    # vLLM 0.19 capped its capture sizes instead, and started.
+    capped = simulate(nemotron, engine="vllm==0.19.1", budget_bytes=40 * GiB)
+    assert any("caps its CUDA-graph capture sizes" in a for a in capped["assumptions"])
