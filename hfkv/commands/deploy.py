@@ -32,6 +32,10 @@ def deployment_options(fn: Callable | None = None, *, many_gpus: bool = False) -
         options = [
             click.option("--gpu", "gpus" if many_gpus else "gpu", multiple=many_gpus,
                          help=gpu_help + (" Repeatable: one plan per preset." if many_gpus else "")),
+            *([] if many_gpus else [click.option(
+                "--gpu-memory", callback=_gpu_memory_option,
+                help="A GPU no preset names, by the total memory CUDA reports (e.g. 23.57GiB, as vLLM logs it); "
+                     "the same as --gpu 23.57GiB. --gpu local reads this machine's GPUs (nvidia-smi, rocm-smi).")]),
             click.option("--engine", default="theory", show_default=True, callback=_engine_option,
                          metavar="[theory|vllm|sglang][==VERSION]",
                          help="theory: hfkv's exact per-request figures; vllm or sglang: the engine's own start-up "
@@ -62,6 +66,17 @@ def _engine_option(ctx: click.Context, param: click.Parameter, value: str | None
         raise click.BadParameter(err.message, ctx=ctx, param=param) from None
 
 
+def _gpu_memory_option(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """``--gpu-memory SIZE`` checked at parse time (it stands for ``--gpu SIZE``)."""
+    if value is None:
+        return None
+    from hfkv.planning.gpus import _SIZE  # the one definition of what reads as a size
+
+    if not _SIZE.fullmatch(value.strip()):
+        raise click.BadParameter(f"{value!r} is not a memory size such as 23.57GiB or 24GB", ctx=ctx, param=param)
+    return value.strip()
+
+
 def reserve_options(fn: Callable) -> Callable:
     """The engine knobs that are not a layout (memory fractions, scheduler sizes, graphs, backends): for
     a command that chooses the layouts itself (``plan``)."""
@@ -85,6 +100,10 @@ class Deployment:
     @classmethod
     def from_params(cls, params: dict[str, Any], gpu: str | None = None) -> Deployment:
         """The deployment of a command's parsed parameters (``gpu`` overrides ``params["gpu"]``)."""
+        if gpu is None and params.get("gpu_memory"):
+            if params.get("gpu"):
+                raise click.UsageError("give --gpu or --gpu-memory, not both")
+            gpu = params["gpu_memory"]
         return cls(gpu=gpu if gpu is not None else params.get("gpu"), engine=params.get("engine") or "theory",
                    weights_bytes=params.get("weights_bytes"), weights_read_bytes=params.get("weights_read_bytes"),
                    max_model_len=params.get("max_model_len"), no_weights=bool(params.get("no_weights")),

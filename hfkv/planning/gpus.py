@@ -491,9 +491,13 @@ def get_gpu(name: str | GpuPreset) -> GpuPreset:
     return preset
 
 
+_SIZE = re.compile(r"[0-9]+(?:\.[0-9]+)?\s*(?:[KMGT]i?B|[KMGT])", re.IGNORECASE)  # a memory size, not a name
+
+
 def parse_gpu(text: str | GpuPreset) -> tuple[GpuPreset, int]:
     """``NAME`` or ``NAME:COUNT`` -> (preset, count); count defaults to 1. ``local`` is this machine's GPUs
-    (``local_gpus``), all of them unless a count says fewer."""
+    (``local_gpus``), all of them unless a count says fewer; a memory size (``23.57GiB``, ``--gpu-memory``) is
+    a GPU no preset names (``custom_gpu``)."""
     if isinstance(text, GpuPreset):
         return text, 1
     name, sep, count_text = str(text).strip().rpartition(":")
@@ -505,6 +509,8 @@ def parse_gpu(text: str | GpuPreset) -> tuple[GpuPreset, int]:
         count = int(count_text)
     if _key(name) == LOCAL:
         return _local(count)
+    if _SIZE.fullmatch(name.strip()):  # "23.57GiB": a GPU no preset names, by the total CUDA reports
+        return custom_gpu(name.strip(), count=count or 1)
     return get_gpu(name), count or 1
 
 

@@ -117,3 +117,18 @@ def test_a_bad_layout_is_one_line(command, tmp_path):
     (tmp_path / "l.txt").write_text(f"{LLAMA}\n")
     result = run(command, *target, "--gpu", "H200", "--dp", "0")
     assert result.exit_code == 2 and "Traceback" not in result.output
+
+
+def test_a_gpu_no_preset_names_is_given_by_its_memory():
+    # --gpu-memory 40GiB is --gpu 40GiB: a GPU whose CUDA total is exactly 40 × 2^30 = 42,949,672,960 B.
+    runner = CliRunner()
+    by_flag = runner.invoke(main, [LLAMA, "--gpu-memory", "40GiB", "--weights-bytes", "16GB", "--format", "json"])
+    by_name = runner.invoke(main, [LLAMA, "--gpu", "40GiB", "--weights-bytes", "16GB", "--format", "json"])
+    assert by_flag.exit_code == 0 and by_name.exit_code == 0, by_flag.output
+    plan, same = json.loads(by_flag.stdout)["serving"], json.loads(by_name.stdout)["serving"]
+    assert plan["memory_budget_bytes"] == 42_949_672_960 and plan["gpu"] == "GPU-40GiB"
+    assert plan["kv_budget_bytes"] == same["kv_budget_bytes"]
+    both = runner.invoke(main, [LLAMA, "--gpu", "H100", "--gpu-memory", "40GiB"])
+    assert both.exit_code == 2 and "not both" in both.output
+    bad = runner.invoke(main, [LLAMA, "--gpu-memory", "lots"])
+    assert bad.exit_code == 2 and "not a memory size" in bad.output
