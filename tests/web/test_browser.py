@@ -214,10 +214,11 @@ def test_browser_engine_figures_with_checkpoint_weights(server, driver, fake_hub
     driver.get(server + Form(model=repo, kv_cache_dtype="fp8", tp=8, gpu="H200-141GB").query_string())
     wait_for(driver, "#hfkv-headline")
     assert shown(driver, '[data-field="alpha_bytes_per_token"]') == ["48,068 B (46.94 KiB)"]  # 61 × (656 + 132)
-    # KV budget per GPU, vLLM's rule: 138,110,256,860 requested (an H200's CUDA total × 0.92) − 689e9 / 8 =
-    # 86,125,000,000 of weights − the 8,075,461,395 B vLLM keeps besides (tests/commands/test_deploy.py) =
-    # 43,909,795,465 B; at 160K a request holds 163,840 × 48,068 = 7,875,461,120 B → 5 requests (5.58).
-    assert shown(driver, "#hfkv-headline")[0].startswith("fits on 8 × H200-141GB: 5 requests at 160K (hfkv, TP 8)")
+    # KV budget per GPU, vLLM 0.34's rule: the whole 150,119,844,413 B an H200 reports requested − 689e9 / 8 =
+    # 86,125,000,000 of weights − the 9,961,582,232 B vLLM keeps besides, its CUDA context and margin included
+    # (DS_RESERVE_TP8 in tests/commands/test_deploy.py) = 54,033,262,181 B; at 160K a request holds
+    # 163,840 × 48,068 = 7,875,461,120 B → 6 requests (6.86).
+    assert shown(driver, "#hfkv-headline")[0].startswith("fits on 8 × H200-141GB: 6 requests at 160K (hfkv, TP 8)")
     engines = []
     for name in ("vllm", "sglang"):
         report = hfkv.inspect(repo, hub=HubClient(endpoint=fake_hub.url, cache_dir=hub_cache, token=SENTINEL),
