@@ -19,7 +19,7 @@ from hfkv.errors import ConfigError, UnsupportedModelError
 from hfkv.model.specs import Layout, MambaState
 
 from hfkv.mappings.readers.attention_keys import hidden_size, num_layers, windowed_attention
-from hfkv.mappings.readers.layer_builders import ssm_layout
+from hfkv.mappings.readers.layer_builders import ssm_layout, unused_attention_keys
 from hfkv.mappings.readers.layer_patterns import ATTENTION, LINEAR, roles_from_rule
 from hfkv.mappings.registry import register
 from hfkv.mappings.readers.state_shapes import (
@@ -147,4 +147,4 @@ def jamba(cfg: ConfigView) -> Layout:
     inner = cfg.integer("mamba_expand", minimum=1, defaults=True) * hidden_size(cfg)
     state = mamba1_state(cfg, inner=inner, state_keys=("mamba_d_state",), conv_keys=("mamba_d_conv",))
     attention = windowed_attention(cfg) if ATTENTION in roles else None
-    return ssm_layout(cfg, roles, state, attention)
+    return ssm_layout(cfg, roles, state, attention, [] if attention else unused_attention_keys(cfg))

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import re
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -77,6 +78,9 @@ class Mapper:
             unread = unread_cache_keys(view)
             if unread:
                 layout.warnings.insert(0, estimate_warning(unread, self.name))
+            disagreement = identity_note(view, self)
+            if disagreement:
+                layout.notes.append(disagreement)
         return layout
 
 
@@ -221,6 +225,44 @@ def _by_model_type(*model_types: str | None) -> Mapper | None:
 
 def _by_signature(view: ConfigView) -> Mapper | None:
     return next((m for m in _MAPPERS if m.signature and _has_keys(view, m.signature)), None)
+
+
+def _plain_name(name: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", name.lower())
+
+
+# What an architecture name adds to its model's name (MistralForCausalLM, GPT2LMHeadModel, ChatGLMModel).
+_ARCH_SUFFIX = re.compile(r"(For[A-Z]\w*|LMHeadModel|Model)$")
+
+
+def identity_note(view: ConfigView, mapper: Mapper) -> str:
+    """A note when the root ``model_type`` and ``architectures`` name different models (phi beside
+    MistralForCausalLM), "" otherwise.
+
+    They disagree when no architecture is the model type's own (its name, less ``For…``/``Model``, is
+    not the type's) and one is another registered type's (``MistralForCausalLM``: mistral). A config
+    with ``auto_map`` names its own classes (Kimi K2: kimi_k2 on DeepseekV3ForCausalLM, by design):
+    no note. The note says which each reader follows: hfkv the model type unless an architecture is
+    matched first (draft and scoring heads), transformers the model type (its config class), vLLM
+    and SGLang the architecture (their model registries are keyed by it)."""
+    model_type, archs = view.model_type, view.architectures
+    if not model_type or not archs or "auto_map" in view.root:
+        return ""
+    from hfkv.mappings.family_index import MODEL_TYPES
+
+    own = _plain_name(model_type)
+    stems = [_plain_name(_ARCH_SUFFIX.sub("", arch)) for arch in archs]
+    if own in stems:
+        return ""
+    registered = {_plain_name(t): t for t in MODEL_TYPES}
+    other = next(((arch, registered[stem]) for arch, stem in zip(archs, stems) if stem in registered), None)
+    if other is None:
+        return ""
+    arch, other_type = other
+    followed = "model_type" if model_type in mapper.model_types or mapper.family == "generic" else "architectures"
+    return (f"model_type {model_type!r} and architectures {arch} (the architecture of model type {other_type!r}) "
+            f"disagree: hfkv follows the {followed} (mapper {mapper.name}), transformers the model_type (its config "
+            f"class reads the keys), vLLM and SGLang the architectures (they build {arch})")
 
 
 def resolve(view: ConfigView) -> Mapper:

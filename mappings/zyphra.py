@@ -22,7 +22,7 @@ from typing import Callable
 
 from hfkv.model.config import ConfigView
 from hfkv.errors import ConfigError
-from hfkv.model.specs import FullAttention, Layout, ShortConvState
+from hfkv.model.specs import FullAttention, Layout, MambaState, ShortConvState
 
 from hfkv.mappings.readers.attention_keys import (
     Window,
@@ -36,7 +36,7 @@ from hfkv.mappings.readers.attention_keys import (
     sliding_window,
 )
 from hfkv.mappings.dense import class_kv_heads
-from hfkv.mappings.readers.layer_builders import PartsFactory, hybrid_layout, ssm_layout
+from hfkv.mappings.readers.layer_builders import PartsFactory, hybrid_layout, ssm_layout, unused_attention_keys
 from hfkv.mappings.readers.layer_patterns import ATTENTION, HYBRID, LINEAR, MLP, SLIDING, named_roles, roles_from_list
 from hfkv.mappings.registry import register
 from hfkv.mappings.readers.state_shapes import ZAMBA2, mamba1_state, mamba2_state
@@ -108,6 +108,76 @@ def zamba(cfg: ConfigView) -> Layout:
         attention = (attention_part(cfg, heads=heads, key_dim=shared_block_head_dim(cfg, heads)),)
         notes.append(f"{roles.count(HYBRID)} applications of the shared attention block, each with its own K and V "
                      "(the weights are shared, the cache is not)")
+    else:
+        notes += unused_attention_keys(cfg)
+    return ssm_layout(cfg, roles, state, attention, notes)
+
+
+# Zyphra's own Zamba2 format, from before transformers had the model (its config class wrote "m"/"g" layer
+# names and mamba_ssm-style sizes; Zyphra's fork for transformers 4.43.0.dev0 kept the sizes with
+# "mamba"/"hybrid"): the names, and the transformers names that mark the converted format.
+_ZYPHRA_TYPES = {"m": LINEAR, "g": HYBRID, "mamba": LINEAR, "hybrid": HYBRID}
+_ZYPHRA_SIZES = ("state_size", "conv_dimension", "expansion_factor")
+_TRANSFORMERS_SIZES = ("mamba_d_state", "mamba_d_conv", "mamba_expand", "n_mamba_heads")
+# Zyphra's config class's defaults (its __init__), and its loader's for mamba_ngroups (absent from the class).
+_ZYPHRA_DEFAULTS = {"state_size": 64, "conv_dimension": 4, "expansion_factor": 2, "mamba_headdim": 64,
+                    "mamba_ngroups": 1}
+
+
+def zyphra_format(cfg: ConfigView) -> bool:
+    """True for Zyphra's pre-transformers Zamba2 config: "m"/"g" layer names, or its size keys
+    (``state_size``, ``conv_dimension``, ``expansion_factor``) without any transformers one."""
+    names = cfg.value("layers_block_type")
+    if isinstance(names, list) and any(name in ("m", "g") for name in names):
+        return True
+    return any(cfg.present(k) for k in _ZYPHRA_SIZES) and not any(cfg.present(k) for k in _TRANSFORMERS_SIZES)
+
+
+def _zyphra_size(cfg: ConfigView, key: str, defaulted: list[str]) -> int:
+    value = cfg.optional_int(key, minimum=1)
+    if value is None:
+        defaulted.append(f"{key} {_ZYPHRA_DEFAULTS[key]}")
+        return _ZYPHRA_DEFAULTS[key]
+    return value
+
+
+def zyphra_zamba2(cfg: ConfigView) -> Layout:
+    """Zyphra's format, sized as the transformers Zamba2 it was converted to (Zyphra's reference code,
+    github.com/Zyphra/Zamba2: every layer is a Mamba-2 layer of expansion_factor·hidden channels in
+    heads of mamba_headdim, and each "g" layer first applies a shared block whose attention keeps its
+    own K and V, num_query_groups heads of 2·kv_channels values, kv_channels = hidden/heads)."""
+    n = num_layers(cfg)
+    names = cfg.str_list("layers_block_type", length=n)
+    if names is None:
+        raise ConfigError(cfg.path("layers_block_type"), "missing (needed to find the shared-block layers)")
+    roles = named_roles(cfg, "layers_block_type", names, _ZYPHRA_TYPES)
+    defaulted: list[str] = []
+    hidden = hidden_size(cfg)
+    width = _zyphra_size(cfg, "expansion_factor", defaulted) * hidden
+    headdim = _zyphra_size(cfg, "mamba_headdim", defaulted)
+    if width % headdim:
+        raise ConfigError(cfg.path("mamba_headdim"), f"{headdim} does not divide the Mamba width {width}")
+    state = MambaState(version=2, num_heads=width // headdim, head_dim=headdim,
+                       state_size=_zyphra_size(cfg, "state_size", defaulted),
+                       n_groups=_zyphra_size(cfg, "mamba_ngroups", defaulted),
+                       conv_kernel=_zyphra_size(cfg, "conv_dimension", defaulted))
+    attention = None
+    if HYBRID in roles:
+        heads = num_heads(cfg)
+        groups = cfg.optional_int("num_query_groups", "num_key_value_heads", minimum=1) or heads
+        if hidden % heads and not cfg.present("kv_channels"):
+            raise ConfigError(cfg.path("num_attention_heads"), f"{heads} heads do not divide hidden_size {hidden}")
+        channels = cfg.optional_int("kv_channels", minimum=1) or hidden // heads
+        attention = (FullAttention(kv_heads=groups, head_dim=2 * channels),)
+    cfg.mark("num_mem_blocks")
+    notes = [f"Zyphra's pre-transformers Zamba2 format (layers_block_type {sorted(set(names))}, state_size, "
+             "conv_dimension, expansion_factor): sized as the transformers Zamba2 it converts to ('g' or 'hybrid': "
+             "a Mamba-2 layer plus its own K and V of a shared block); vLLM and SGLang load only the transformers "
+             "format"]
+    if defaulted:
+        notes.append("left out, Zyphra's config class's values used: " + ", ".join(defaulted))
+    if attention is None:
+        notes += unused_attention_keys(cfg)
     return ssm_layout(cfg, roles, state, attention, notes)
 
 
@@ -118,11 +188,23 @@ def zamba(cfg: ConfigView) -> Layout:
     reads=(
         "layers_block_type", "num_hidden_layers", "num_attention_heads", "attention_head_dim", "hidden_size",
         "n_mamba_heads", "mamba_headdim", "mamba_ngroups", "mamba_d_state", "mamba_d_conv", "mamba_expand",
+        # Zyphra's own format (zyphra_zamba2)
+        "state_size", "conv_dimension", "expansion_factor", "kv_channels", "num_query_groups", "num_key_value_heads",
     ),
+    ignores={
+        "lora_rank": "the shared blocks' LoRA rank (Zyphra's format): weights, no cache",
+        "use_shared_block_lora": "LoRA on the shared MLP (Zyphra's format): weights, no cache",
+        "use_shared_attention_lora": "LoRA on the shared attention's projections (Zyphra's format): K and V keep "
+                                     "their shape",
+        "ft_lora": "a fine-tuning flag (Zyphra's format): no cache",
+    },
     fixtures={"zamba2": "Zyphra__Zamba2-2.7B-transformers-defaults"},
 )
 def zamba2(cfg: ConfigView) -> Layout:
-    """Mamba-2 layers; ``hybrid`` layers add their own MHA KV (the shared block's weights, not its cache)."""
+    """Mamba-2 layers; ``hybrid`` layers add their own MHA KV (the shared block's weights, not its cache).
+    Zyphra's pre-transformers format goes to ``zyphra_zamba2``."""
+    if zyphra_format(cfg):
+        return zyphra_zamba2(cfg)
     n = num_layers(cfg)
     notes = []
     if not cfg.present("layers_block_type"):
@@ -131,6 +213,8 @@ def zamba2(cfg: ConfigView) -> Layout:
     if roles is None:
         raise ConfigError(cfg.path("layers_block_type"), "missing (needed to find the hybrid layers)")
     attention = zamba2_attention(cfg) if HYBRID in roles else None
+    if attention is None:
+        notes += unused_attention_keys(cfg)
     return ssm_layout(cfg, roles, mamba2_state(cfg, ZAMBA2), attention, notes)
 
 

@@ -31,6 +31,12 @@ MAX_POSITION_KEYS = (
     "max_position_embeddings", "n_positions", "max_sequence_length", "seq_length", "max_seq_len",
     "seq_len", "model_max_length", "max_target_positions", "max_context_length",
 )
+# The keys that size an attention layer (heads, head sizes, window): in a model with no attention layer
+# they size nothing (a Jamba whose attn_layer_period exceeds its layer count still writes its heads).
+ATTENTION_SHAPE_KEYS = (
+    *HEAD_KEYS, *KV_HEAD_KEYS, *HEAD_DIM_KEYS, *WINDOW_KEYS, "v_head_dim", "use_sliding_window", "multi_query",
+    "multi_query_attention", "num_gqa_groups",
+)
 GQA_READS = (
     "|".join(LAYER_KEYS), "|".join(HEAD_KEYS), "|".join(KV_HEAD_KEYS),
     "multi_query", "new_decoder_architecture", "multi_query_attention", "attn_config.attn_type", "num_gqa_groups",
@@ -273,12 +279,21 @@ def sliding_window(cfg: ConfigView, *, default: int | None = None, keys: Sequenc
         aliased(cfg, keys)  # every alias read: an agreeing copy (sliding_window_size) is no unread key
     window = cfg.optional_int(*keys) if keys else None
     if window is None:
+        if any(cfg.written(key) for key in declared):
+            # Written as null: the author's "no window" (transformers keeps None, the engines build none).
+            # The family's default stands only for a key left out (EXAONE 4's null is not its 4,096).
+            return None
         window = class_window(cfg, declared)
     if window is None:
         return default
-    if window and not cfg.present("use_sliding_window") and cfg.value("use_sliding_window", defaults=True) is False:
+    if window == 0:
+        key = next(key for key in keys if cfg.present(key))
+        cfg.note(f"{cfg.path(key)} = 0 means no window: every layer keeps every token (full attention), "
+                 "as vLLM reads it (config/model.py: 0 disables the sliding window)")
+        return None
+    if not cfg.present("use_sliding_window") and cfg.value("use_sliding_window", defaults=True) is False:
         return None  # omitted, and the config class defaults it off (Qwen2Config): the engines build no window
-    return window or None
+    return window
 
 
 def class_window(cfg: ConfigView, keys: Sequence[str]) -> int | None:

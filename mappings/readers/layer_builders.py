@@ -13,6 +13,7 @@ from hfkv.errors import ConfigError
 from hfkv.model.specs import LayerSpec, Layout, MambaState
 
 from hfkv.mappings.readers.attention_keys import (
+    ATTENTION_SHAPE_KEYS,
     WINDOW_KEYS,
     Part,
     Window,
@@ -95,7 +96,9 @@ def unwindowed_sliding(cfg: ConfigView, sliding: int, window: Window, notes: lis
         notes.append(f"use_sliding_window is false: the {sliding} sliding layer(s) of layer_types keep every token")
         return
     written = next((key for key in WINDOW_KEYS if cfg.present(key)), None)
-    what = f"{cfg.path(written)} = {cfg.value(written)}" if written else "no sliding_window"
+    nulled = next((key for key in WINDOW_KEYS if cfg.written(key)), None)
+    what = (f"{cfg.path(written)} = {cfg.value(written)}" if written
+            else f"{cfg.path(nulled)} = null" if nulled else "no sliding_window")
     cfg.warn(f"estimate, not exact: layer_types names {sliding} sliding layer(s) but the config gives no usable "
              f"window ({what}): counted as full attention, as an engine builds a layer without a window")
 
@@ -201,6 +204,19 @@ def ssm_layout(
         notes=[count_note(layers)] + list(notes or []) + state_dtype_note(cfg) + mtp_notes(cfg),
         warnings=list(warnings or []),
     )
+
+
+def unused_attention_keys(cfg: ConfigView) -> list[str]:
+    """A hybrid whose pattern leaves no attention layer (a Jamba of fewer layers than its
+    ``attn_layer_period``): the attention keys it writes size nothing, so they are understood (no
+    "estimate" for an unread head count) and said once. Not for a model type that never attends (a
+    Mamba config with attention heads may be a hybrid under the wrong name: the key stays unread)."""
+    # A key the mapper read already means something else here (Mamba-2's num_heads and head_dim are its SSM's).
+    written = [key for key in ATTENTION_SHAPE_KEYS if key not in cfg.consumed and cfg.present(key)]
+    cfg.mark(*ATTENTION_SHAPE_KEYS)
+    if not written:
+        return []
+    return [f"no layer is an attention layer: {', '.join(cfg.path(k) for k in written)} size no cache"]
 
 
 def cross_attention_layers(cfg: ConfigView, n: int, cross: Sequence[int]) -> list[LayerSpec]:

@@ -5,7 +5,7 @@ Every expected figure is derived by hand; the arithmetic is beside it."""
 
 from __future__ import annotations
 
-from _helpers import report
+from _helpers import load, report
 
 
 # -- dense ------------------------------------------------------------------------------------------
@@ -70,6 +70,29 @@ def test_mistral_window_on_every_layer():
     assert rep.gamma_bytes_per_request == 32 * 4096 * 2 * 8 * 128 * 2 == 536870912
     assert rep.kv_cache_dtype == "bf16"  # float32 checkpoint served in 16 bits
     assert any("float32" in n or "fp32" in n for n in rep.notes)
+
+
+def test_mistral_window_zero_is_full_attention_and_said():
+    data = dict(load("Hugofernandez__Mistral-7B-v0.1-colab-sharded"), sliding_window=0)
+    rep = report(data)
+    assert rep.alpha_bytes_per_token == 32 * 2 * 8 * 128 * 2 == 131072 and rep.gamma_bytes_per_request == 0
+    assert any(n.startswith("sliding_window = 0 means no window") and "full attention" in n for n in rep.notes)
+
+
+def test_model_type_that_disagrees_with_architectures_is_said():
+    # a Mistral config labelled phi: transformers reads it through PhiConfig, vLLM builds MistralForCausalLM
+    data = dict(load("Hugofernandez__Mistral-7B-v0.1-colab-sharded"), model_type="phi")
+    rep = report(data)
+    found = [n for n in rep.notes if n.startswith("model_type 'phi' and architectures MistralForCausalLM")]
+    assert found and "(the architecture of model type 'mistral')" in found[0], rep.notes
+    assert "hfkv follows the model_type (mapper dense.dense)" in found[0]
+    assert "vLLM and SGLang the architectures (they build MistralForCausalLM)" in found[0]
+
+
+def test_model_type_and_architectures_that_agree_or_name_their_own_code_say_nothing():
+    assert not [n for n in report("Hugofernandez__Mistral-7B-v0.1-colab-sharded").notes if "disagree" in n]
+    # Kimi K2: kimi_k2 on DeepseekV3ForCausalLM by design, its classes named in auto_map
+    assert not [n for n in report("moonshotai__Kimi-K2-Instruct").notes if "disagree" in n]
 
 
 def test_phi3_windows():

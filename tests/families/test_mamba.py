@@ -120,6 +120,18 @@ def test_jamba_defaults():
     assert rep.gamma_bytes_per_request == 28 * c == 16056320
 
 
+def test_jamba_without_attention_layers_reads_no_head_count():
+    # 4 layers, attention iff i % 8 == 4: none. The config still writes its 32 heads and 8 KV heads, which
+    # size nothing: exact (no "estimate" for an unread head count), and said
+    data = dict(load("ai21labs__Jamba-v0.1-transformers-defaults"), num_hidden_layers=4)
+    rep = report(data)
+    assert kinds(rep) == ["mamba"] * 4 and rep.alpha_bytes_per_token == 0
+    assert rep.gamma_bytes_per_request == 4 * (8192 * 16 * 4 + 3 * 8192 * 2) == 2293760
+    assert not [w for w in rep.warnings if w.startswith("estimate")], rep.warnings
+    assert any("no layer is an attention layer: num_attention_heads, num_key_value_heads size no cache" in n
+               for n in rep.notes), rep.notes
+
+
 def test_jamba_offset_must_be_below_period():
     data = load("ai21labs__Jamba-v0.1-transformers-defaults")
     data["attn_layer_offset"] = 8

@@ -110,6 +110,24 @@ def test_a_sub_config_without_its_kv_head_count_gets_the_class_default():
     assert 2 * 4 * 256 * 2 == 4096 and rep.layers[5].entry_bytes == 4096
 
 
+def test_exaone_4_null_window_is_no_window():
+    # sliding_window null: Exaone4Config keeps None (its default pattern becomes 0) and vLLM builds no
+    # window; the 4,096 of hfkv's table is for a key left out. 32 full layers × 2 × 32 heads × 128 × 2 B
+    data = dict(load("LGAI-EXAONE__EXAONE-4.0-32B-transformers-defaults"), sliding_window=None)
+    rep = report(data)
+    assert kinds(rep) == {"full": 32}
+    assert rep.alpha_bytes_per_token == 32 * 2 * 32 * 128 * 2 == 524288 and rep.gamma_bytes_per_request == 0
+    assert not [n for n in rep.notes if "4096" in n or "4,096" in n or "default sliding pattern" in n], rep.notes
+
+
+def test_exaone_4_null_window_with_sliding_layer_types_says_null():
+    data = dict(load("LGAI-EXAONE__EXAONE-4.0-32B-transformers-defaults"), sliding_window=None,
+                layer_types=["sliding_attention", "sliding_attention", "sliding_attention", "full_attention"] * 8)
+    rep = report(data)
+    assert rep.alpha_bytes_per_token == 524288  # counted full, as vLLM builds a layer with no window
+    assert any("(sliding_window = null)" in w for w in rep.warnings), rep.warnings
+
+
 def test_exaone_4_5_windows_its_local_layers():
     data = load("LGAI-EXAONE__EXAONE-4.5-transformers-defaults")
     assert inspect(data).alpha_bytes_per_token == 32 * 2 * 32 * 128 * 2  # window 4096 ≥ 2048 positions: all full

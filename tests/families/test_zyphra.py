@@ -117,3 +117,57 @@ def test_zaya_sliding_layers():
     del data["sliding_window"]
     with pytest.raises(ConfigError, match="sliding_window"):
         report(data)
+
+
+# -- Zyphra's pre-transformers Zamba2 format --------------------------------------------------------------
+
+# Zyphra's own Zamba2Config (before transformers had the model) wrote "m" (a Mamba-2 layer) and "g" (the
+# shared block, then a Mamba-2 layer) and mamba_ssm-style sizes; its defaults: 54 layers, hidden 2560,
+# 32 heads, state_size 64, conv_dimension 4, expansion_factor 2, mamba_headdim 64, and this pattern.
+ZYPHRA_PATTERN = (["m"] * 6 + ["g"] + (["m"] * 5 + ["g"]) * 6 + ["m"] * 4 + ["g"] + ["m"] * 3 + ["g"] + ["m"] * 2)
+ZYPHRA_FORMAT = {
+    "architectures": ["Zamba2ForCausalLM"], "model_type": "zamba2", "num_hidden_layers": 54, "hidden_size": 2560,
+    "num_attention_heads": 32, "num_query_groups": 32, "kv_channels": 80, "state_size": 64, "conv_dimension": 4,
+    "expansion_factor": 2, "mamba_headdim": 64, "num_mem_blocks": 2, "use_shared_block_lora": True,
+    "lora_rank": 128, "layers_block_type": ZYPHRA_PATTERN, "max_position_embeddings": 4096,
+}
+# Mamba-2: 2 × 2560 = 5120 channels in 80 heads of 64, N = 64, one group, w = 4
+ZYPHRA_C = 80 * 64 * 64 * 4 + 3 * (5120 + 2 * 64) * 2  # 1,310,720 + 31,488 = 1,342,208
+
+
+def test_zyphra_format_m_and_g_is_sized():
+    assert len(ZYPHRA_PATTERN) == 54 and ZYPHRA_PATTERN.count("g") == 9
+    rep = report(ZYPHRA_FORMAT)
+    assert rep.mapper == "zyphra.zamba2"
+    assert [i for i, kind in enumerate(kinds(rep)) if kind == "hybrid"] == [
+        i for i, name in enumerate(ZYPHRA_PATTERN) if name == "g"]
+    # each "g": its own K and V, 32 groups × 2·kv_channels = 160 values, bf16
+    assert rep.alpha_bytes_per_token == 9 * 2 * 32 * 160 * 2 == 184320
+    assert rep.gamma_bytes_per_request == 54 * ZYPHRA_C == 72479232
+    assert not [w for w in rep.warnings if w.startswith("estimate")], rep.warnings
+    assert any("Zyphra's pre-transformers Zamba2 format" in n and "vLLM and SGLang load only the transformers" in n
+               for n in rep.notes)
+
+
+def test_zyphra_format_sizes_with_hybrid_names_are_read():
+    # Zyphra's fork for transformers 4.43.0.dev0 kept state_size & co. with "mamba"/"hybrid" names: the
+    # Mamba heads are 5120 ÷ 64 = 80 (not ZambaConfig's n_mamba_heads default of 8), state_size 64 read
+    data = dict(ZYPHRA_FORMAT, layers_block_type=["hybrid" if n == "g" else "mamba" for n in ZYPHRA_PATTERN],
+                mamba_ngroups=2, state_size=128)
+    rep = report(data)
+    per_layer = 80 * 64 * 128 * 4 + 3 * (5120 + 2 * 2 * 128) * 2  # 2,621,440 + 33,792 = 2,655,232
+    assert rep.gamma_bytes_per_request == 54 * per_layer
+    assert rep.alpha_bytes_per_token == 184320
+    assert not [w for w in rep.warnings if w.startswith("estimate")], rep.warnings
+
+
+def test_zyphra_format_says_what_it_left_out():
+    data = {k: v for k, v in ZYPHRA_FORMAT.items() if k not in ("conv_dimension", "mamba_headdim")}
+    rep = report(data)
+    assert rep.gamma_bytes_per_request == 54 * ZYPHRA_C  # Zyphra's class: conv 4, head dim 64
+    assert any("conv_dimension 4" in n and "mamba_headdim 64" in n for n in rep.notes), rep.notes
+
+
+def test_zyphra_format_unknown_name_is_one_line():
+    with pytest.raises(ConfigError, match=r"layers_block_type\[0\].*unknown layer type 'x'"):
+        report(dict(ZYPHRA_FORMAT, layers_block_type=["x"] + ZYPHRA_PATTERN[1:]))
