@@ -34,7 +34,7 @@ import threading
 from pathlib import Path
 from typing import Any, Iterator
 
-from hfkv.runtime.files import write_atomic
+from hfkv.runtime.files import TMP_SUFFIX
 
 Candidates = list[tuple[str, bool]]  # (model_type, take get_text_config())
 
@@ -153,9 +153,12 @@ class Store:
     kept as what differs from the config it answers (the config's own values are not copied), so it
     stays small whatever the config's size. Files hold JSON data only; anything unreadable, damaged
     or not a regular file (a planted link is not followed) is no answer; a store that cannot be
-    written (read-only home, full disk) only means nothing is kept. Writes are atomic
-    (``write_atomic``). The single ``tfdefaults-*-1.jsonl`` file of the previous format (it grew
-    without bound and was read whole at every start) is removed when the store is first written.
+    written (read-only home, full disk) only means nothing is kept. Every folder below ``HF_HOME``
+    (``hfkv``, the store, ``keys``, ``answers``, a shard) is opened one at a time without following a
+    link (``_open_folder``): a store with a linked folder is no store, nothing read through it or
+    written into it. Writes are atomic (``_write_json``). The single ``tfdefaults-*-1.jsonl`` file
+    of the previous format (it grew without bound and was read whole at every start) is removed when
+    the store is first written.
     """
 
     def __init__(self) -> None:
@@ -226,30 +229,24 @@ class Store:
         if len(text) > ANSWER_LIMIT:
             return
         path = self._answer_path(root, key)
-        try:
-            write_atomic(path, text)
-        except OSError:
-            return
-        self._trim(os.path.dirname(path))
+        if _write_json(path, text):
+            self._trim(os.path.dirname(path))
 
     def note(self, types: list[str], vocabulary: dict[str, frozenset[str]]) -> None:
         """Record the model types transformers knows and the vocabulary of some (``compute`` calls it)."""
         root = self.root()
         if root is None:
             return
-        try:
-            if types and not os.path.exists(os.path.join(root, "types.json")):
-                write_atomic(os.path.join(root, "types.json"), json.dumps({"model_types": sorted(types)}))
+        if types and not _in_store(os.path.join(root, "types.json")):
+            if _write_json(os.path.join(root, "types.json"), json.dumps({"model_types": sorted(types)})):
                 _remove_previous_format(os.path.dirname(root))
-            shared = _shared_vocabulary()
-            if vocabulary and not os.path.exists(os.path.join(root, "keys", "_shared.json")):
-                write_atomic(os.path.join(root, "keys", "_shared.json"), json.dumps({"keys": sorted(shared)}))
-            for model_type, words in vocabulary.items():  # each type's own words: ~100 times smaller
-                path = os.path.join(root, "keys", _file_name(model_type) + ".json")
-                if not os.path.exists(path):
-                    write_atomic(path, json.dumps({"keys": sorted(words - shared)}))
-        except OSError:
-            pass
+        shared = _shared_vocabulary()
+        if vocabulary and not _in_store(os.path.join(root, "keys", "_shared.json")):
+            _write_json(os.path.join(root, "keys", "_shared.json"), json.dumps({"keys": sorted(shared)}))
+        for model_type, words in vocabulary.items():  # each type's own words: ~100 times smaller
+            path = os.path.join(root, "keys", _file_name(model_type) + ".json")
+            if not _in_store(path):
+                _write_json(path, json.dumps({"keys": sorted(words - shared)}))
 
     @staticmethod
     def _answer_path(root: str, key: str) -> str:
@@ -258,15 +255,20 @@ class Store:
     @staticmethod
     def _trim(shard: str) -> None:
         """Keep the ``SHARD_LIMIT`` newest answers of a shard (a listing of ~32 names: constant work)."""
+        folder = _open_folder(shard)
+        if folder is None:
+            return
         try:
-            names = [n for n in os.listdir(shard) if n.endswith(".json")]
+            names = [n for n in os.listdir(folder) if n.endswith(".json")]
             if len(names) <= SHARD_LIMIT:
                 return
-            dated = sorted((os.stat(os.path.join(shard, n)).st_mtime, n) for n in names)
+            dated = sorted((os.stat(n, dir_fd=folder, follow_symlinks=False).st_mtime, n) for n in names)
             for _, name in dated[: len(names) - SHARD_LIMIT]:
-                os.unlink(os.path.join(shard, name))
+                os.unlink(name, dir_fd=folder)
         except OSError:
             pass
+        finally:
+            os.close(folder)
 
 
 _HEX = re.compile(r"[0-9a-f]{64}")
@@ -283,13 +285,102 @@ def _file_name(model_type: str) -> str:
     return "type-" + hashlib.sha256(model_type.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
-def _read_json(path: str) -> Any:
-    """The JSON in ``path``, or None: missing, unreadable, not a regular file (a link is not followed),
-    over ``ANSWER_LIMIT`` bytes, or not JSON."""
+# A folder of the store opened without following a link: O_NOFOLLOW refuses a link as the last part
+# of a path only, so each folder is opened by itself, relative to the one above it (``dir_fd``).
+_FOLDER_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_FOLDERS_BY_FD = os.open in os.supports_dir_fd and os.mkdir in os.supports_dir_fd and _NOFOLLOW != 0
+
+
+def _open_folder(folder: str, *, create: bool = False) -> int | None:
+    """An open descriptor of ``folder``, a folder of the store, or None.
+
+    ``HF_HOME`` is opened as the user set it (it may be a link of their own); every folder below it is
+    opened relative to its parent with ``O_DIRECTORY | O_NOFOLLOW``, so a planted link anywhere in
+    ``hfkv/tfdefaults-…/answers/ab`` fails the open: None, no store (a folder swapped for a link after
+    the check cannot be followed either: the descriptors are of the folders checked). ``create`` makes
+    the missing folders. None too where the system cannot open by descriptor (no store kept there)."""
+    root = _store_path()
+    if root is None or not _FOLDERS_BY_FD:
+        return None
+    base = os.path.dirname(os.path.dirname(root))
+    relative = os.path.relpath(folder, base)
+    parts = [] if relative == "." else relative.split(os.sep)
+    if any(part in ("", ".", "..") for part in parts):
+        return None  # not below HF_HOME: not the store's
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+        if create:
+            os.makedirs(base, exist_ok=True)
+        fd = os.open(base, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
     except OSError:
         return None
+    for part in parts:
+        try:
+            if create:
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(part, 0o777, dir_fd=fd)
+            child = os.open(part, _FOLDER_FLAGS, dir_fd=fd)
+        except OSError:  # missing, a link (ELOOP), a file (ENOTDIR), unreadable
+            os.close(fd)
+            return None
+        os.close(fd)
+        fd = child
+    return fd
+
+
+def _in_store(path: str) -> bool:
+    """True when ``path`` names something in its store folder (a link counts: it is never replaced by
+    following it, ``_write_json`` swaps the name)."""
+    folder = _open_folder(os.path.dirname(path))
+    if folder is None:
+        return False
+    try:
+        os.stat(os.path.basename(path), dir_fd=folder, follow_symlinks=False)
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(folder)
+
+
+def _write_json(path: str, text: str) -> bool:
+    """``text`` at ``path`` atomically (a temporary file created exclusively, then renamed over the
+    name: a link there is replaced, never written through), in folders opened by ``_open_folder``;
+    False when it cannot be written (a linked folder, read-only home, full disk: nothing kept)."""
+    folder = _open_folder(os.path.dirname(path), create=True)
+    if folder is None:
+        return False
+    name = os.path.basename(path)
+    temporary = f".{name[:60]}.{os.getpid()}.{threading.get_ident()}.{os.urandom(4).hex()}{TMP_SUFFIX}"
+    try:
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o666, dir_fd=folder)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(text)
+            os.replace(temporary, name, src_dir_fd=folder, dst_dir_fd=folder)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary, dir_fd=folder)
+            raise
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(folder)
+
+
+def _read_json(path: str) -> Any:
+    """The JSON in ``path``, or None: missing, unreadable, in a linked folder or a link itself (neither
+    is followed), not a regular file, over ``ANSWER_LIMIT`` bytes, or not JSON."""
+    folder = _open_folder(os.path.dirname(path))
+    if folder is None:
+        return None
+    try:
+        fd = os.open(os.path.basename(path), os.O_RDONLY | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0), dir_fd=folder)
+    except OSError:
+        return None
+    finally:
+        os.close(folder)
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return None
@@ -305,11 +396,18 @@ def _read_json(path: str) -> Any:
 
 def _remove_previous_format(folder: str) -> None:
     """Delete the answer files of format 1 (``tfdefaults-<version>-1.jsonl``: unbounded, read whole)."""
-    with contextlib.suppress(OSError):
-        for name in os.listdir(folder):
+    fd = _open_folder(folder)
+    if fd is None:
+        return
+    try:
+        for name in os.listdir(fd):
             if name.startswith("tfdefaults-") and name.endswith("-1.jsonl"):
                 with contextlib.suppress(OSError):
-                    os.unlink(os.path.join(folder, name))
+                    os.unlink(name, dir_fd=fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 _TF_VERSION: list[str | None] = []  # transformers' installed version, looked up once

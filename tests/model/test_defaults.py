@@ -215,6 +215,44 @@ def test_a_planted_link_is_neither_read_nor_written_through(monkeypatch, tmp_pat
     assert not answer.is_symlink() and victim.read_text() == json.dumps(json.loads(victim.read_text()))
 
 
+def test_a_store_whose_folder_is_a_planted_link_is_no_store(monkeypatch, tmp_path):
+    # O_NOFOLLOW covers the last part of a path only: a linked folder above the file was followed. A
+    # planted store folder saying transformers knows no model type made every lookup answer None.
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "home"))
+    candidates, data = gemma_request()
+    root = store_root(tmp_path)
+    planted = tmp_path / "planted"
+    planted.mkdir()
+    (planted / "types.json").write_text(json.dumps({"model_types": []}))
+    root.parent.mkdir(parents=True)
+    root.symlink_to(planted, target_is_directory=True)
+    fresh_store(monkeypatch)
+    assert tfdefaults.lookup(candidates, data)["head_dim"] == 256  # the planted "no type known" is not read
+    assert sorted(p.name for p in planted.iterdir()) == ["types.json"]  # and nothing is written through it
+    assert root.is_symlink()
+
+
+@pytest.mark.parametrize("linked", ["hfkv", "answers", "shard"])
+def test_a_linked_folder_inside_the_store_is_neither_read_nor_written_through(monkeypatch, tmp_path, linked):
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "home"))
+    candidates, data = gemma_request()
+    tfdefaults.lookup(candidates, data)
+    [answer] = list((store_root(tmp_path) / "answers").glob("*/*.json"))
+    folder = {"hfkv": store_root(tmp_path).parent, "answers": answer.parent.parent, "shard": answer.parent}[linked]
+    victim = tmp_path / "victim"
+    folder.rename(victim)
+    folder.symlink_to(victim, target_is_directory=True)
+    before = sorted(str(p.relative_to(victim)) for p in victim.rglob("*"))
+    fresh_store(monkeypatch)
+    asked = []
+    compute = tfdefaults._ask
+    monkeypatch.setattr(tfdefaults, "_ask", lambda *a: (asked.append(1), compute(*a))[1])
+    assert tfdefaults.lookup(candidates, data)["head_dim"] == 256
+    assert asked  # the answer behind the link was not read: computed
+    assert sorted(str(p.relative_to(victim)) for p in victim.rglob("*")) == before  # nothing written there
+    assert folder.is_symlink()
+
+
 # -- a store that stays small and is read in constant time (issue 23) ---------------------------------
 
 
