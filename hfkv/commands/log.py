@@ -49,27 +49,37 @@ def read_text(name: str) -> str:
 @click.option("--model", "model", metavar="REPO_OR_PATH",
               help="The model's config (repo id, config.json or folder), instead of the id the log names.")
 @click.option("--gpu", metavar="NAME[:COUNT]", help="The GPU, when the log does not name it (a preset, e.g. RTX-3090-24GB).")
+@click.option("--requests", type=click.IntRange(min=1), metavar="N",
+              help="Requests of the log's max length to size the utilization (vLLM) or fraction (SGLang) for "
+                   "(default: the log's max_num_seqs or max_running_requests, else one more than fit now).")
 @click.option("--no-weights", is_flag=True, help="Do not fetch the checkpoint's parameter counts from the Hub.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 @hub_options
-def log_command(file: str, model: str | None, gpu: str | None, no_weights: bool, fmt: str, **params: Any) -> None:
+def log_command(file: str, model: str | None, gpu: str | None, requests: int | None, no_weights: bool, fmt: str,
+                **params: Any) -> None:
     """Read a vLLM or SGLang start-up log (FILE, or - for stdin) and explain every figure in it.
 
     Prints what was read (engine, version and how it was told, model, GPU, arguments), every figure
     with its line, then each figure against what hfkv computes: the tokens and concurrency from the
-    printed KV memory, and the printed weights against the checkpoint's.
+    printed KV memory, the printed weights against the checkpoint's, and the whole budget of the log's
+    release on its GPU term by term. Then the answers: the requests of the log's length that fit, the
+    largest --max-model-len that would start, the utilization or fraction that fits N requests, and
+    the same start on the newest modelled release.
 
     Exit codes: 0 the log was read (a model it names that cannot be resolved is said, not an error);
     2 not a start-up log, or bad usage; 1 the file, or the --model given, could not be read.
     """
     from hfkv.api import explain_log  # deferred: the report stack loads for a log, not for --help
     from hfkv.commands.options import build_hub
+    from hfkv.planning.explain import with_options
 
     try:
         text = read_text(file)
         hub = build_hub({**params, "no_weights": no_weights})
         explanation = explain_log(text, model, hub=hub, revision=params.get("revision"), gpu=gpu,
                                   weights=not no_weights)
+        if gpu is not None or requests is not None:  # explain_log takes the GPU for its capability only
+            explanation = with_options(explanation, gpu=gpu, requests=requests)
     except HfkvError as err:
         fail(str(err), err.exit_code)
     if fmt == "json":

@@ -53,9 +53,18 @@ def figure_rows(explanation: Explanation) -> list[list[str]]:
             for f in explanation.log.figures if f.field != "args"]
 
 
-def comparison_rows(explanation: Explanation) -> list[list[str]]:
+def comparison_rows(explanation: Explanation, check: str = "exact") -> list[list[str]]:
+    """One row per comparison of ``check`` ("exact": the two exact checks; "prediction": the budget)."""
     return [[c.term, c.printed or "—", c.computed or "—", c.difference or "—", c.status, c.reason]
-            for c in explanation.comparisons]
+            for c in explanation.comparisons if c.check == check]
+
+
+def answer_rows(explanation: Explanation) -> list[list[str]]:
+    return [[a.question, a.answer, a.source, a.how] for a in explanation.answers]
+
+
+_COMPARED = [("term", False), ("printed", True), ("hfkv", True), ("difference", True), ("status", False),
+             ("reason", False)]
 
 
 def render(explanation: Explanation, console: Any = None) -> None:
@@ -65,11 +74,16 @@ def render(explanation: Explanation, console: Any = None) -> None:
         console.print(terminal_text(line), soft_wrap=True)
     print_table(console, "figures the log prints", [("line", True), ("rank", False), ("field", False),
                                                     ("printed", True)], figure_rows(explanation))
-    if explanation.comparisons:
-        print_table(console, "printed against computed", [("term", False), ("printed", True), ("hfkv", True),
-                                                          ("difference", True), ("status", False),
-                                                          ("reason", False)], comparison_rows(explanation))
-    elif explanation.model_error is None:
+    exact, predicted = comparison_rows(explanation), comparison_rows(explanation, "prediction")
+    if exact:
+        print_table(console, "printed against computed", _COMPARED, exact)
+    if predicted:
+        title = f"the whole budget: {(explanation.budget or {}).get('release', '')}, {explanation.gpu or ''}"
+        print_table(console, title, _COMPARED, predicted)
+    if explanation.answers:
+        print_table(console, "answers", [("question", False), ("answer", True), ("source", False), ("how", False)],
+                    answer_rows(explanation))
+    if not (exact or predicted) and explanation.model_error is None:
         console.print(terminal_text("nothing to compare: the log prints no KV memory and no weights"))
     for note in (*explanation.log.notes, *explanation.notes):
         console.print(terminal_text(f"note: {note}"), soft_wrap=True)

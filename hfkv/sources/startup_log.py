@@ -354,6 +354,25 @@ RULES: tuple[_Rule, ...] = (
     _rule("vllm", r"Available KV cache memory: (?P<gib>" + _F + r") ?GiB", ("available_kv_bytes", "gib", "gib")),
     _rule("vllm", r"Initial free memory (?P<free>" + _F + r") ?GiB, reserved (?P<kv>" + _F + r") ?GiB memory for KV Cache",
           ("initial_free_bytes", "free", "gib"), ("available_kv_bytes", "kv", "gib")),
+    # The memory vLLM saw at start-up, with the CUDA total: the refusal when too little is free
+    # (``request_memory``: "Free memory on device cuda:0 (F/T GiB) on startup is less than desired GPU memory
+    # utilization (U, R GiB)") and, after graph capture, the summary of what each term took ("Free memory on
+    # device (F/T GiB) on startup. Desired GPU memory utilization is (U, R GiB). Actual usage is …"), whose
+    # usage part has two forms (weight and non-torch apart, or "consumed memory (weights + non-torch)").
+    _rule("vllm", r"Free memory on device(?: [\w:]+)? \((?P<free>" + _F + r")/(?P<total>" + _F + r") ?GiB\) on startup",
+          ("startup_free_bytes", "free", "gib"), ("cuda_total_bytes", "total", "gib")),
+    _rule("vllm", r"(?:less than desired GPU memory utilization|Desired GPU memory utilization is) \((?P<util>" + _F +
+          r"), (?P<req>" + _F + r") ?GiB\)", ("gpu_memory_utilization", "util", "float"), ("requested_bytes", "req", "gib")),
+    _rule("vllm", r"Actual usage is (?P<w>" + _F + r") GiB for weight, (?P<peak>" + _F + r") GiB for peak activation, "
+          r"(?P<nt>" + _F + r") GiB for non-torch memory, and (?P<graph>" + _F + r") GiB for CUDAGraph memory",
+          ("profile_weights_bytes", "w", "gib"), ("peak_activation_bytes", "peak", "gib"),
+          ("non_torch_bytes", "nt", "gib"), ("cudagraph_bytes", "graph", "gib")),
+    _rule("vllm", r"Actual usage is (?P<used>" + _F + r") GiB for consumed memory \(weights \+ non-torch\), (?P<peak>" +
+          _F + r") GiB for peak activation, and (?P<graph>" + _F + r") GiB for CUDAGraph memory",
+          ("consumed_bytes", "used", "gib"), ("peak_activation_bytes", "peak", "gib"), ("cudagraph_bytes", "graph", "gib")),
+    _rule("vllm", r"Initial free memory: (?P<free>" + _F + r") GiB; Requested memory: (?P<util>" + _F + r") \(util\), "
+          r"(?P<req>" + _F + r") GiB", ("startup_free_bytes", "free", "gib"), ("gpu_memory_utilization", "util", "float"),
+          ("requested_bytes", "req", "gib")),
     _rule("vllm", r"(?P<pool>GPU(?: \+ host)?|[A-Z]+) KV cache size: (?P<tokens>" + _N + r") tokens",
           ("kv_cache_tokens", "tokens", "int"), ("kv_cache_pool", "pool", "str")),
     _rule("vllm", r"Maximum concurrency for (?P<len>" + _N + r") tokens per request: (?P<conc>" + _F + r")x",
@@ -398,6 +417,9 @@ RULES: tuple[_Rule, ...] = (
     _rule("sglang", r"Memory pool end\. avail mem=(?P<gb>" + _F + r") ?GB", ("free_after_pool_bytes", "gb", "gib")),
     _rule("sglang", r"Capture .*?graph end\..*?mem usage=(?P<gb>" + _F + r") ?GB.*?avail mem=(?P<avail>" + _F + r") ?GB",
           ("cudagraph_bytes", "gb", "gib"), ("free_after_graphs_bytes", "avail", "gib")),
+    # PyTorch's out-of-memory message, which either engine may print: the CUDA total of the GPU. Not an
+    # engine's line (engine None): alone it does not make a text a start-up log.
+    _rule(None, r"GPU \d+ has a total capacity of (?P<total>" + _F + r") ?GiB", ("cuda_total_bytes", "total", "gib")),
 )
 
 # SGLang's summary line and Mamba line list key=value pairs whose set changed across versions (and
@@ -458,8 +480,8 @@ def _figures_of(rule: _Rule, match: re.Match, line: _Line) -> list[Figure]:
             value, step = _value(kind, text)
         except (InvalidOperation, ValueError):
             continue
-        printed = f"{text} GiB" if kind == "gib" and rule.engine == "vllm" else (
-            f"{text} GB" if kind == "gib" else text)
+        printed = f"{text} GB" if kind == "gib" and rule.engine == "sglang" else (  # SGLang's "GB" are GiB
+            f"{text} GiB" if kind == "gib" else text)
         out.append(Figure(name, value, line.text, line.number, line.rank, printed, step))
     return out
 
@@ -761,6 +783,9 @@ def parse_log(text: str) -> StartupLog:
         notes.insert(0, f"the log holds {len(starts)} starts; the last (from line "
                         f"{min(f.line for f in starts[-1].figures) if starts[-1].figures else '?'}) is read")
     start = starts[-1]
+    if not (start.engines or start.pasted_versions):  # a GPU listing or PyTorch's OOM message, nothing else
+        raise NotAStartupLog("not a vLLM or SGLang start-up log: no line of either engine (only lines any "
+                             "program may print: a GPU listing, PyTorch's out-of-memory message)")
     notes.extend(start.notes)
     engine = _engine_of(start)
     version, evidence = _version(engine, start)
