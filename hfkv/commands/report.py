@@ -24,7 +24,9 @@ VERDICT_NO = ("does-not-fit", "refused")
 @hub_options
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "markdown", "html"]), default="table",
               show_default=True, help="html: one self-contained page (several models: one section each).")
-def report_command(models: tuple[str, ...], fmt: str, **params: Any) -> None:
+@click.option("--brief", is_flag=True, help="The answer alone: the verdict, the weights, the KV budget and the "
+                                            "requests per context (table and markdown; JSON keeps everything).")
+def report_command(models: tuple[str, ...], fmt: str, brief: bool = False, **params: Any) -> None:
     """Report on each MODEL: layers by kind, α, γ, S*, and per context bytes, reads and B_max.
 
     With --gpu, the first line is the verdict: will it start, and how many requests fit. Exit codes: 0
@@ -56,7 +58,9 @@ def report_command(models: tuple[str, ...], fmt: str, **params: Any) -> None:
         if fmt not in ("json", "html"):  # the rendering stack (rich) is imported only for people
             from hfkv.render import terminal as render
 
-            if fmt == "table":
+            if brief:
+                click.echo("\n".join(render.brief_lines(report)))
+            elif fmt == "table":
                 render.render_table(report)
             else:
                 click.echo(render.render_markdown(report))

@@ -48,6 +48,7 @@ class Verdict:
     counted_by: str = "hfkv"
     reason: str | None = None
     engines: dict[str, str] = field(default_factory=dict)
+    details: tuple[str, ...] = ()  # what the line rests on: estimates and the engines' reasons, a line each
 
     @property
     def failed(self) -> bool:
@@ -56,7 +57,7 @@ class Verdict:
     def to_dict(self) -> dict[str, Any]:
         return {"status": self.status, "line": self.line, "requests": self.requests, "tokens": self.tokens,
                 "requests_low": self.low, "requests_high": self.high, "counted_by": self.counted_by,
-                "reason": self.reason, "engines": dict(self.engines)}
+                "reason": self.reason, "engines": dict(self.engines), "details": list(self.details)}
 
 
 def layout_label(plan: dict[str, Any]) -> str:
@@ -196,28 +197,32 @@ def verdict(plan: dict[str, Any], counted: dict[str, Any] | None = None,
     else:
         low, high = _engine_range(counted_band, ranks, tokens)
     status = "fits"
+    # The line is the answer, kept short; what it rests on follows it (``details``).
     text = f"fits {where}: {count:,} request{'s' if count != 1 else ''} at {format_tokens(tokens)} {label}"
     if low == 0:
         # The central estimate starts, the band's low end does not: said as such, never as a refusal.
         status = "may-not-start"
-        text = (f"may not start {where}: {count:,} request{'s' if count != 1 else ''} at {format_tokens(tokens)} "
-                f"{label} at the central estimate, none at the low end of the estimates' bands")
+        text = f"may not start {where}: {count:,} at {format_tokens(tokens)} {label} at the central estimate"
     if tokens != asked:
         text += f"; none at {format_tokens(asked)}"
     if low is not None and (low, high) != (count, count):
         text += f"; {low:,}–{high:,} within the estimates' bands"
-    caveats = _caveats(plan)
-    if caveats:
-        text += "; " + "; ".join(caveats)
+    details = _caveats(plan)
     engines = _others(count, tokens, others or {})
     if engines:
-        text += "; " + "; ".join(f"{name}: {what}" for name, what in engines.items())
+        text += "; " + "; ".join(f"{name}: {_brief(what)}" for name, what in engines.items())
+        details += [f"{name}: {what}" for name, what in engines.items() if _brief(what) != what]
     if others and all(view.get("refused") for view in others.values()):
         status = "refused"  # every engine refuses this layout: hfkv's count cannot be served
-        text = (f"refused {where} {label}: " + "; ".join(f"{name} {what}" for name, what in engines.items())
-                + f"; hfkv's count ({count:,} at {format_tokens(tokens)}) cannot be served")
+        text = (f"refused {where} {label}: every engine would refuse this layout; hfkv's {count:,} at "
+                f"{format_tokens(tokens)} cannot be served")
     return Verdict(status, text, requests=count, tokens=tokens, low=low, high=high, counted_by=counted_by,
-                   engines=engines)
+                   engines=engines, details=tuple(details))
+
+
+def _brief(what: str) -> str:
+    """What an engine says, as the verdict line names it: its words up to the reason in parentheses."""
+    return what.split(" (", 1)[0]
 
 
 def long_lengths_allowed() -> bool:

@@ -274,6 +274,32 @@ def verdict_line(report: Report) -> str | None:
     return serving.get("verdict")
 
 
+def verdict_details(report: Report) -> list[str]:
+    """What the verdict rests on, a line each (estimates, an engine's full reason): printed under it."""
+    serving = report.extra.get("serving") or {}
+    return list((serving.get("verdict_detail") or {}).get("details") or [])
+
+
+def brief_lines(report: Report) -> list[str]:
+    """The answer alone (``--brief``): the verdict, the weights, the KV budget per GPU and the requests per
+    context (without a GPU: the bytes one request takes per context)."""
+    serving = report.extra.get("serving") or {}
+    lines = [line for line in (verdict_line(report),) if line]
+    weights = report.extra.get("weights")
+    if weights:
+        lines.append(weights_line(weights))
+    if serving:
+        lines.append(f"KV budget per GPU: {_budget_text(serving)}")
+        counts = [f"{format_tokens(c['tokens'])} {c['max_concurrency_total']:,}" for c in serving.get("contexts", [])
+                  if c.get("max_concurrency_total") is not None]
+        if counts:
+            lines.append("requests across the deployment: " + " · ".join(counts))
+    else:
+        lines.append("per request: " + " · ".join(f"{format_tokens(c.tokens)} {format_bytes(c.kv_bytes_per_request)}"
+                                                  for c in report.contexts))
+    return lines
+
+
 def verdict_status(report: Report) -> str | None:
     """fits, does-not-fit, refused, unknown or none (``hfkv.planning.verdict``); None without a plan."""
     return ((report.extra.get("serving") or {}).get("verdict_detail") or {}).get("status")
@@ -320,6 +346,8 @@ def render_table(report: Report, console: Any = None) -> None:
     line = verdict_line(report)
     if line:
         console.print(terminal_text(line, VERDICT_STYLES.get(verdict_status(report) or "", "bold")))
+        for detail in verdict_details(report):
+            console.print(terminal_text(f"  {detail}", "dim"))
     for fields in header_fields(report):
         print_fields(console, fields)
     group_columns = [("kind", False), ("layers", True), ("σ", True), ("entries n(S)", False),
@@ -410,6 +438,9 @@ def render_markdown(report: Report, *, plans: dict[str, dict[str, Any]] | None =
     if line:
         mark = VERDICT_MARKS.get(verdict_status(report) or "", "")
         lines += [f"**{mark + ' ' if mark else ''}{markdown_cell(line)}**", ""]
+        details = verdict_details(report)
+        if details:
+            lines += [f"- {markdown_cell(detail)}" for detail in details] + [""]
     meta = [
         ("model type", report.model_type or "?"), ("architectures", ", ".join(report.architectures) or "?"),
         ("mapper", report.mapper), ("commit", report.commit or "-"),

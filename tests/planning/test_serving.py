@@ -170,7 +170,7 @@ def test_without_weights_or_gpu(llama):
     assert plan["weights_bytes"] == 16_060_522_496 and plan["weights_source"] == "estimate"
     assert plan["kv_budget_bytes"] == 118_428_150_774 and plan["budget_source"] == "gpu"
     assert any("estimated from the config" in e for e in plan["estimates"])
-    assert "weights estimated from the config's shapes" in plan["verdict"]
+    assert "weights estimated from the config's shapes" in plan["verdict_detail"]["details"]
     # B_max at 4K: floor(118,428,150,774 / (4096 × 131072 = 536,870,912)) = 220
     assert plan["contexts"][0]["max_concurrency"] == 220
     # The decode bound reads the estimated weights: 4K → (16,060,522,496 + 536,870,912) / 4.8e12.

@@ -45,10 +45,12 @@ def test_a_deployment_whose_max_length_does_not_fit_does_not_start():
     assert result.stdout.splitlines()[0] == (
         "does NOT start on 1 × L4-24GB (hfkv, TP 1): one request at the max length 131,072 needs 16.00 GiB per "
         "GPU of the 4.14 GiB KV budget; --max-model-len 33,885 would start")
-    # Asked at a length that starts, it fits: 4,441,474,453 // (32,768 × 131,072 = 4,294,967,296) = 1.
+    # Asked at a length that starts: 4,441,474,453 // (32,768 × 131,072 = 4,294,967,296) = 1 request at the central
+    # estimate, none at the low end of its band (4,441,474,453 − 1.0 GiB): it may not start, said with both ends.
     fits = run(LLAMA_8B, "--gpu", "L4", "--weights-bytes", "16060522496", "--max-model-len", "32768",
                "--context", "32k")
-    assert fits.exit_code == 0 and " 1 request at 32K " in fits.stdout.splitlines()[0]
+    assert fits.exit_code == 0 and fits.stdout.splitlines()[0].startswith(
+        "may not start on 1 × L4-24GB: 1 at 32K (hfkv, TP 1) at the central estimate; 0–1 within the estimates' bands")
 
 
 def test_a_context_past_the_models_maximum_is_refused_as_the_engines_refuse_it(monkeypatch):
@@ -91,3 +93,17 @@ def test_plan_takes_a_gpu_name_and_says_no_where_a_layout_holds_too_few():
     assert data["best"] is None and data["dropped"]
     assert all(not (o["verdict"] or "").startswith("fits") for o in data["dropped"])
     assert any(o["verdict"].startswith("does NOT hold 1,000,000,000,000 requests of 8K") for o in data["dropped"])
+
+
+def test_brief_prints_the_answer_alone():
+    # --brief: the verdict, the weights, the KV budget per GPU and the requests per context, nothing else.
+    # Llama-3.1-8B on an H100 with 16,060,522,496 B of weights: vLLM 0.34's 63,509,690,773 B of KV
+    # (tests/planning/test_serving.py) = 59.15 GiB; per context 4K: 63,509,690,773 // 536,870,912 = 118,
+    # 32K: // 4,294,967,296 = 14, 128K: // 17,179,869,184 = 3.
+    result = run(LLAMA_8B, "--gpu", "H100", "--weights-bytes", "16060522496", "--brief")
+    assert result.exit_code == 0
+    lines = result.stdout.splitlines()
+    assert len(lines) == 4 and lines[0].startswith("fits on 1 × H100-SXM-80GB: 3 requests at 128K (hfkv, TP 1)")
+    assert lines[1].startswith("weights: ") and lines[2] == "KV budget per GPU: 59.15 GiB"
+    assert lines[3] == "requests across the deployment: 4K 118 · 32K 14 · 128K 3"
+    assert len(lines[0]) < 160

@@ -137,18 +137,17 @@ def test_site_index_newest_first_with_a_verdict_per_gpu(tmp_path):
     h200 = old["watch"]["plans"]["H200-141GB"]["verdict_detail"]
     assert h200["status"] == "fits" and h200["tokens"] == 131072
     cells = re.findall(r'<td class="num[^"]*"[^>]*>([^<]*)</td>', llama_row)
-    # L4 (24 GB): 16 GB of estimated weights leave not one 128K request (17.2 GB): the verdict counts the
-    # longest context that fits, and the cell names it. vLLM 0.34 on an L4 (22,580 MiB = 23,676,846,080 B, 2,048
+    # L4 (24 GB): 16 GB of estimated weights leave not one 128K request (17.2 GB), so vLLM would not start at
+    # the model's maximum 131,072: the cell says it does not fit. vLLM 0.34 on an L4 (22,580 MiB = 23,676,846,080 B, 2,048
     # batched tokens, 256 sequences): − 16,060,522,496 weights − sampler buffers 139,542,528 − peak 476,446,720
     # − non-torch 268,435,456 − graphs int(0.30 × 2^30) + int(0.15 × 2^20) × 32 × (51 + 35) = 754,973,619 −
     # slack 53,687,091 − context 408,021,893 − margin max(2^30, 0.75 × peak) = 1,073,741,824 → 4,441,474,453 B:
-    # one 32K request (4,294,967,296 B) at the central estimate, none at the low end of its ±1.0 GiB band: the
-    # cell says it may not start.
+    # the longest length one request fits is 4,441,474,453 // 131,072 = 33,885 tokens.
     l4 = old["watch"]["plans"]["L4-24GB"]["verdict_detail"]
-    assert l4["tokens"] == 32768 and "none at 128K" in old["watch"]["plans"]["L4-24GB"]["verdict"]
-    assert l4["status"] == "may-not-start" and l4["requests"] == 1 and l4["requests_low"] == 0
-    assert cells == ["131,072", "0", "0", f"✓ {h200['requests']} at 128K", "? 1 at 32K, may not start"]
-    assert 'class="num verdict may-not-start" data-gpu="L4-24GB"' in llama_row
+    assert l4["status"] == "does-not-fit" and l4["tokens"] == 131072
+    assert "--max-model-len 33,885 would start" in old["watch"]["plans"]["L4-24GB"]["verdict"]
+    assert cells == ["131,072", "0", "0", f"✓ {h200['requests']} at 128K", "✗ does not fit"]
+    assert 'class="num verdict does-not-fit" data-gpu="L4-24GB"' in llama_row
     oss_row = index.split('openai__gpt-oss-120b.html">')[1].split("</tr>")[0]
     # gpt-oss-120b: 18 full + 18 sliding (W = 128) layers × 2 × 8 heads × 64 × 2 B = 2,048 B each per token;
     # α = 18 × 2048 = 36,864 B, γ = 18 × 128 × 2048 = 4,718,592 B; S* = γ/α = 128; no L4 plan: "-".
