@@ -27,7 +27,25 @@ if TYPE_CHECKING:  # the report stack (pydantic) is imported by the command, not
     from hfkv.planning.compare import Collected
 
 
-def _inspect(model: str, cfg: Any, options: Options, out: Collected, hub: Any = None,
+class _Failures:
+    """Records each model's failure in the collection (one JSON error per model) and says it on stderr
+    once: a model given twice, or an option every model fails on alike (3 GPUs for TP 2 × DP 2), would
+    otherwise print the same line once per model."""
+
+    def __init__(self, out: Collected) -> None:
+        self.out = out
+        self.said: set[str] = set()
+
+    def __call__(self, model: str, err: HfkvError) -> None:
+        line = f"hfkv: error: {err}"
+        if line not in self.said:
+            self.said.add(line)
+            click.echo(line, err=True)
+        self.out.errors.append({"model": model, "error": err.row_text()})
+        self.out.exit_code = max(self.out.exit_code, err.exit_code)
+
+
+def _inspect(model: str, cfg: Any, options: Options, failed: _Failures, hub: Any = None,
              deployment: Deployment | None = None) -> Report | None:
     """The report of one loaded config (planned on ``deployment`` when given), or None after recording
     its error."""
@@ -37,14 +55,8 @@ def _inspect(model: str, cfg: Any, options: Options, out: Collected, hub: Any = 
         report = inspect_loaded(cfg, options, hub=hub)
         return deployment.apply(report) if deployment is not None else report
     except HfkvError as err:
-        _record_error(out, model, err)
+        failed(model, err)
         return None
-
-
-def _record_error(out: Collected, model: str, err: HfkvError) -> None:
-    click.echo(f"hfkv: error: {err}", err=True)
-    out.errors.append({"model": model, "error": err.row_text()})
-    out.exit_code = max(out.exit_code, err.exit_code)
 
 
 def collect_reports(models: tuple[str, ...] | list[str], params: dict[str, Any]) -> Collected:
@@ -66,22 +78,23 @@ def collect_reports(models: tuple[str, ...] | list[str], params: dict[str, Any])
     hub = build_hub(params) if any(looks_like_repo_id(m) for m in models) else None
     weights_hub = None if params.get("no_weights") or deployment is None else hub
     out = Collected()
+    failed = _Failures(out)
     done: list[tuple[str, Any, Report]] = []
     for model in models:
         try:
             cfg = load_config(model, hub=hub, revision=params.get("revision"))
         except HfkvError as err:
-            _record_error(out, model, err)
+            failed(model, err)
             continue
         now = options.contexts is not None  # else planned once the contexts are the union of all
-        report = _inspect(model, cfg, options, out, weights_hub if now else None, deployment if now else None)
+        report = _inspect(model, cfg, options, failed, weights_hub if now else None, deployment if now else None)
         if report is not None:
             done.append((model, cfg, report))
     if options.contexts is None and done:
         union = tuple(sorted({c.tokens for _, _, r in done for c in r.contexts}))
         shared = options.model_copy(update={"contexts": union})
         # Same configs, other contexts: what read once reads again.
-        done = [(m, cfg, _inspect(m, cfg, shared, out, weights_hub, deployment)) for m, cfg, _ in done]
+        done = [(m, cfg, _inspect(m, cfg, shared, failed, weights_hub, deployment)) for m, cfg, _ in done]
     out.reports = [r for _, _, r in done if r is not None]
     out.configs = [cfg for _, cfg, r in done if r is not None]
     out.labels = unique_labels([m for m, _, r in done if r is not None])

@@ -30,15 +30,19 @@ def deployment(cfg: Any, model: str, xs: list[int], params: dict[str, Any], hub:
     """Plan serving ``cfg`` on ``params``' GPU and layout at the contexts ``xs`` as the report command
     plans it (``Deployment.apply``; weights from the Hub, ``--weights-bytes`` or the config's shapes)."""
     from hfkv.inspection import inspect_loaded
+    from hfkv.planning.compare import plan_status, served
     from hfkv.planning.verdict import layout_label
     from hfkv.render.plot import DeploymentCurve
 
     from_hub = None if params.get("no_weights") else hub
     report = inspect_loaded(cfg, build_options(params).model_copy(update={"contexts": tuple(xs)}), hub=from_hub)
-    plan = Deployment.from_params(params).apply(report).extra["serving"]
+    planned = Deployment.from_params(params).apply(report)
+    plan = planned.extra["serving"]
+    counts = served(planned) or {}  # only a "fits" verdict serves requests, and none past the max length
     return DeploymentCurve(
-        xs=[c["tokens"] for c in plan["contexts"]], requests=[c["max_concurrency_total"] for c in plan["contexts"]],
+        xs=[c["tokens"] for c in plan["contexts"]], requests=[counts.get(c["tokens"]) for c in plan["contexts"]],
         verdict=plan["verdict"], layout=layout_label(plan), where=f"{plan['gpu_count']} × {plan['gpu']}",
+        status=plan_status(planned) or "none",
     )
 
 

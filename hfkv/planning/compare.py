@@ -4,7 +4,10 @@ M(S), not on the α·S + γ line, so that windows shorter than the crossing are 
 
 On a deployment (reports planned on GPUs) the winner at a shown context is the model that serves more
 requests there in its engine's budget, after its own weights and reserve (``served``, ``ranking``):
-no lead change is then computed between the shown contexts (the ranking gives each context's)."""
+no lead change is then computed between the shown contexts (the ranking gives each context's). Only a
+model whose verdict is "fits" serves requests: one refused, that does not fit or start, that may not
+start, or whose weights are unknown is left out of every ranking and pair (``not_serving``), since its
+count is not a number of requests anyone would be served."""
 
 from __future__ import annotations
 
@@ -86,8 +89,9 @@ class PairVerdict:
     """Which of two models fits more requests at each context, and where the lead changes.
 
     ``winners`` holds, per context, 0 (first model), 1 (second), -1 (same bytes per request, or
-    the same B_max under ``--budget``) or None (past either model's max_position_embeddings: not
-    compared, since one of them cannot serve it). ``changes`` are (context, winner before, winner
+    the same B_max under ``--budget``, or the same requests served on a deployment) or None (past either
+    model's max_position_embeddings: not compared, since one of them cannot serve it; on a deployment,
+    also where either serves none: ``not_serving`` names a model whose verdict is not "fits"). ``changes`` are (context, winner before, winner
     from there) found on the exact M(S) between 1 token and the longest context both serve that is
     shown. ``identical``: the two need the same bytes per request at every context compared and the
     lead never changes (a model compared with itself), so there is no "more requests fit" to say.
@@ -99,40 +103,62 @@ class PairVerdict:
     changes: list[tuple[int, int, int]]
     limit: int | None = None
     identical: bool = False
+    not_serving: tuple[int, ...] = ()  # on a deployment: the models (indices) whose verdict is not "fits"
+
+
+SERVES = "fits"  # the one verdict status whose counts are requests served (hfkv.planning.verdict)
+
+
+def plan_status(report: Report) -> str | None:
+    """The verdict status of the report's deployment (``verdict_detail.status``: fits, may-not-start,
+    does-not-fit, refused, unknown), None when it was not planned on GPUs or a budget."""
+    plan = report.extra.get("serving")
+    if not plan or plan.get("kv_budget_bytes") is None:
+        return None
+    return (plan.get("verdict_detail") or {}).get("status") or "none"
 
 
 def served(report: Report) -> dict[int, int] | None:
     """{context: requests the report's deployment serves there, across every rank} when it was planned
-    on GPUs (hfkv's exact count in the engine's own budget; 0 when the weights fill it), else None."""
-    plan = report.extra.get("serving")
-    if not plan or plan.get("kv_budget_bytes") is None:
+    on GPUs and its verdict is "fits" (hfkv's exact count in the engine's own budget), else None. A
+    context past the max length the engine starts with (``--max-model-len``) or the model's maximum is
+    left out: the engine serves no request that long."""
+    if plan_status(report) != SERVES:
         return None
-    if plan.get("weights_fit") is False:
-        return {c.tokens: 0 for c in report.contexts}
-    return {c["tokens"]: c.get("max_concurrency_total") or 0 for c in plan.get("contexts", [])}
+    plan = report.extra["serving"]
+    limits = [n for n in ((plan.get("max_length") or {}).get("tokens"), report.max_position_embeddings) if n]
+    return {c["tokens"]: c.get("max_concurrency_total") or 0 for c in plan.get("contexts", [])
+            if not limits or c["tokens"] <= min(limits)}
+
+
+def not_serving(reports: list[Report]) -> list[tuple[int, str]]:
+    """(index, verdict status) of each model planned on GPUs whose verdict is not "fits": ranked nowhere."""
+    return [(i, status) for i, status in enumerate(plan_status(r) for r in reports)
+            if status is not None and status != SERVES]
 
 
 def ranking(reports: list[Report]) -> list[tuple[int, list[tuple[int, int]]]]:
-    """Per context, (index of a model, requests it serves) from most to fewest, for the models planned
-    on GPUs that serve that context (within their maximum); empty when none was planned."""
+    """Per context, (index of a model, requests it serves) from most to fewest, for the models whose
+    deployment serves that context (``served``); empty when none does."""
     counts = [served(r) for r in reports]
-    if not reports or not any(counts):
-        return []
     out = []
-    for ctx in reports[0].contexts:
-        row = [(i, c[ctx.tokens]) for i, (r, c) in enumerate(zip(reports, counts))
-               if c is not None and ctx.tokens in c
-               and not (r.max_position_embeddings and ctx.tokens > r.max_position_embeddings)]
+    for ctx in reports[0].contexts if reports else []:
+        row = [(i, c[ctx.tokens]) for i, c in enumerate(counts) if c is not None and ctx.tokens in c]
         if row:
             out.append((ctx.tokens, sorted(row, key=lambda item: (-item[1], item[0]))))
     return out
 
 
-def _context_winner(ca: Any, cb: Any, cost_a: RequestCost, cost_b: RequestCost, budget: int | None,
-                    served_a: dict[int, int] | None = None, served_b: dict[int, int] | None = None) -> int:
-    if served_a is not None and served_b is not None and ca.tokens in served_a and cb.tokens in served_b:
-        n_a, n_b = served_a[ca.tokens], served_b[cb.tokens]
-        return -1 if n_a == n_b else (0 if n_a > n_b else 1)
+def _served_winner(tokens: int, served_a: dict[int, int] | None, served_b: dict[int, int] | None) -> int | None:
+    """On a deployment: the model that serves more requests at ``tokens`` (-1 on a tie), None when either
+    serves none there (its verdict is not "fits", or the context is past its max length)."""
+    if served_a is None or served_b is None or tokens not in served_a or tokens not in served_b:
+        return None
+    n_a, n_b = served_a[tokens], served_b[tokens]
+    return -1 if n_a == n_b else (0 if n_a > n_b else 1)
+
+
+def _context_winner(ca: Any, cb: Any, cost_a: RequestCost, cost_b: RequestCost, budget: int | None) -> int:
     if budget and ca.max_concurrency is not None and cb.max_concurrency is not None:
         n_a, n_b = ca.max_concurrency, cb.max_concurrency
         return -1 if n_a == n_b else (0 if n_a > n_b else 1)
@@ -143,24 +169,37 @@ def compare_pair(reports: list[Report], i: int, j: int, budget: int | None) -> P
     a, b = reports[i], reports[j]
     cost_a, cost_b = RequestCost(a), RequestCost(b)
     limit = served_limit(a, b)
-    served_a, served_b = served(a), served(b)
-    winners: list[int | None] = [
-        None if limit and ca.tokens > limit else _context_winner(ca, cb, cost_a, cost_b, budget, served_a, served_b)
-        for ca, cb in zip(a.contexts, b.contexts)
-    ]
-    # Where the lead changes: between 1 token and the first context, then between shown contexts,
-    # never past the longest context both models serve. On a deployment the winners are the requests
-    # served, which each model's weights also decide: the byte-per-request crossings would not say it.
-    points = [] if served_a is not None and served_b is not None else \
-        [1] + [c.tokens for c in a.contexts if not limit or c.tokens <= limit]
+    silent: tuple[int, ...] = ()
+    changes: list[tuple[int, int, int]] = []
+    if plan_status(a) is not None and plan_status(b) is not None:
+        # On a deployment the winners are the requests each serves, which its weights and reserve decide
+        # too (no byte-per-request crossing would say it); a model that serves none (its verdict is not
+        # "fits") is compared at no context.
+        silent = tuple(k for k, r in ((i, a), (j, b)) if plan_status(r) != SERVES)
+        served_a, served_b = served(a), served(b)
+        winners = [None if limit and c.tokens > limit else _served_winner(c.tokens, served_a, served_b)
+                   for c in a.contexts]
+    else:
+        winners = [None if limit and ca.tokens > limit else _context_winner(ca, cb, cost_a, cost_b, budget)
+                   for ca, cb in zip(a.contexts, b.contexts)]
+        changes = _lead_changes(cost_a, cost_b, [c.tokens for c in a.contexts if not limit or c.tokens <= limit])
+    compared = [c.tokens for c, w in zip(a.contexts, winners) if w is not None]
+    identical = (bool(compared) and not changes and all(w == -1 for w in winners if w is not None)
+                 and all(cost_a(S) == cost_b(S) for S in compared))
+    return PairVerdict(first=i, second=j, winners=winners, changes=changes, limit=limit, identical=identical,
+                       not_serving=silent)
+
+
+def _lead_changes(cost_a: RequestCost, cost_b: RequestCost, shown: list[int]) -> list[tuple[int, int, int]]:
+    """(S, winner before, winner from S) wherever the lead changes between 1 token and the first shown
+    context, then between shown contexts."""
+    points = [1] + shown
     changes = []
     for lo, hi in zip(points, points[1:]):
         if lo < hi and _winner(cost_a, cost_b, lo) != _winner(cost_a, cost_b, hi):
             S = _lead_change(cost_a, cost_b, lo, hi)
             changes.append((S, _winner(cost_a, cost_b, S - 1), _winner(cost_a, cost_b, S)))
-    compared = [c.tokens for c, w in zip(a.contexts, winners) if w is not None]
-    identical = bool(compared) and not changes and all(cost_a(S) == cost_b(S) for S in compared)
-    return PairVerdict(first=i, second=j, winners=winners, changes=changes, limit=limit, identical=identical)
+    return changes
 
 
 def all_pairs(reports: list[Report], budget: int | None) -> list[PairVerdict]:

@@ -1,17 +1,20 @@
 """Comparisons as people read them: short labels per model, the side-by-side table, one sentence per
 pair (which model fits more requests at each context, where the lead changes), as a terminal table,
-Markdown or JSON."""
+Markdown or JSON; on a deployment the ranking by requests served (only models whose verdict is "fits")
+and the page's chart of them (``served_chart``)."""
 
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
-from hfkv.planning.compare import Collected, PairVerdict, extra_state, ranking, served
+from hfkv.planning.compare import Collected, PairVerdict, extra_state, not_serving, plan_status, ranking, served
 from hfkv.planning.verdict import layout_label
 from hfkv.model.report import Report
+from hfkv.render import svg
 from hfkv.render.terminal import console_for, print_table, terminal_text
-from hfkv.text import markdown_cell
+from hfkv.text import markdown_cell, markup
 from hfkv.units import exact_bytes, format_bytes, format_tokens
 
 PAST_MAX = "†"  # marks a context longer than the model's max_position_embeddings
@@ -49,6 +52,9 @@ def pair_line(verdict: PairVerdict, reports: list[Report], labels: list[str]) ->
         f"{format_bytes(b.alpha_bytes_per_token)} per token, γ {format_bytes(a.gamma_bytes_per_request)} vs "
         f"{format_bytes(b.gamma_bytes_per_request)} per request → "
     )
+    if verdict.not_serving:
+        return line + "not compared on requests served (" + "; ".join(
+            f"{labels[k]}: {status_words(reports[k])}" for k in verdict.not_serving) + ")"
     if verdict.identical:
         line += "the same bytes per request at every context compared"
     elif any(w is not None for w in verdict.winners):
@@ -123,6 +129,7 @@ def table_rows(reports: list[Report], budget: int | None) -> list[tuple[str, lis
         ]))
     rows += deployment_rows(reports)
     counts = [served(r) for r in reports]
+    planned = any(plan_status(r) is not None for r in reports)
     for k, ctx in enumerate(reports[0].contexts):
         label = format_tokens(ctx.tokens)
         marks = [_past_max(r, ctx.tokens) for r in reports]
@@ -135,15 +142,43 @@ def table_rows(reports: list[Report], budget: int | None) -> list[tuple[str, lis
                 ("-" if r.contexts[k].max_concurrency is None else f"{r.contexts[k].max_concurrency:,}") + m
                 for r, m in zip(reports, marks)
             ]))
-        if any(c is not None for c in counts):
+        if planned:
             rows.append((f"{label}: requests served", [
-                ("-" if c is None or ctx.tokens not in c else f"{c[ctx.tokens]:,}") + m
-                for c, m in zip(counts, marks)
+                _served_cell(r, c, ctx.tokens) + m for r, c, m in zip(reports, counts, marks)
             ]))
         rows.append((f"{label}: read/decode step", [
             format_bytes(r.contexts[k].read_bytes_per_step) + m for r, m in zip(reports, marks)
         ]))
     return rows
+
+
+def _served_cell(report: Report, counts: dict[int, int] | None, tokens: int) -> str:
+    """Requests served at ``tokens``: the count when the verdict is "fits", else the verdict's words
+    (never a count no engine would serve; with the weights unknown, the upper bound without them), "-"
+    past the max length or without a plan."""
+    if counts is not None:
+        return f"{counts[tokens]:,}" if tokens in counts else "-"
+    status = plan_status(report)
+    if status is None:
+        return "-"
+    bound = next((c.get("max_concurrency_total") for c in report.extra["serving"].get("contexts", [])
+                  if c["tokens"] == tokens), None)
+    return f"≤ {bound:,} ({status_words(report)})" if status == "unknown" and bound is not None else status_words(report)
+
+
+# What a verdict that serves no counted request says in a cell, a ranking or a pair line.
+_STATUS_WORDS = {"refused": "refused", "does-not-fit": "does NOT fit", "may-not-start": "may not start",
+                 "unknown": "weights unknown", "none": "no verdict"}
+
+
+def status_words(report: Report) -> str:
+    """'refused', 'does NOT fit', 'does NOT start', 'may not start', 'weights unknown': why a model
+    planned on GPUs is ranked nowhere (its verdict line says more)."""
+    status = plan_status(report) or "none"
+    line = (report.extra.get("serving") or {}).get("verdict") or ""
+    if status == "does-not-fit" and line.startswith("does NOT start"):
+        return "does NOT start"
+    return _STATUS_WORDS.get(status, status)
 
 
 def deployment_rows(reports: list[Report]) -> list[tuple[str, list[str]]]:
@@ -178,6 +213,10 @@ def _short_verdict(plan: dict) -> str:
         return f"fits: {at}"
     if status == "unknown":
         return f"unknown: ≤ {at}" if at else "unknown"
+    if status == "may-not-start":
+        return f"may not start: {at}" if at else "may not start"
+    if status == "does-not-fit" and str(plan.get("verdict", "")).startswith("does NOT start"):
+        return "does NOT start"
     return {"does-not-fit": "does NOT fit", "refused": "refused"}.get(status or "", "-")
 
 
@@ -194,6 +233,9 @@ def ranking_lines(out: Collected) -> list[str]:
         ranked = " > ".join(f"{out.labels[i]} {n:,}" for i, n in row) if len(row) > 1 else \
             f"{out.labels[row[0][0]]} {row[0][1]:,}"
         lines.append(f"requests served at {format_tokens(tokens)}: {ranked}")
+    left = [f"{out.labels[i]} ({status_words(out.reports[i])})" for i, _ in not_serving(out.reports)]
+    if left:
+        lines.append("not ranked (no request counted as served): " + ", ".join(left))
     return lines
 
 
@@ -246,8 +288,10 @@ def to_json(out: Collected, pairs: list[PairVerdict]) -> str:
 
     A pair's ``more_requests`` ({tokens, model: the one that fits more, null on a tie}) covers only
     contexts both models serve; ``not_compared`` lists the others; ``identical`` is true when the
-    two need the same bytes per request at every context compared. ``ranking`` (on a deployment:
-    ``--gpu``): per context, the models from most to fewest requests served, each with its count.
+    two need the same bytes per request at every context compared; ``not_serving`` (on a deployment)
+    names the pair's models whose verdict is not "fits", compared at no context. ``ranking`` (on a
+    deployment: ``--gpu``): per context, the models whose verdict is "fits", from most to fewest requests
+    served, each with its count; ``not_ranked``: every other model planned there, with its verdict status.
     """
 
     def name(w: int, v: PairVerdict) -> str | None:
@@ -261,13 +305,44 @@ def to_json(out: Collected, pairs: list[PairVerdict]) -> str:
             "lead_changes": [{"tokens": S, "model": name(after, v)} for S, _, after in v.changes],
             "not_compared": [S for S, w in zip(out.contexts, v.winners) if w is None],
             "identical": v.identical,
+            "not_serving": [out.reports[k].model for k in v.not_serving],
         }
         for v in pairs
     ]
     ranked = [{"tokens": tokens, "models": [{"model": out.reports[i].model, "requests": n} for i, n in row]}
               for tokens, row in ranking(out.reports)]
+    unranked = [{"model": out.reports[i].model, "status": status} for i, status in not_serving(out.reports)]
     data = {
         "models": [r.to_dict() for r in out.reports], "contexts": out.contexts,
-        "errors": out.errors, "pairs": pair_rows, "ranking": ranked,
+        "errors": out.errors, "pairs": pair_rows, "ranking": ranked, "not_ranked": unranked,
     }
     return json.dumps(data, indent=2)
+
+
+def served_chart(out: Collected) -> str:
+    """SVG: the requests each model serves across its deployment at the compared contexts, each in its
+    own budget (after its own weights and reserve: the table's and the JSON's ``ranking`` figures, drawn
+    as points). A model whose verdict is not "fits" is a legend entry without a line (its count is not
+    requests anyone is served); with none drawn, one sentence instead of a chart."""
+    series = [_served_series(r, label, svg.PALETTE[k % len(svg.PALETTE)])
+              for k, (r, label) in enumerate(zip(out.reports, out.labels))]
+    if not any(y > 0 for s in series for y in s.ys if math.isfinite(y)):
+        return ('<p class="meta">No model serves a request on this deployment: '
+                + markup("; ".join(s.label for s in series)) + "</p>")
+    plan = next(r.extra["serving"] for r in out.reports if served(r) is not None)
+    where = f"{plan['gpu_count']} × {plan['gpu']} " if plan.get("gpu") else ""
+    return svg.line_chart(
+        f"Requests served {'on ' + where if where else 'in the given budget '}{layout_label(plan)}, "
+        "each model after its own weights", series,
+        xlabel="context length (tokens)", ylabel="requests across the deployment",
+        x_format=lambda v: format_tokens(int(round(v))), y_format=lambda v: f"{v:,.0f}",
+        y_ticks=svg.decade_ticks, markers=True, legend_right=True)
+
+
+def _served_series(report: Report, label: str, color: str) -> svg.Series:
+    """One model's points (no request at a context: a gap), or its legend entry alone with its verdict."""
+    counts = served(report)
+    if counts is None:
+        return svg.Series(f"{label}: {status_words(report)} (not drawn)", [], [], color)
+    xs = sorted(counts)
+    return svg.Series(label, xs, [float(counts[x]) if counts[x] else math.nan for x in xs], color)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from hfkv.model.report import Report
-from hfkv.planning.compare import Collected
+from hfkv.planning.compare import SERVES, Collected
 from hfkv.render.axes import binary_unit, power_of_two_ticks, short_bytes
 from hfkv.render.curves import DEFAULT_BUDGET, STACK, Curves, concurrency, context_grid, crossings, curves
 from hfkv.units import format_tokens
@@ -169,23 +169,40 @@ class DeploymentCurve:
     """Requests in flight across a deployment at each context (``hfkv.planning.serving.plan_serving``'s totals)."""
 
     xs: list[int]
-    requests: list[int | None]  # max_concurrency_total per context; None without a budget
+    requests: list[int | None]  # max_concurrency_total per context; None without a budget or past the max length
     verdict: str
     layout: str  # "(hfkv, DP attention)"
     where: str  # "8 × H200-141GB"
+    status: str = "fits"  # the verdict's status: only "fits" is drawn as requests served
+
+    @property
+    def drawn(self) -> bool:
+        return self.status == SERVES
 
 
 def draw_deployment(ax: Any, labels: list[str], plans: list[DeploymentCurve]) -> None:
-    """Requests that fit across the deployment against the context, one line per model, with its verdict."""
+    """Requests that fit across the deployment against the context, one line per model whose verdict is
+    "fits", with its verdict; any other verdict (refused, does not fit or start, may not start, weights
+    unknown) is a legend entry with no line: its count is not requests anyone is served."""
     from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
 
-    for label, d in zip(labels, plans):
+    for k, (label, d) in enumerate(zip(labels, plans)):
+        color = f"C{k}"  # the model's colour in the left panel too
+        if not d.drawn:
+            ax.plot([], [], linestyle="none", marker="x", color=color,
+                    label=textwrap.fill(f"{label} (not drawn): {d.verdict}", 60))
+            continue
         ys = [float(n) if n else math.nan for n in d.requests]
-        ax.plot(d.xs, ys, linewidth=2, drawstyle="steps-post", label=textwrap.fill(f"{label}: {d.verdict}", 60))
-    ax.set_yscale("log")
-    ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
-    ax.yaxis.set_minor_locator(NullLocator())
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
+        ax.plot(d.xs, ys, linewidth=2, color=color, drawstyle="steps-post", gid=f"served-{k}",  # an SVG id
+                label=textwrap.fill(f"{label}: {d.verdict}", 60))
+    if any(d.drawn and any(d.requests) for d in plans):
+        ax.set_yscale("log")
+        ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        ax.yaxis.set_minor_locator(NullLocator())
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
+    else:
+        ax.text(0.5, 0.5, "no model serves a request on this deployment", transform=ax.transAxes,
+                ha="center", va="center", fontsize=9, color="0.3")
     ax.set_ylabel("requests in flight across the deployment")
     ax.set_title(f"Requests that fit on {plans[0].where} {plans[0].layout}", fontsize=10)
     ax.legend(loc="upper right", fontsize=7, frameon=False)  # the lines fall to the right

@@ -391,3 +391,133 @@ def test_plot_of_a_refused_layout_is_one_line(tmp_path, matplotlib_installed):
     assert result.exit_code == 2
     assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
     assert not (tmp_path / "x.png").exists()
+
+
+# -- on a deployment: only a "fits" verdict is ranked or drawn (issue 28) ---------------------------
+
+QWEN25_DIR = str(FIXTURES / "Qwen__Qwen2.5-7B")
+LLAMA_DIR = str(FIXTURES / "meta-llama__Meta-Llama-3.1-8B")
+# Qwen2.5-7B has 28 attention heads: at TP 8 both engines refuse to start. vLLM's own words
+# (vllm/config/parallel.py, verify_with_model_config) and SGLang's Qwen2Attention assertion:
+VLLM_28_HEADS = "Total number of attention heads (28) must be divisible by tensor parallel size (8)"
+SGLANG_28_HEADS = "total_num_heads (28) % tp_size (8) == 0"
+# Llama-3.1-8B on 8 × H100 at TP 8, vLLM 0.34's budget (hfkv's own count), by hand:
+#   weights from the config's shapes: 8,030,261,248 parameters × 2 B / 8 GPUs = 2,007,565,312 B per GPU
+#   kept besides (tests/planning/test_serving.py's terms, TP 8 on NVSwitch): sampler 558,170,112 + peak
+#   1,905,786,880 + non-torch 2^30 / 4 + int(1.90 × 2^30) = 2,308,544,921 + graphs 835,504,051 + slack
+#   53,687,091 + CUDA context 408,021,893 + margin 0.75 × 1,905,786,880 = 1,429,340,160 → 7,499,055,108
+#   KV budget 85,029,158,912 − 2,007,565,312 − 7,499,055,108 = 75,522,538,492 B per GPU
+#   one KV head per GPU: 32 × 1 × 128 × 2 × 2 = 16,384 B/token; one replica (TP 8 on 8 GPUs)
+#   4K: 75,522,538,492 / 67,108,864 = 1,125.4 → 1,125; 32K: / 536,870,912 = 140.7 → 140;
+#   128K: / 2,147,483,648 = 35.2 → 35
+LLAMA_H100_TP8 = {4096: 1125, 32768: 140, 131072: 35}
+
+
+def test_compare_ranks_only_models_that_serve():
+    # The issue's command: Qwen2.5-7B ranked above Llama-3.1-8B as "requests served" though refused.
+    data = compare_json(QWEN25_DIR, LLAMA_DIR, "--gpu", "H100:8", "--tp", "8")
+    qwen, llama = data["models"]
+    assert qwen["serving"]["verdict_detail"]["status"] == "refused"
+    assert VLLM_28_HEADS in qwen["serving"]["engines"]["vllm"]["refused"]
+    assert SGLANG_28_HEADS in qwen["serving"]["engines"]["sglang"]["refused"]
+    assert llama["serving"]["kv_budget_bytes"] == 75_522_538_492
+    assert data["ranking"] == [{"tokens": t, "models": [{"model": LLAMA_DIR, "requests": n}]}
+                               for t, n in LLAMA_H100_TP8.items()]
+    assert data["not_ranked"] == [{"model": QWEN25_DIR, "status": "refused"}]
+    pair = data["pairs"][0]
+    assert pair["more_requests"] == [] and pair["not_serving"] == [QWEN25_DIR]
+    assert pair["not_compared"] == [4096, 32768, 131072]
+
+
+def test_compare_table_marks_what_does_not_serve():
+    result = run("compare", QWEN25_DIR, LLAMA_DIR, "--gpu", "H100:8", "--tp", "8")
+    assert result.exit_code == 0, result.stderr
+    lines = [" ".join(line.replace("│", " ").split()) for line in result.stdout.splitlines()]
+    assert "4K: requests served refused 1,125" in lines and "128K: requests served refused 35" in lines
+    assert "requests served at 4K: Meta-Llama-3.1-8B 1,125" in lines
+    assert "requests served at 128K: Meta-Llama-3.1-8B 35" in lines
+    assert "not ranked (no request counted as served): Qwen2.5-7B (refused)" in lines
+    assert not any(line.startswith("requests served at") and "Qwen2.5-7B" in line for line in lines)
+    assert result.stdout.rstrip().endswith("not compared on requests served (Qwen2.5-7B: refused)")
+
+
+def test_a_model_that_does_not_start_is_not_ranked():
+    # A KV budget of 10 GiB per GPU given with the GPU: one Llama request at its maximum 131,072 tokens
+    # needs 131,072 × 131,072 = 17,179,869,184 B > 10,737,418,240, so vLLM would not start it (10 GiB /
+    # 131,072 = 81,920 tokens would). Qwen2.5-7B at TP 1: 28 × 4 × 128 × 2 × 2 = 57,344 B/token; 4K:
+    # 10,737,418,240 / 234,881,024 = 45.7 → 45; 32K: / 1,879,048,192 = 5.7 → 5; 128K: / 7,516,192,768 → 1.
+    data = compare_json(LLAMA_DIR, QWEN25_DIR, "--gpu", "H100", "--budget", "10GiB")
+    assert data["models"][0]["serving"]["verdict"].startswith("does NOT start")
+    assert "--max-model-len 81,920 would start" in data["models"][0]["serving"]["verdict"]
+    assert data["not_ranked"] == [{"model": LLAMA_DIR, "status": "does-not-fit"}]
+    assert [[(m["model"], m["requests"]) for m in row["models"]] for row in data["ranking"]] == [
+        [(QWEN25_DIR, 45)], [(QWEN25_DIR, 5)], [(QWEN25_DIR, 1)]]
+    table = run("compare", LLAMA_DIR, QWEN25_DIR, "--gpu", "H100", "--budget", "10GiB").stdout
+    assert "not ranked (no request counted as served): Meta-Llama-3.1-8B (does NOT start)" in table
+
+
+@pytest.mark.parametrize("status, words", [("may-not-start", "may not start"), ("unknown", "weights unknown"),
+                                           ("does-not-fit", "does NOT fit"), ("refused", "refused")])
+def test_every_verdict_but_fits_is_left_out_of_rankings(status, words):
+    from hfkv.planning.compare import all_pairs, ranking
+    from hfkv.render.compare import ranking_lines, table_rows
+
+    # Both models on one H200 with 60 GiB of KV each: Llama 60 GiB / 512 MiB = 120 at 4K, Qwen2.5-7B
+    # 64,424,509,440 / 234,881,024 = 274.3 → 274. Qwen's verdict is then made each other status.
+    out = _planned(QWEN25, LLAMA, gpu="H200", budget=60 * GIB, contexts=[4096])
+    assert ranking(out.reports) == [(4096, [(0, 274), (1, 120)])]
+    out.reports[0].extra["serving"]["verdict_detail"]["status"] = status
+    assert ranking(out.reports) == [(4096, [(1, 120)])]
+    assert ranking_lines(out)[-1] == f"not ranked (no request counted as served): Qwen2.5-7B ({words})"
+    # Its count is never shown as served: the verdict's words (with unknown weights, the upper bound).
+    expected = f"≤ 274 ({words})" if status == "unknown" else words
+    assert dict(table_rows(out.reports, None))["4K: requests served"] == [expected, "120"]
+    assert all_pairs(out.reports, None)[0].winners == [None]
+
+
+def _planned(*paths: str, **params):
+    from hfkv.commands.compare import collect_reports
+
+    return collect_reports(list(paths), {**DEFAULT_PARAMS, **params})
+
+
+def test_plot_draws_only_what_serves(matplotlib_installed, tmp_path):
+    # The same command drawn: Llama's line (the second model: id served-1) and none for Qwen2.5-7B, whose
+    # legend entry says it is not drawn and why.
+    target = tmp_path / "deploy.svg"
+    result = run("plot", QWEN25_DIR, LLAMA_DIR, "--gpu", "H100:8", "--tp", "8", "-o", str(target))
+    assert result.exit_code == 0, result.stderr
+    text = target.read_text()
+    assert 'id="served-1"' in text and 'id="served-0"' not in text
+    assert "Qwen2.5-7B (not drawn): refused on 8 × H100-SXM-80GB" in " ".join(text.split())
+
+
+def test_plot_deployment_keeps_the_verdicts_status():
+    from hfkv.commands.plot import deployment
+
+    out = _reports(QWEN25)
+    params = {**DEFAULT_PARAMS, "gpu": "H100:8", "tp": 8}
+    d = deployment(out.configs[0], QWEN25, [4096, 32768], params, hub=None)
+    assert d.status == "refused" and not d.drawn and d.requests == [None, None]
+
+
+# -- one line per error (issue 31) ----------------------------------------------------------------
+
+
+def test_an_error_every_model_shares_is_printed_once(tmp_path):
+    config = tmp_path / "x.json"
+    config.write_bytes(Path(LLAMA).read_bytes())
+    # The issue's command: TP 1,000,000,000 with the same file twice. Without a deployment there is
+    # nothing to refuse; with vLLM's rules its refusal of 32 heads over 10^9 ranks, said once.
+    plain = run("compare", str(config), str(config), "--tp", "1000000000")
+    assert plain.stderr.count("hfkv: error:") <= 1
+    refused = run("compare", str(config), str(config), "--tp", "1000000000", "--engine", "vllm")
+    assert refused.exit_code == 2
+    assert refused.stderr.count("hfkv: error:") == 1
+    assert "Total number of attention heads (32) must be divisible by tensor parallel size (1000000000)" in refused.stderr
+    # An option no model can meet (3 GPUs for TP 2 × DP 2, which needs 4): one line, not one per model.
+    layout = run("compare", LLAMA, QWEN25, "--gpu", "H200:3", "--tp", "2", "--dp", "2", "--format", "json")
+    assert layout.exit_code == 2
+    assert layout.stderr.strip().splitlines() == [
+        "hfkv: error: 3 GPUs cannot hold this layout: TP 2 × DP 2 needs 4 (give --gpu NAME:4, or NAME alone)"]
+    assert len(json.loads(layout.stdout)["errors"]) == 2  # the JSON still has one error per model
