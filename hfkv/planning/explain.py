@@ -414,10 +414,16 @@ def replay_for(parsed: StartupLog, report: Report, knobs: dict[str, Any], gpu: G
     return Replay(engine_for(parsed), gpu, how, resolved, layout, weights, source)
 
 
+def printed_weights(parsed: StartupLog) -> Figure | None:
+    """The weights the log prints: vLLM's "Model loading took" (else the weight its post-capture summary
+    names), SGLang's "Load weight end … mem usage"."""
+    return parsed.figure("weights_bytes") or parsed.figure("profile_weights_bytes")
+
+
 def _replay_weights(parsed: StartupLog, report: Report, layout: Layout) -> tuple[int | None, str | None]:
     """(weights per GPU, source): the printed figure (the exact check compares it with the checkpoint
     apart), else the report's weights split over the layout."""
-    printed = parsed.figure("weights_bytes")
+    printed = printed_weights(parsed)
     if printed is not None:
         return printed.value, "log"
     section = report.extra.get("weights") or {}
@@ -455,9 +461,8 @@ def as_measured(budget: MemoryBudget, parsed: StartupLog, replay: Replay) -> Mem
 
 
 def _log_weights(term: Term, parsed: StartupLog) -> Term:
-    printed = parsed.figure("weights_bytes")
-    what = "Model loading took" if parsed.engine == "vllm" else "Load weight end … mem usage"
-    return Term("weights", term.bytes, "log", note=f"the log's '{what} {printed.printed}' (line {printed.line})")
+    printed = printed_weights(parsed)
+    return Term("weights", term.bytes, "log", note=f"the log's {printed.printed} (line {printed.line})")
 
 
 # -- the whole budget, term by term ----------------------------------------------------------------
@@ -531,9 +536,9 @@ def vllm_terms(parsed: StartupLog, replay: Replay, budget: MemoryBudget) -> list
     shown: list[Figure] = []
     for term in budget.terms:
         if term.name == "weights" and term.source == "log":
-            rows.append(_from_log("weights", parsed.figure("weights_bytes"), "the printed figure is the weights "
-                                  "term (the row 'weights per GPU' compares it with the checkpoint)"))
-            shown.append(parsed.figure("weights_bytes"))
+            rows.append(_from_log("weights", printed_weights(parsed), "the printed figure is the weights term "
+                                  "(the row 'weights per GPU' compares it with the checkpoint)"))
+            shown.append(printed_weights(parsed))
             continue
         printed, subtracted = _vllm_printed(parsed, term.name, device.cuda_total_bytes)
         if printed is not None and subtracted:
@@ -577,7 +582,7 @@ def _implied_rest(parsed: StartupLog, budget: MemoryBudget, shown: list[Figure],
 
 
 def _term_of(figure: Figure) -> str:
-    if figure.field == "weights_bytes":
+    if figure.field in ("weights_bytes", "profile_weights_bytes"):
         return "weights"
     return next((name for name, fields in _VLLM_FIGURES.items() if any(f == figure.field for f, _ in fields)), "")
 
@@ -608,7 +613,7 @@ def _not_modelled(parsed: StartupLog, budget: MemoryBudget) -> list[str]:
         seen.append("a speculative drafter (its weights, forward and pool)")
     if any(parsed.args.get(k) for k in ("limit_mm_per_prompt", "mm_processor_kwargs")):
         seen.append("multimodal inputs")
-    if parsed.args.get("quantization") and parsed.figure("weights_bytes") is None:
+    if parsed.args.get("quantization") and printed_weights(parsed) is None:
         seen.append(f"a {parsed.args['quantization']} checkpoint whose weights the log does not print")
     unmodelled = budget.term("not modelled")
     if unmodelled is not None:
@@ -624,7 +629,8 @@ def sglang_terms(parsed: StartupLog, replay: Replay, own: MemoryBudget, budget: 
     rows = [_fraction_row(parsed, own)]
     before = free_before_load(parsed)
     estimate = own.term("free-memory estimate")
-    pre_estimate = int(own.usable_bytes / own.fraction) if own.fraction else 0
+    # hfkv's estimate read back from its budget (usable = int(free before × fraction)): to a byte or two
+    pre_estimate = round(own.usable_bytes / own.fraction) if own.fraction else 0
     band = int(estimate.error_bytes / own.fraction) if estimate is not None and own.fraction else 0
     rows.append(_row("free memory before loading", "free_before_load_bytes", before, pre_estimate, band, "estimate",
                      f"hfkv: the CUDA total less the CUDA context (and communicators with TP ≥ 2); "
@@ -853,8 +859,9 @@ def requests_answer(parsed: StartupLog, report: Report, replay: Replay, budget: 
         source, base = "estimate", f"hfkv's predicted {_gib(budget.kv_bytes)} ±{budget.error_bytes / GIB:.2f} GiB"
     counts = [_requests_in(_fit(report, replay, kv, parsed), length, replay.name) if kv > 0 else 0 for kv in (low, high)]
     unit = "blocks ÷ blocks per request" if replay.name == "vllm" else "pool tokens ÷ length (capped by running requests)"
+    told = "" if parsed.max_model_len else f" (the log prints no max length: the engine's {length:,} for the model)"
     return Answer(f"requests of {length:,} tokens that fit at once", "requests_fit", counts if counts[0] != counts[1]
-                  else counts[0], _span(*counts), source, f"{unit} over {base}")
+                  else counts[0], _span(*counts), source, f"{unit} over {base}{told}")
 
 
 def longest_answer(parsed: StartupLog, report: Report, replay: Replay, budget: MemoryBudget) -> Answer | None:
@@ -904,6 +911,11 @@ def setting_answer(parsed: StartupLog, report: Report, replay: Replay, budget: M
     how = (f"{wanted:,} × {_gib(need / wanted)} a request + the other terms ({others}), over "
            f"{_gib(base)}, rounded up to 2 decimals; checked by running the budget again")
     question = f"{flag} that fits {wanted:,} requests of {length:,} tokens ({why})"
+    if chosen is not None:
+        effective = replay.budget(report, **{name: chosen / 100})
+        if abs(effective.fraction - chosen / 100) > 1e-9:
+            how += (f"; {ENGINE_NAMES[replay.name]} turns {chosen / 100:.2f} into {effective.fraction:.3f} "
+                    f"({effective.notes[0]})")
     if chosen is None:
         return Answer(question, name, None, f"none: even 1.00 holds {fits(100):,}", source, how)
     return Answer(question, name, chosen / 100, f"{chosen / 100:.2f} ({fits(chosen):,} fit)", source, how)

@@ -91,7 +91,7 @@ def test_every_parsed_line_is_in_the_json(tmp_path):
     assert (3, "kv_cache_tokens", 75_824) in fields and (4, "max_concurrency", 1.85) in fields
     assert all(f["text"] for f in data["log"]["figures"])
     for key in ("engine", "log_version", "rules_version", "assumed", "model", "model_error", "options", "knobs",
-                "log", "comparisons", "notes"):
+                "log", "comparisons", "gpu", "budget", "answers", "notes"):
         assert key in data
 
 
@@ -149,3 +149,55 @@ def test_the_python_api():
     explained = hfkv.explain_log(R03, model=QWEN3_14B)
     assert [c.status for c in explained.comparisons] == ["exact", "exact"]
     assert explained.log.value("kv_cache_tokens") == 42_656
+
+
+# R04 with the release the tutorial names (the row records "tutorial mentions 0.28.0"), pasted as users paste it,
+# on the L40S that tests/planning/engine-log-budgets.tsv reads the "46 GB-class GPU" as. The figures are derived
+# by hand in tests/planning/test_explain.py; here: that the command prints and serialises them.
+R04_028 = "vLLM: 0.28.0\n" + R04
+
+
+def test_the_whole_budget_and_the_answers_in_json(tmp_path):
+    data = as_json(write(tmp_path, R04_028), "--model", QWEN3_14B, "--gpu", "L40S-48GB")
+    assert data["log_version"] == "0.28.0" and data["budget"]["release"] == "vLLM 0.28.0: rules of 0.28–0.32"
+    assert data["gpu"].startswith("L40S-48GB") and "--gpu L40S-48GB" in data["gpu"]
+    predicted = {c["term"]: c for c in data["comparisons"] if c["check"] == "prediction"}
+    # requested = ceil(47,663,399,567 × 0.92) = 43,850,327,602 B; available = requested − 27.52 GiB − hfkv's
+    # other terms (1,916,125,446 B) = 12,384,827,160 B, against the printed 12,423,192,904 B
+    assert predicted["requested memory"]["computed_value"] == 43_850_327_602
+    assert predicted["available KV cache memory"]["computed_value"] == 12_384_827_160
+    assert predicted["available KV cache memory"]["status"] == "estimate"
+    assert predicted["weights"]["status"] == "from the log" and predicted["weights"]["source"] == "log"
+    assert {c["status"] for c in data["comparisons"]} <= {"exact", "differs", "estimate", "not checked",
+                                                          "not printed", "from the log"}
+    found = {a["field"]: a for a in data["answers"]}
+    assert found["requests_fit"]["value"] == 1 and found["max_model_len_fit"]["value"] == [75_776, 75_840]
+    assert found["gpu_memory_utilization"]["value"] == 0.95  # (13,421,772,800 + 31,427,134,698) / T = 0.941 → 0.95
+    assert found["newest"]["value"]["kv_cache_tokens"] == 90_048
+    assert sum(t["bytes"] for t in data["budget"]["terms"]) == 43_850_327_602 - 12_384_827_160
+
+
+def test_the_table_prints_the_budget_and_the_answers(tmp_path):
+    result = run_cli("log", write(tmp_path, R04_028), "--model", QWEN3_14B, "--gpu", "L40S-48GB")
+    assert result.exit_code == 0, result.output
+    assert "the whole budget: vLLM 0.28.0" in result.stdout and "answers" in result.stdout
+    assert "--gpu-memory-utilization" in result.stdout and "0.95 (2 fit)" in result.stdout
+
+
+def test_requests_sizes_the_utilization_answer(tmp_path):
+    data = as_json(write(tmp_path, R04_028), "--model", QWEN3_14B, "--gpu", "L40S-48GB", "--requests", "1")
+    setting = next(a for a in data["answers"] if a["field"] == "gpu_memory_utilization")
+    # 1 request: (6,710,886,400 + 31,427,134,698) / 47,663,399,567 = 0.8002 → 0.81; checked: ceil(T × 0.81)
+    # = 38,607,353,650 − 31,427,134,698 = 7,180,218,952 B = 2,739 blocks ≥ 2,560 (0.80: 2,557 blocks, short).
+    assert setting["value"] == 0.81 and "--requests" in setting["question"]
+
+
+def test_without_a_gpu_the_prediction_is_left_out_and_said(tmp_path):
+    data = as_json(write(tmp_path, R04_028), "--model", QWEN3_14B)
+    assert data["budget"] is None and data["answers"] == [] and data["gpu"] is None
+    assert any("give --gpu" in note for note in data["notes"])
+
+
+def test_a_bad_request_count_is_bad_usage(tmp_path):
+    result = run_cli("log", write(tmp_path, R03), "--requests", "0")  # click's usage error (one line from `hfkv`)
+    assert result.exit_code == 2 and "--requests" in result.output

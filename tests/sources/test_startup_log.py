@@ -353,3 +353,51 @@ def test_stored_logs_are_there_when_shared_is(request):
     if not Path(SHARED).is_dir():
         pytest.skip("../shared is absent")
     assert list(LOGS.glob("*.log"))
+
+
+# -- the memory vLLM saw at start-up, and the CUDA total ---------------------------------------------
+
+# vLLM's post-capture summary (gpu_worker.py, INFO from 0.11) as a public vLLM 0.11 log printed it (2 × H200,
+# TP 2), and the later form that folds weights and non-torch into "consumed memory" (a public log of a 6 GiB GPU).
+SUMMARY = ("(Worker_TP0 pid=1806413) INFO 10-23 15:14:56 [gpu_worker.py:391] Free memory on device (139.21/139.81 GiB) "
+           "on startup. Desired GPU memory utilization is (0.9, 125.83 GiB). Actual usage is 74.28 GiB for weight, 5.58 "
+           "GiB for peak activation, 1.38 GiB for non-torch memory, and 2.37 GiB for CUDAGraph memory. Replace "
+           "gpu_memory_utilization config with `--kv-cache-memory=45175492096` to fit into requested memory, or "
+           "`--kv-cache-memory=59540753920` to fully utilize gpu memory. Current kv cache memory in use is "
+           "47878721024 bytes.")
+CONSUMED = ("(EngineCore pid=114) INFO 09-25 02:25:51 [gpu_worker.py:860] Free memory on device (4.95/6.0 GiB) on "
+            "startup. Desired GPU memory utilization is (0.79, 4.74 GiB). Actual usage is 2.1 GiB for consumed memory "
+            "(weights + non-torch), 0.22 GiB for peak activation, and 0.07 GiB for CUDAGraph memory.")
+# vLLM's refusal when too little is free (request_memory), as a public log printed it (a 121.69 GiB GB10).
+REFUSED = ("(EngineCore pid=253) ValueError: Free memory on device cuda:0 (85.92/121.69 GiB) on startup is less than "
+           "desired GPU memory utilization (0.92, 111.95 GiB).")
+
+
+def test_vllm_start_up_memory_summary():
+    parsed = parse_log(SUMMARY)
+    assert parsed.engine == "vllm" and parsed.figure("cuda_total_bytes").rank == "TP0"
+    assert parsed.value("cuda_total_bytes") == gib("139.81") and parsed.value("startup_free_bytes") == gib("139.21")
+    assert parsed.value("gpu_memory_utilization") == 0.9 and parsed.value("requested_bytes") == gib("125.83")
+    assert parsed.value("profile_weights_bytes") == gib("74.28") and parsed.value("peak_activation_bytes") == gib("5.58")
+    assert parsed.value("non_torch_bytes") == gib("1.38") and parsed.value("cudagraph_bytes") == gib("2.37")
+    consumed = parse_log(CONSUMED)
+    assert consumed.value("consumed_bytes") == gib("2.1") and consumed.value("cuda_total_bytes") == gib("6.0")
+    assert consumed.figure("cuda_total_bytes").step == GIB // 10  # "6.0": one decimal printed
+
+
+def test_vllm_refusal_for_free_memory_gives_the_total():
+    parsed = parse_log(REFUSED)
+    assert parsed.value("cuda_total_bytes") == gib("121.69") and parsed.value("startup_free_bytes") == gib("85.92")
+    assert parsed.value("gpu_memory_utilization") == 0.92 and parsed.value("requested_bytes") == gib("111.95")
+
+
+def test_pytorch_total_capacity_beside_an_engine_line_and_alone():
+    # PyTorch's out-of-memory message, as the RTX 3090 preset's source printed its total (23.70 GiB).
+    oom = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of "
+           "23.70 GiB of which 3.06 MiB is free.")
+    parsed = parse_log(L011 + "\n" + oom)
+    assert parsed.value("cuda_total_bytes") == gib("23.70") and parsed.figure("cuda_total_bytes").printed == "23.70 GiB"
+    with pytest.raises(NotAStartupLog, match="no line of either engine"):
+        parse_log(oom)
+    with pytest.raises(NotAStartupLog):
+        parse_log("0 NVIDIA A100-SXM4-80GB")  # a GPU listing alone
