@@ -514,11 +514,25 @@ def _graph_from_notice(parsed: StartupLog, total: int) -> Figure | None:
                   f"({util} − {notice.value}) × {total / GIB:.2f} GiB", int(total * Decimal("0.0001")))
 
 
+def _non_torch_from_consumed(parsed: StartupLog) -> Figure | None:
+    """Non-torch memory from vLLM's later summary, which prints "consumed memory (weights + non-torch)":
+    that less the printed weights."""
+    consumed, weights = parsed.figure("consumed_bytes"), parsed.figure("weights_bytes")
+    if consumed is None or weights is None:
+        return None
+    return Figure("non_torch_bytes", consumed.value - weights.value, consumed.text, consumed.line, consumed.rank,
+                  f"{consumed.printed} − {weights.printed}", (consumed.step or 0) + (weights.step or 0))
+
+
 def _vllm_printed(parsed: StartupLog, name: str, total: int) -> tuple[Figure | None, bool]:
+    """The figure the log prints for the budget term ``name`` (or derives from its lines), and whether it is
+    what the release subtracts."""
     for field_name, subtracted in _VLLM_FIGURES.get(name, ()):
         found = parsed.figure(field_name)
         if found is None and field_name == "cudagraph_estimate_bytes":
             found = _graph_from_notice(parsed, total)
+        if found is None and field_name == "non_torch_bytes":
+            found = _non_torch_from_consumed(parsed)
         if found is not None:
             return found, subtracted
     return None, False
@@ -743,6 +757,10 @@ def pool_counts(parsed: StartupLog, report: Report, replay: Replay, budget: Memo
                            "", "differs" if _printed_tokens(parsed) else "not checked",
                            "the predicted budget leaves no memory for the KV cache", check="prediction")]
     at_low, at_high = _fit(report, replay, low, parsed), _fit(report, replay, high, parsed)
+    if _refusal(at_low):
+        return [Comparison("KV cache tokens (predicted)", "kv_cache_tokens", None, None, None, None, "",
+                           "not checked", f"the engine refuses the start as hfkv replays it: {_refusal(at_low)}",
+                           check="prediction")]
     what = f"the predicted KV memory {_gib(kv)}" + (f" ±{band / GIB:.2f}" if band else "")
     rows = [_count_row("KV cache tokens (predicted)", "kv_cache_tokens", _printed_tokens(parsed),
                        at_low.get("kv_cache_tokens"), at_high.get("kv_cache_tokens"), band, what, "{:,}")]
@@ -773,21 +791,24 @@ def _count_row(term: str, field_name: str, printed: Figure | None, low: Any, hig
                       status, reason, check="prediction", line=printed.line, band=band)
 
 
-def _fit(report: Report, replay: Replay, kv: int, parsed: StartupLog) -> dict[str, Any]:
-    """The engine's pool arithmetic at ``kv`` bytes for the log's start; a vLLM refusal (one request
-    does not fit) gives its figures with no request fitting."""
+def _fit(report: Report, replay: Replay, kv: int | None, parsed: StartupLog) -> dict[str, Any]:
+    """The engine's pool arithmetic at ``kv`` bytes (None: the costs alone) for the log's start. A refusal
+    is ``refused`` (its text) beside the figures computed first; when it is vLLM's "one request does not
+    fit" (its figures hold the blocks), no request fits: 0 tokens, 0×."""
     knobs = {k: v for k, v in replay.knobs.to_dict().items() if k != "engine_version"}
+    budget = None if kv is None else max(kv, 1)
     try:
-        return simulate(report, engine=replay.engine, budget_bytes=max(kv, 1), max_model_len=_length(parsed), **knobs)
+        return simulate(report, engine=replay.engine, budget_bytes=budget, max_model_len=parsed.max_model_len, **knobs)
     except HfkvError as err:
         details = dict(getattr(err, "details", None) or {})
-        details.setdefault("num_blocks", 0)
-        return {**details, "kv_cache_tokens": details.get("kv_cache_tokens", 0), "max_concurrency": 0.0,
-                "refused": str(err)}
+        if "num_blocks" in details:
+            details.update(kv_cache_tokens=details.get("kv_cache_tokens", 0), max_concurrency=0.0)
+        return {**details, "refused": str(err)}
 
 
-def _length(parsed: StartupLog) -> int | None:
-    return parsed.max_model_len
+def _refusal(found: dict[str, Any]) -> str | None:
+    """The engine's refusal of the start itself (not vLLM's "one request does not fit", which is a count)."""
+    return found.get("refused") if "num_blocks" not in found else None
 
 
 def predict(parsed: StartupLog, report: Report, knobs: dict[str, Any] | None = None,
@@ -820,7 +841,7 @@ def _request_length(parsed: StartupLog, report: Report, replay: Replay) -> int |
     engine's own for the model."""
     if parsed.max_model_len:
         return parsed.max_model_len
-    found = _fit(report, replay, GIB, parsed)
+    found = _fit(report, replay, None, parsed)
     return found.get("max_model_len") or found.get("context_length")
 
 
@@ -850,6 +871,10 @@ def requests_answer(parsed: StartupLog, report: Report, replay: Replay, budget: 
                     length: int) -> Answer:
     """How many requests of the log's length fit, as the engine counts them from the KV memory it printed
     (at both ends of its rounding); from hfkv's predicted memory when the log prints none."""
+    told = "" if parsed.max_model_len else f" (the log prints no max length: the engine's {length:,} for the model)"
+    tokens = _printed_tokens(parsed)
+    if replay.name == "sglang" and tokens is not None:
+        return _sglang_requests(parsed, tokens, length, told)
     printed = _printed_available(parsed)
     if printed is not None and printed.bounds():
         low, high = printed.bounds()
@@ -859,9 +884,22 @@ def requests_answer(parsed: StartupLog, report: Report, replay: Replay, budget: 
         source, base = "estimate", f"hfkv's predicted {_gib(budget.kv_bytes)} ±{budget.error_bytes / GIB:.2f} GiB"
     counts = [_requests_in(_fit(report, replay, kv, parsed), length, replay.name) if kv > 0 else 0 for kv in (low, high)]
     unit = "blocks ÷ blocks per request" if replay.name == "vllm" else "pool tokens ÷ length (capped by running requests)"
-    told = "" if parsed.max_model_len else f" (the log prints no max length: the engine's {length:,} for the model)"
     return Answer(f"requests of {length:,} tokens that fit at once", "requests_fit", counts if counts[0] != counts[1]
                   else counts[0], _span(*counts), source, f"{unit} over {base}{told}")
+
+
+def _sglang_requests(parsed: StartupLog, tokens: Figure, length: int, told: str) -> Answer:
+    """SGLang's count from its own printed figures: the pool's tokens ÷ the length, at most the running
+    requests and the Mamba state slots it printed."""
+    count, caps = tokens.value // length, []
+    for name in ("max_running_requests", "mamba_max_mamba_cache_size"):
+        cap = parsed.value(name)
+        if isinstance(cap, int) and not isinstance(cap, bool):
+            count = min(count, cap)
+            caps.append(f"{name.removeprefix('mamba_')} {cap:,}")
+    how = f"the printed {tokens.value:,} pool tokens // {length:,}" + (f", at most {', '.join(caps)}" if caps else "")
+    return Answer(f"requests of {length:,} tokens that fit at once", "requests_fit", count, f"{count:,}", "the log",
+                  how + told)
 
 
 def longest_answer(parsed: StartupLog, report: Report, replay: Replay, budget: MemoryBudget) -> Answer | None:
@@ -895,7 +933,7 @@ def setting_answer(parsed: StartupLog, report: Report, replay: Replay, budget: M
     KV memory, the engine's own measurement of the other terms stands in for hfkv's estimate."""
     name = "gpu_memory_utilization" if replay.name == "vllm" else "mem_fraction_static"
     offset, source, others = _calibration(parsed, budget)
-    need = wanted * _request_bytes(_fit(report, replay, GIB, parsed), length, replay.name)
+    need = wanted * _request_bytes(_fit(report, replay, None, parsed), length, replay.name)
     base = budget.usable_bytes / budget.fraction if budget.fraction else 0
     if not base:
         return None
@@ -983,6 +1021,10 @@ def answers(parsed: StartupLog, report: Report, replay: Replay, budget: MemoryBu
             requests: int | None = None) -> list[Answer]:
     """The answers people want, for the start ``replay`` describes (docs/logs.md, "Answers")."""
     length = _request_length(parsed, report, replay)
+    refused = _refusal(_fit(report, replay, None, parsed))
+    if refused:
+        return [Answer("does the start replay", "refused", None, refused, "code",
+                       "the engine's checks on the log's arguments and the model's config hfkv read")]
     if not length:
         return []
     now = requests_answer(parsed, report, replay, budget, length)
