@@ -921,8 +921,22 @@ def longest_answer(parsed: StartupLog, report: Report, replay: Replay, budget: M
     fits = [_fit(report, replay, kv, parsed).get("max_model_len_fit") for kv in (low, high)]
     if None in fits:
         return None
+    how = f"vLLM's check that one request fits (a null block kept out) over {base}"
+    model_max = _model_max(report, replay)
+    if model_max and fits[0] > model_max:  # vLLM refuses a length past the model's own before sizing anything
+        how += f"; memory holds {_span(*fits)}, but vLLM refuses a length past the model's {model_max:,}"
+        fits = [model_max, model_max]
     return Answer("largest --max-model-len that would start", "max_model_len_fit", fits if fits[0] != fits[1] else
-                  fits[0], _span(*fits), source, f"vLLM's check that one request fits (a null block kept out) over {base}")
+                  fits[0], _span(*fits), source, how)
+
+
+def _model_max(report: Report, replay: Replay) -> int | None:
+    """The engine's maximum length for the model (its config's, as the engine derives it)."""
+    knobs = {k: v for k, v in replay.knobs.to_dict().items() if k != "engine_version"}
+    try:
+        return simulate(report, engine=replay.engine, **knobs).get("max_model_len")
+    except HfkvError:
+        return None
 
 
 def setting_answer(parsed: StartupLog, report: Report, replay: Replay, budget: MemoryBudget, length: int,
