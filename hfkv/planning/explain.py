@@ -910,9 +910,11 @@ def longest_answer(parsed: StartupLog, report: Report, replay: Replay, budget: M
         tokens = _printed_tokens(parsed)
         if tokens is None:
             return None
+        context = _fit(report, replay, None, parsed).get("context_length")
+        cap = f" (--context-length stops at the model's {context:,})" if context else ""
         return Answer("largest context one request can hold", "max_model_len_fit", tokens.value, f"{tokens.value:,}",
-                      "the log", f"SGLang admits a request while the pool holds its tokens: {tokens.value:,} printed "
-                      "(the model's context length caps --context-length too)")
+                      "the log", f"SGLang admits a request while the pool holds its tokens: {tokens.value:,} printed"
+                      + cap)
     if printed is None or not printed.bounds():
         low = high = budget.kv_bytes
         source, base = "estimate", f"hfkv's predicted {_gib(budget.kv_bytes)}"
