@@ -88,6 +88,8 @@ class DefaultGroup(click.Group):
             formatter.write_dl([(name, SHORT_HELP[name]) for name in self.list_commands(ctx)])
 
     def resolve_command(self, ctx: click.Context, args: list[str]):
+        if args and args[0] == "help" and not os.path.lexists("help"):  # no model is called help: the help
+            args = [args[1], "--help"] if len(args) > 1 and args[1] in self.list_commands(ctx) else ["--help"]
         if args and args[0] not in SUBCOMMANDS and args[0] != "report" and not args[0].startswith("-"):
             args = ["report"] + args
         elif args and args[0].startswith("-") and args[0] not in ("--help", "-h", "--version"):

@@ -414,7 +414,8 @@ def watch_command(authors: tuple[str, ...], out_dir: Path, once: bool, interval:
 
     Failed models are recorded in the state and retried on the next run. Exit 0 when every listing
     worked (even if some models failed), 1 when a listing failed, was cut short or named an author
-    the Hub does not know, or when the folder cannot be written; 2 on bad usage.
+    the Hub does not know, or when the folder cannot be written; 2 on bad usage (--offline or
+    HF_HUB_OFFLINE=1 included: a watch lists the Hub, so it refuses at once, asking nothing).
     """
     if once and interval:
         raise click.UsageError("--once and --interval exclude each other")
@@ -433,6 +434,10 @@ def watch_command(authors: tuple[str, ...], out_dir: Path, once: bool, interval:
         deployment=Deployment.from_params(params), html=html,
     )
     client = build_hub(params)
+    if client.offline:  # every poll starts with a listing: offline, there is nothing to watch
+        cause = "--offline" if params.get("offline") else "HF_HUB_OFFLINE=1"
+        fail(f"watch needs the Hub (each poll lists the organisations' new models) and {cause} forbids asking "
+             "it: nothing to watch offline (hfkv MODEL --offline reports on a cached config)", 2)
     while True:
         try:
             summary = poll(client, cfg)

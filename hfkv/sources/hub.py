@@ -322,6 +322,10 @@ class HubClient:
     def _get(self, url: str, *, retries: int) -> Any:
         from huggingface_hub.utils import hf_raise_for_status, http_backoff
 
+        if self.offline:  # no request at all: not 25 s of retries to a Hub the user said not to ask
+            raise SourceError("offline", f"offline (--offline or HF_HUB_OFFLINE=1): {self.host} is not asked "
+                                         "(listings and model information need the Hub; only configs are cached)")
+
         headers = self._headers() if same_origin(url, self.endpoint) else _without_token(self._headers())
         with request_deadline(self._timeout()):
             response = http_backoff("GET", url, headers=headers, timeout=self._timeout(), max_retries=retries,

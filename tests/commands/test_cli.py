@@ -124,6 +124,24 @@ def test_missing_file_and_bad_usage_exit_codes(tmp_path):
     assert hfkv(LLAMA, "--prefix-cache", "8k").returncode == 2  # needs --snapshot-interval
 
 
+def test_help_as_a_word_shows_the_help():
+    # was taken for a model: "help: no such file, and not a Hub repo id"
+    result = hfkv_process("help")
+    assert result.returncode == 0 and not result.stderr
+    assert result.stdout.startswith("Usage: python -m hfkv [OPTIONS] COMMAND [ARGS]")
+    watch = hfkv_process("help", "watch")
+    assert watch.returncode == 0 and watch.stdout.startswith("Usage: python -m hfkv watch [OPTIONS]")
+
+
+def test_a_mistyped_local_path_is_said_at_once():
+    for written in ("./fixtures/nope", "~/models/x", "../nope/x"):
+        result = hfkv_process(written, env={"HF_ENDPOINT": "http://127.0.0.1:9"})  # no Hub could answer
+        assert result.returncode == 1
+        assert result.stderr == (f"hfkv: error: {written}: no such file or folder (written as a local path: the Hub "
+                                 "was not asked)" + ("; a quoted ~ is not expanded (the shell expands it unquoted)"
+                                                     if written.startswith("~") else "") + "\n")
+
+
 def test_table_and_markdown_formats():
     table = hfkv(V32, "--budget", "80GiB", "--batch", "8")
     assert table.returncode == 0

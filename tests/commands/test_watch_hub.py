@@ -36,6 +36,22 @@ def test_watch_listing_sends_the_token_only_to_the_endpoint(fake_hub, tmp_path):
     assert {e["host"] for e in fake_hub.log} == {fake_hub.url[7:]}
 
 
+@pytest.mark.parametrize("how", ["--offline", "HF_HUB_OFFLINE"])
+def test_watch_offline_asks_nothing_and_says_so_at_once(fake_hub, tmp_path, monkeypatch, how):
+    # Before: --offline listed anyway (25 s of retries, then a DNS error); HF_HUB_OFFLINE=1 failed the listing
+    fake_hub.add_model(f"{ORG}/m0", {"config.json": CONFIG}, created_at="2026-06-01T00:00:00.000Z")
+    args = ["watch", "--author", ORG, "--out", str(tmp_path / "out"), "--once", "--endpoint", fake_hub.url]
+    if how == "HF_HUB_OFFLINE":
+        monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    result = CliRunner().invoke(main, args + (["--offline"] if how == "--offline" else []))
+    assert result.exit_code == 2, result.output
+    cause = "--offline" if how == "--offline" else "HF_HUB_OFFLINE=1"
+    assert result.stderr == (f"hfkv: error: watch needs the Hub (each poll lists the organisations' new models) and "
+                             f"{cause} forbids asking it: nothing to watch offline (hfkv MODEL --offline reports on "
+                             "a cached config)\n")
+    assert fake_hub.log == [] and not (tmp_path / "out").exists()
+
+
 # -- items 6 and 9: no code from the working directory, no remote code flag, no symlinked lock ---------
 
 

@@ -89,6 +89,44 @@ def test_offline_from_environment(fake_hub, hub_cache, monkeypatch):
     assert fake_hub.log == []
 
 
+def test_offline_asks_the_hub_for_nothing_not_even_a_listing(fake_hub, hub_cache):
+    # Before: --offline covered the config only; a listing went out (25 s of retries, then a DNS error)
+    fake_hub.add_model("acme/m0", {"config.json": {"model_type": "llama"}})
+    client = HubClient(endpoint=fake_hub.url, cache_dir=hub_cache, offline=True)
+    for ask in (lambda: client.list_models("acme", limit=10, expand=["sha"]), lambda: client.get_json(fake_hub.url)):
+        with pytest.raises(SourceError, match=r"offline \(--offline or HF_HUB_OFFLINE=1\)") as caught:
+            ask()
+        assert caught.value.kind == "offline"
+    assert fake_hub.log == []
+
+
+def test_an_org_name_whose_org_is_a_local_folder_says_no_local_path_has_it(fake_hub, hub_cache, tmp_path,
+                                                                              monkeypatch, capsys):
+    # fixtures/nope in a checkout: a mistyped folder, or a repo; the Hub is asked, and its failure (and,
+    # at a terminal, a notice at once) says no local path has that name
+    from hfkv.runtime import notices
+    from hfkv.sources import load_config
+
+    (tmp_path / "fixtures").mkdir()
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(notices, "enabled", True)
+    with pytest.raises(SourceError) as caught:
+        load_config("fixtures/nope", hub=HubClient(endpoint=fake_hub.url, cache_dir=hub_cache))
+    assert caught.value.kind == "not-found"
+    assert str(caught.value).endswith("; nor is it a local path (fixtures/ is a folder here, without nope)")
+    assert "fixtures/nope is no local path (fixtures/ is a folder here without it)" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("written", ["./fixtures/nope", "~/models/x", "../nope/x", "/nonexistent-hfkv/x", "a/b/c",
+                                     "org\\name", "./org/name@main"])
+def test_a_name_written_as_a_path_is_never_asked_of_the_hub(fake_hub, hub_cache, written):
+    from hfkv.sources import load_config
+
+    with pytest.raises(SourceError, match=r"no such file or folder \(written as a local path: the Hub was not asked"):
+        load_config(written, hub=HubClient(endpoint=fake_hub.url, cache_dir=hub_cache))
+    assert fake_hub.log == []
+
+
 def test_no_token_sent_by_default(fake_hub, hub_client):
     hub_client.load_config(LLAMA2)
     assert [e["auth"] for e in fake_hub.requests(LLAMA2)] == [None]
