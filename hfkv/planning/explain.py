@@ -580,7 +580,7 @@ def _captured_outside(parsed: StartupLog, budget: MemoryBudget) -> list[Comparis
 def _implied_rest(parsed: StartupLog, budget: MemoryBudget, shown: list[Figure], slack: int) -> Comparison | None:
     """What the log implies for the terms it does not print: requested − its printed terms − its printed
     available memory, against the sum of hfkv's estimates of those terms."""
-    available = parsed.figure("available_kv_bytes")
+    available = _printed_available(parsed)
     names = {_term_of(f) for f in shown}
     rest = [t for t in budget.terms if t.name not in names]
     if available is None or not shown or not rest:
@@ -602,7 +602,7 @@ def _term_of(figure: Figure) -> str:
 
 
 def _available_row(parsed: StartupLog, replay: Replay, budget: MemoryBudget, slack: int) -> Comparison:
-    available = parsed.figure("available_kv_bytes")
+    available = _printed_available(parsed)
     if parsed.figure("initial_free_bytes") is not None or parsed.args.get("kv_cache_memory_bytes"):
         return Comparison("available KV cache memory", "available_kv_bytes", available and available.printed,
                           available and available.value, _gib(budget.kv_bytes), budget.kv_bytes, "", "not checked",
