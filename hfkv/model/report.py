@@ -154,10 +154,10 @@ class Report:
 
     @property
     def weights_estimate(self) -> Any:
-        """The weights estimated from the config (``hfkv.model.weights.estimate_weights``: a
-        ``WeightsEstimate`` or ``Unknown``), computed on first use."""
+        """The weights estimated from the config and the mapped layers (``hfkv.model.weights.estimate_weights``:
+        a ``WeightsEstimate`` or ``Unknown``), computed on first use."""
         if self._weights_estimate is None:
-            self._weights_estimate = estimate_weights(self.root_config)
+            self._weights_estimate = estimate_weights(self.root_config, self._layers or None)
         return self._weights_estimate
 
     @property

@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 
 import hfkv.model.weights as W
+from hfkv.errors import HfkvError
+from hfkv.inspection import inspect_config
 
 SHARED = Path(__file__).resolve().parents[3] / "shared"
 TRUTH = SHARED / "weights-truth.tsv"
@@ -32,6 +34,16 @@ def _config(name: str) -> dict:
     return json.loads((CONFIGS / name).read_text())
 
 
+def estimate(config: dict):
+    """The estimate as a report makes it: with the mapper's layer specs (none for a config the mappers
+    refuse, such as an encoder-decoder, priced from its config alone)."""
+    try:
+        layers = inspect_config(config).layer_specs
+    except HfkvError:
+        layers = None
+    return W.estimate_weights(config, layers)
+
+
 # ----------------------------------------------------------------------------------------------- truth table
 # Rows whose dtype breakdown has U8 tensors (MXFP4 experts). For both, the published U8 element count is
 # exactly the *logical* routed-expert count (asserted by hand arithmetic in test_packed_rows_count_logical
@@ -46,7 +58,7 @@ def test_truth_table_within_3_percent_and_90_percent_accepted():
     assert len(rows) >= 30
     accepted, failures = 0, []
     for row in rows:
-        est = W.estimate_weights(_config(row["config_file"]))
+        est = estimate(_config(row["config_file"]))
         if isinstance(est, W.Unknown):
             continue
         accepted += 1
@@ -67,7 +79,7 @@ def test_truth_table_within_3_percent_and_90_percent_accepted():
 @pytest.mark.parametrize("row", _rows(), ids=lambda r: r["config_file"])
 def test_truth_row(row):
     """Per row, so a regression names its model. Every row of the table is accepted today."""
-    est = W.estimate_weights(_config(row["config_file"]))
+    est = estimate(_config(row["config_file"]))
     assert isinstance(est, W.WeightsEstimate), est
     published = int(row["params_published"])
     assert abs(est.total_parameters - published) / published <= 0.03
@@ -83,7 +95,7 @@ def test_packed_rows_count_logical_weights():
     # x 3072 (moe_intermediate_size)
     assert 92 * 896 * 3 * 3584 * 3072 == 2722740830208  # = the tsv's U8 element count
     for name in PACKED_ROWS:
-        est = W.estimate_weights(_config(name))
+        est = estimate(_config(name))
         bd = dict(x.split(":") for x in next(r for r in _rows() if r["config_file"] == name)["dtype_breakdown"].split(","))
         experts = [t for t in est.tensors if ".experts." in t.name and t.kind == "linear"]
         assert sum(t.numel for t in experts) == int(bd["U8"])
@@ -101,16 +113,16 @@ def test_gpt_oss_bytes_published():
     # non-expert parameters 2,167,371,072 (the tsv's BF16 count) at 2 B
     hand = 36 * 128 * (5760 * 2880 + 2880 * 2880) // 2 + 36 * 128 * (5760 + 2880) * 90 + 2 * 2167371072
     assert hand == 65248815744
-    assert W.estimate_weights(c120).weights_bytes == 65248815744
+    assert estimate(c120).weights_bytes == 65248815744
     c20 = dict(c120, num_hidden_layers=24, num_local_experts=32, layer_types=c120["layer_types"][:24])
-    assert W.estimate_weights(c20).weights_bytes == 13761264768
+    assert estimate(c20).weights_bytes == 13761264768
 
 
 @needs_shared
 def test_deepseek_v3_bytes_match_dtype_breakdown():
     # tsv: BF16 3,918,786,560 + F8_E4M3 680,571,043,840 + F32 41,555,600 (block scales + router biases)
     published = 2 * 3918786560 + 680571043840 + 4 * 41555600
-    est = W.estimate_weights(_config("deepseek-ai__DeepSeek-V3.json"))
+    est = estimate(_config("deepseek-ai__DeepSeek-V3.json"))
     assert abs(est.weights_bytes - published) / published < 0.001
     # the MTP layer (one MoE layer + eh_proj + its own embed/head copies) is in the checkpoint: ~13.5B
     assert 13.0e9 < est.role("mtp").parameters < 14.0e9
@@ -126,7 +138,7 @@ def _tiny_llama(**over):
 
 
 def test_tiny_dense_bf16():
-    est = W.estimate_weights(_tiny_llama())
+    est = estimate(_tiny_llama())
     # 2 x 1000 x 64 (untied embeddings) + 2 x (4 x 64 x 64 + 3 x 64 x 256 + 2 x 64 norms) + 64 final norm
     expected = 2 * 1000 * 64 + 2 * (4 * 64 * 64 + 3 * 64 * 256 + 2 * 64) + 64
     assert expected == 259392
@@ -138,14 +150,14 @@ def test_tiny_dense_bf16():
 
 
 def test_tied_embeddings_counted_once_and_fp32():
-    est = W.estimate_weights(_tiny_llama(tie_word_embeddings=True, torch_dtype="float32"))
+    est = estimate(_tiny_llama(tie_word_embeddings=True, torch_dtype="float32"))
     expected = 1000 * 64 + 2 * (4 * 64 * 64 + 3 * 64 * 256 + 2 * 64) + 64
     assert est.total_parameters == expected
     assert est.weights_bytes == 2 * expected  # float32 files, loaded at 16 bits (issue 30 item 2)
 
 
 def test_qwen2_qkv_bias():
-    est = W.estimate_weights(_tiny_llama(model_type="qwen2"))
+    est = estimate(_tiny_llama(model_type="qwen2"))
     # qwen2 adds q/k/v biases (64 + 64 + 64 per layer), no o_proj bias
     assert est.total_parameters == 259392 + 2 * 3 * 64
 
@@ -155,7 +167,7 @@ def test_fp8_block_scales():
                     num_hidden_layers=1,
                     quantization_config={"quant_method": "fp8", "weight_block_size": [128, 128],
                                          "activation_scheme": "dynamic"})
-    est = W.estimate_weights(c)
+    est = estimate(c)
     # head_dim 50: q,o 200x200 (2x2 blocks), k,v 100x200 (1x2 blocks); gate/up 300x200 (3x2), down 200x300 (2x3)
     # each linear: 1 B/weight + 4 B per 128x128 block
     linear = (200 * 200 + 4 * 4) * 2 + (100 * 200 + 4 * 2) * 2 + (300 * 200 + 4 * 6) * 3
@@ -168,7 +180,7 @@ def test_fp8_block_scales():
 def test_nvfp4_modelopt():
     c = _tiny_llama(num_hidden_layers=1, quantization_config={
         "quant_method": "modelopt", "quant_algo": "NVFP4", "group_size": 16, "exclude_modules": ["lm_head"]})
-    est = W.estimate_weights(c)
+    est = estimate(c)
     # per linear: out*in/2 (4 bit) + out*in/16 (fp8 scale per 16) + 4 + 4 (fp32 weight_scale_2, input_scale)
     per = lambda o, i: o * i // 2 + o * i // 16 + 8  # noqa: E731
     linear = 4 * per(64, 64) + 3 * per(256, 64)
@@ -182,7 +194,7 @@ def test_mxfp4_gpt_oss_experts_only():
          "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "num_local_experts": 4,
          "intermediate_size": 32, "attention_bias": True, "tie_word_embeddings": False, "torch_dtype": "bfloat16",
          "quantization_config": {"quant_method": "mxfp4"}}
-    est = W.estimate_weights(c)
+    est = estimate(c)
     attention = (64 * 64 + 64) + 2 * (32 * 64 + 32) + (64 * 64 + 64) + 4  # q,k,v,o with biases + 4 sinks
     router = 4 * 64 + 4
     experts = 4 * (64 * 64) + 4 * (64 * 32)  # gate_up (2x32 out) and down
@@ -203,7 +215,7 @@ UNQUANT_256 = 2 * 1000 * 256 * 2 + 3 * 256 * 2  # embed + lm_head + 3 norms at b
 
 
 def test_compressed_tensors_w4a16_group128():
-    est = W.estimate_weights(_w4_llama({
+    est = estimate(_w4_llama({
         "quant_method": "compressed-tensors", "format": "pack-quantized", "ignore": ["lm_head"],
         "config_groups": {"group_0": {"targets": ["Linear"], "weights": {
             "num_bits": 4, "type": "int", "strategy": "group", "group_size": 128, "symmetric": True}}}}))
@@ -215,7 +227,7 @@ def test_compressed_tensors_w4a16_group128():
 
 
 def test_awq_gemm():
-    est = W.estimate_weights(_w4_llama({"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": True,
+    est = estimate(_w4_llama({"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": True,
                                         "version": "gemm"}))
     # per linear: out*in/2 + (in/128)*out fp16 scales (2 B) + (in/128)*out packed 4-bit zeros (1/2 B)
     per = lambda o, i: o * i // 2 + (i // 128) * o * 2 + (i // 128) * o // 2  # noqa: E731
@@ -225,7 +237,7 @@ def test_awq_gemm():
 
 
 def test_gptq():
-    est = W.estimate_weights(_w4_llama({"quant_method": "gptq", "bits": 4, "group_size": 128, "desc_act": False,
+    est = estimate(_w4_llama({"quant_method": "gptq", "bits": 4, "group_size": 128, "desc_act": False,
                                         "sym": True}))
     # AWQ's layout + int32 g_idx per input row (4 B x in)
     per = lambda o, i: o * i // 2 + (i // 128) * o * 2 + (i // 128) * o // 2 + 4 * i  # noqa: E731
@@ -235,7 +247,7 @@ def test_gptq():
 
 
 def test_bnb_4bit_double_quant():
-    est = W.estimate_weights(_w4_llama({"quant_method": "bitsandbytes", "load_in_4bit": True,
+    est = estimate(_w4_llama({"quant_method": "bitsandbytes", "load_in_4bit": True,
                                         "bnb_4bit_quant_type": "nf4", "bnb_4bit_use_double_quant": True}))
     # per linear of n weights: n/2 + n/64 (uint8 absmax) + 4*ceil(n/64/256) (fp32 nested absmax)
     # + 256*4 (nested quant map) + 16*4 (nf4 code)
@@ -253,7 +265,7 @@ def test_nemotron_h_pattern():
          "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
          "intermediate_size": 128, "mlp_hidden_act": "relu2",
          "n_routed_experts": 4, "moe_intermediate_size": 32, "moe_shared_expert_intermediate_size": 48}
-    est = W.estimate_weights(c)
+    est = estimate(c)
     # Mamba-2: in_proj (2*64 + 2*2*8 + 4) x 64; conv1d (64 + 2*2*8) x 4 + bias; dt_bias, A_log, D (4 each);
     # gated norm 64; out_proj 64 x 64
     mamba = (2 * 64 + 2 * 2 * 8 + 4) * 64 + (64 + 2 * 2 * 8) * 4 + (64 + 2 * 2 * 8) + 3 * 4 + 64 + 64 * 64
@@ -278,7 +290,7 @@ def test_deepseek_v3_mla_dense_replace_and_mtp():
          "intermediate_size": 128, "moe_intermediate_size": 16, "n_routed_experts": 4, "n_shared_experts": 1,
          "num_nextn_predict_layers": 1, "topk_method": "noaux_tc", "tie_word_embeddings": False,
          "torch_dtype": "bfloat16"}
-    est = W.estimate_weights(c)
+    est = estimate(c)
     # MLA: q_a 32x64 + q_a_norm 32 + q_b (2 heads x (8+4)) x 32 + kv_a (16+4) x 64 + kv_a_norm 16
     #      + kv_b (2 x (8+8)) x 16 + o 64 x (2 x 8)
     mla = 32 * 64 + 32 + 24 * 32 + 20 * 64 + 16 + 32 * 16 + 64 * 16
@@ -301,7 +313,7 @@ def test_moe_layer_selectors():
     # qwen3_moe: decoder_sparse_step 2 -> layers 1, 3 sparse; mlp_only_layers [3] -> only layer 1 sparse
     c = _tiny_llama(model_type="qwen3_moe", num_hidden_layers=4, head_dim=16, num_experts=4,
                     moe_intermediate_size=32, decoder_sparse_step=2, mlp_only_layers=[3])
-    est = W.estimate_weights(c)
+    est = estimate(c)
     assert est.role("routed_experts").parameters == 1 * 4 * 3 * 64 * 32
     assert est.role("dense_mlp").parameters == 3 * 3 * 64 * 256
 
@@ -309,7 +321,7 @@ def test_moe_layer_selectors():
 # ----------------------------------------------------------------------------------------------- fail closed
 def test_fail_closed_moe_without_expert_size():
     c = _tiny_llama(model_type="qwen3_moe", num_experts=8)  # no moe_intermediate_size
-    est = W.estimate_weights(c)
+    est = estimate(c)
     assert isinstance(est, W.Unknown)
     assert "moe_intermediate_size" in est.missing_keys
 
@@ -318,27 +330,27 @@ def test_fail_closed_moe_without_expert_count():
     c = {"model_type": "deepseek_v3", "vocab_size": 1000, "hidden_size": 64, "num_hidden_layers": 2,
          "first_k_dense_replace": 1, "num_attention_heads": 2, "kv_lora_rank": 16, "qk_nope_head_dim": 8,
          "qk_rope_head_dim": 4, "v_head_dim": 8, "intermediate_size": 128, "moe_intermediate_size": 16}
-    est = W.estimate_weights(c)
+    est = estimate(c)
     assert isinstance(est, W.Unknown)
     assert "n_routed_experts" in est.missing_keys
 
 
 def test_fail_closed_unknown_model_type_and_dense_with_experts():
-    est = W.estimate_weights({"model_type": "mystery", "hidden_size": 64})
+    est = estimate({"model_type": "mystery", "hidden_size": 64})
     assert isinstance(est, W.Unknown) and est.missing_keys == ("model_type",)
-    est = W.estimate_weights(_tiny_llama(num_local_experts=8))
+    est = estimate(_tiny_llama(num_local_experts=8))
     assert isinstance(est, W.Unknown) and "num_local_experts" in est.missing_keys
 
 
 def test_fail_closed_unknown_quant_method():
-    est = W.estimate_weights(_tiny_llama(quantization_config={"quant_method": "hqq"}))
+    est = estimate(_tiny_llama(quantization_config={"quant_method": "hqq"}))
     assert isinstance(est, W.Unknown)
 
 
 def test_fail_closed_wrapper_without_tower_description():
     c = {"model_type": "gemma3", "text_config": {"model_type": "gemma3_text", "hidden_size": 64,
                                                  "intermediate_size": 128, "num_hidden_layers": 1}}
-    est = W.estimate_weights(c)
+    est = estimate(c)
     assert isinstance(est, W.Unknown) and "vision_config" in est.missing_keys
 
 

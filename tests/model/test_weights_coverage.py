@@ -4,11 +4,12 @@ are the published config.json files' facts (repo named on each)."""
 
 from __future__ import annotations
 
+from hfkv.inspection import inspect_config
 from hfkv.model.weights import Unknown, estimate_weights
 
 
 def _priced(config: dict):
-    got = estimate_weights(config)
+    got = estimate_weights(config, inspect_config(config).layer_specs)
     assert not isinstance(got, Unknown), got.reason
     return got
 

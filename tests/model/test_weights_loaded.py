@@ -27,7 +27,7 @@ MISTRAL_PARAMS = 7_241_732_096  # ../shared/weights-truth.tsv (the Hub's count)
 def test_an_fp32_mistral_estimate_is_priced_as_vllm_holds_it():
     config = json.loads(MISTRAL_FP32.read_text())
     assert config["torch_dtype"] == "float32"
-    got = estimate_weights(config)
+    got = estimate_weights(config, hfkv.inspect_config(config).layer_specs)
     assert got.total_parameters == MISTRAL_PARAMS
     # 7,241,732,096 × 2 B = 14,483,464,192 B = 13.49 GiB (issue 30: vLLM holds 13.5 GiB; the files 27.0 GiB)
     assert got.weights_bytes == 2 * MISTRAL_PARAMS == 14_483_464_192

@@ -1,6 +1,6 @@
 """The tensor list a family builder fills from a config (``Builder``), the config reader it uses
 (``Cfg``: explicit defaults, ``req`` fails closed with ``Missing``), and the pieces families share
-(attention projections, MLA, DSA indexers, MoE layer flags, embeddings and head)."""
+(attention projections, MoE layer flags, embeddings and head)."""
 
 from __future__ import annotations
 
@@ -23,11 +23,14 @@ class Cfg:
         self.data = data
         self.defaults = defaults or {}
         self.where = where
+        self.read: set[str] = set()  # the keys asked for (a generic layout says which size keys it left)
 
     def has(self, key: str) -> bool:
+        self.read.add(key)
         return self.data.get(key) is not None
 
     def get(self, *keys: str, default: Any = None) -> Any:
+        self.read.update(keys)
         for key in keys:
             if self.data.get(key) is not None:
                 return self.data[key]
@@ -127,37 +130,9 @@ def gqa(b: Builder, p: str, hidden: int, heads: int, kv: int, hd: int, role="att
         b.norm(f"{p}.k_norm", hd, role)
 
 
-def mla(b: Builder, p: str, c: Cfg, hidden: int, role="attention"):
-    heads = c.req("num_attention_heads")
-    rank = c.req("kv_lora_rank")
-    rope = c.req("qk_rope_head_dim")
-    nope = c.req("qk_nope_head_dim")
-    vdim = c.req("v_head_dim")
-    q_rank = c.opt("q_lora_rank")
-    bias = c.flag("attention_bias")
-    if q_rank:
-        b.linear(f"{p}.q_a_proj", q_rank, hidden, role, bias)
-        b.norm(f"{p}.q_a_layernorm", q_rank, role)
-        b.linear(f"{p}.q_b_proj", heads * (nope + rope), q_rank, role)
-    else:
-        b.linear(f"{p}.q_proj", heads * (nope + rope), hidden, role)
-    b.linear(f"{p}.kv_a_proj_with_mqa", rank + rope, hidden, role, bias)
-    b.norm(f"{p}.kv_a_layernorm", rank, role)
-    b.linear(f"{p}.kv_b_proj", heads * (nope + vdim), rank, role)
-    b.linear(f"{p}.o_proj", hidden, heads * vdim, role, bias)
-    return q_rank
-
-
-def dsa_indexer(b: Builder, p: str, c: Cfg, hidden: int, q_rank: int, role="attention"):
-    n, d = c.req("index_n_heads"), c.req("index_head_dim")
-    b.linear(f"{p}.indexer.wq_b", n * d, q_rank or hidden, role)
-    b.linear(f"{p}.indexer.wk", d, hidden, role)
-    b.norm(f"{p}.indexer.k_norm", d, role, bias=True)
-    b.linear(f"{p}.indexer.weights_proj", n, hidden, role)
-
-
 def moe_flags(c: Cfg, layers: int) -> list[bool]:
-    """Per layer: does it carry routed experts? ``mlp_layer_types`` > ``first_k_dense_replace`` /
+    """Per layer: does it carry routed experts? ``mlp_layer_types`` > ``moe_layer_freq`` as a list >
+    Llama 4's ``moe_layers`` / ``interleave_moe_layer_step`` > ``first_k_dense_replace`` /
     ``moe_layer_freq`` > ``decoder_sparse_step`` / ``mlp_only_layers`` > every layer."""
     types = c.get("mlp_layer_types")
     if isinstance(types, list) and len(types) >= layers:
@@ -165,6 +140,13 @@ def moe_flags(c: Cfg, layers: int) -> list[bool]:
     freq = c.get("moe_layer_freq")
     if isinstance(freq, list) and len(freq) >= layers:
         return [bool(f) for f in freq[:layers]]
+    listed = c.get("moe_layers")
+    if isinstance(listed, list):
+        chosen = {i for i in listed if isinstance(i, int)}
+        return [i in chosen for i in range(layers)]
+    if c.has("interleave_moe_layer_step"):
+        step = c.opt("interleave_moe_layer_step", default=1)
+        return [(i + 1) % step == 0 for i in range(layers)]
     only = set(c.get("mlp_only_layers") or [])
     if c.has("first_k_dense_replace") or c.has("moe_layer_freq"):
         k = c.opt("first_k_dense_replace")

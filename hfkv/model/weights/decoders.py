@@ -1,120 +1,11 @@
-"""Decoder families priced tensor by tensor: Llama-shaped (dense and MoE, with each family's biases,
-norms and tying), DeepSeek (MLA, DSA, MTP) and DeepSeek V4, GLM-4.5, gpt-oss, BLOOM, OPT, Falcon, MPT
-and Gemma 4 text (per-layer embeddings, MoE blocks)."""
+"""Decoder families whose checkpoint layout no layer spec gives, priced from the config alone: DeepSeek V4
+(compressed attention, hyper-connections, hash-routed layers), gpt-oss (sinks, biased fused experts),
+BLOOM, OPT, Falcon, MPT (fused or positional blocks) and Gemma 4 text (per-layer embeddings, MoE
+blocks beside the MLP)."""
 
 from __future__ import annotations
 
-from hfkv.model.weights.builder import Cfg, Builder, Missing, head_counts, gqa, mla, dsa_indexer, moe_flags, dense_only, require_present, expert_count, is_untied, embed_head
-
-
-LLAMA_LIKE = {
-    # model_type: (qkv_bias_default, qk_norm, norms_per_layer, tie_default)
-    "llama": (False, False, 2, False), "mistral": (False, False, 2, False), "qwen2": (True, False, 2, False),
-    "qwen3": (False, True, 2, False), "gemma": (False, False, 2, True), "gemma2": (False, False, 4, True),
-    "gemma3_text": (False, True, 4, True), "phi3": (False, False, 2, False), "mixtral": (False, False, 2, False),
-    "qwen2_moe": (True, False, 2, False), "qwen3_moe": (False, True, 2, False), "smollm3": (False, False, 2, True),
-    "olmo2": (False, False, 2, False), "olmo3": (False, False, 2, False), "seed_oss": (True, False, 2, False),
-    "ministral": (False, False, 2, False), "qwen2_5_vl_text": (True, False, 2, False), "granite": (False, False, 2, True), "exaone4": (False, True, 2, False),
-}
-# transformers config-class defaults that real configs rely on (gemma-3's text_config omits them)
-CLASS_DEFAULTS = {
-    # (google/gemma-3-4b-it's text_config names none of these; Gemma3TextConfig supplies them)
-    "gemma3_text": {"vocab_size": 262208, "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256},
-    "gemma2": {"head_dim": 256}, "gemma": {"head_dim": 256},
-}
-
-
-def llama_like(b: Builder, c: Cfg, mt: str, top: dict | None) -> None:
-    qkv_bias_default, qk_norm, norms, tie_default = LLAMA_LIKE[mt]
-    hidden = c.req("hidden_size")
-    layers = c.req("num_hidden_layers")
-    vocab = c.req("vocab_size")
-    heads, kv, hd = head_counts(c, hidden)
-    bias = c.flag("attention_bias")
-    qkv_bias = qkv_bias_default or bias
-    if mt == "seed_oss":
-        qkv_bias = c.flag("attention_bias", True)
-    if mt == "seed_oss":
-        o_bias = c.flag("attention_out_bias")
-    else:
-        o_bias = bias and mt not in ("qwen2", "qwen2_moe")
-    mlp_bias = c.flag("mlp_bias")
-    moe = mt in ("mixtral", "qwen2_moe", "qwen3_moe")
-    if moe:
-        experts = expert_count(c)
-        expert_i = c.req("intermediate_size" if mt == "mixtral" else "moe_intermediate_size", why="expert size")
-        flags = moe_flags(c, layers) if mt != "mixtral" else [True] * layers
-    else:
-        dense_only(c, mt)
-        flags = [False] * layers
-    dense_i = c.req("intermediate_size") if not all(flags) else 0
-    embed_head(b, c, vocab, hidden, is_untied(c, tie_default, top))
-    for p, sparse in b.layers("model.layers", flags):
-        if mt in ("olmo2", "olmo3"):
-            gqa(b, f"{p}.self_attn", hidden, heads, kv, hd, qkv_bias=qkv_bias, o_bias=o_bias)
-            b.norm(f"{p}.self_attn.q_norm", heads * hd, "attention")
-            b.norm(f"{p}.self_attn.k_norm", kv * hd, "attention")
-        else:
-            gqa(b, f"{p}.self_attn", hidden, heads, kv, hd, qkv_bias=qkv_bias, o_bias=o_bias, qk_norm=qk_norm)
-        b.norm(f"{p}.input_layernorm", hidden, count=norms)
-        if sparse:
-            b.add(f"{p}.mlp.gate", "other", "router", (experts, hidden))
-            b.mlp(f"{p}.mlp.experts.0", hidden, expert_i, "routed_experts", count=experts)
-            if mt == "qwen2_moe":
-                shared_i = c.req("shared_expert_intermediate_size")
-                b.mlp(f"{p}.mlp.shared_expert", hidden, shared_i, "shared_experts")
-                b.add(f"{p}.mlp.shared_expert_gate", "other", "router", (1, hidden))
-        else:
-            b.mlp(f"{p}.mlp", hidden, dense_i, "dense_mlp", bias=mlp_bias)
-
-
-def deepseek_layer(b: Builder, c: Cfg, p: str, hidden: int, sparse: bool, role_override: str | None = None):
-    mt = c.get("model_type")
-    if c.has("kv_lora_rank"):
-        q_rank = mla(b, f"{p}.self_attn", c, hidden, role=role_override or "attention")
-        if mt in ("deepseek_v32", "glm_moe_dsa") or (c.has("index_n_heads") and mt != "deepseek_v4"):
-            dsa_indexer(b, f"{p}.self_attn", c, hidden, q_rank, role=role_override or "attention")
-    else:
-        heads, kv, hd = head_counts(c, hidden)
-        gqa(b, f"{p}.self_attn", hidden, heads, kv, hd, role=role_override or "attention",
-             qkv_bias=c.flag("attention_bias"), qk_norm=c.flag("use_qk_norm"))
-    b.norm(f"{p}.input_layernorm", hidden, role_override or "other", count=2)
-    if sparse:
-        experts = expert_count(c)
-        expert_i = c.req("moe_intermediate_size", why="expert size")
-        b.add(f"{p}.mlp.gate", role_override or "other", "router", (experts, hidden))
-        if c.get("topk_method") == "noaux_tc" or mt in ("glm4_moe", "deepseek_v3", "deepseek_v32", "kimi_k2"):
-            b.add(f"{p}.mlp.gate.e_score_correction_bias", role_override or "other", "param", (experts,),
-                  dtype_bytes=4)
-        b.mlp(f"{p}.mlp.experts.0", hidden, expert_i, role_override or "routed_experts", count=experts)
-        shared = c.opt("n_shared_experts")
-        if shared:
-            b.mlp(f"{p}.mlp.shared_experts", hidden, expert_i * shared, role_override or "shared_experts")
-    else:
-        b.mlp(f"{p}.mlp", hidden, c.req("intermediate_size"), role_override or "dense_mlp")
-
-
-def deepseek(b: Builder, c: Cfg, mt: str, top: dict | None) -> None:
-    hidden = c.req("hidden_size")
-    layers = c.req("num_hidden_layers")
-    vocab = c.req("vocab_size")
-    if mt in ("deepseek_v2", "deepseek_v3", "deepseek_v32", "kimi_k2") and not c.has("kv_lora_rank"):
-        raise Missing(f"{mt} uses MLA but the config lacks kv_lora_rank", ["kv_lora_rank"])
-    flags = moe_flags(c, layers)
-    untied = is_untied(c, False, top)
-    embed_head(b, c, vocab, hidden, untied)
-    for p, sparse in b.layers("model.layers", flags):
-        deepseek_layer(b, c, p, hidden, sparse)
-    for j in range(c.opt("num_nextn_predict_layers")):
-        # DeepSeek-V3 / GLM-4.5 convention: the MTP layer ships its own embed_tokens and shared_head.head
-        # copies (the published counts include them) and keeps eh_proj in bf16 under block-fp8.
-        p = f"model.layers.{layers + j}"
-        deepseek_layer(b, c, p, hidden, True, role_override="mtp")
-        b.norm(f"{p}.enorm", hidden, "mtp", count=2)
-        b.linear(f"{p}.eh_proj", hidden, 2 * hidden, "mtp", exempt=True)
-        b.norm(f"{p}.shared_head.norm", hidden, "mtp")
-        b.add(f"{p}.embed_tokens", "mtp", "embedding", (vocab, hidden))
-        b.add(f"{p}.shared_head.head", "mtp", "lm_head", (vocab, hidden))
+from hfkv.model.weights.builder import Cfg, Builder, Missing, head_counts, gqa, dense_only, require_present, expert_count, is_untied, embed_head
 
 
 def deepseek_v4(b: Builder, c: Cfg, mt: str, top: dict | None) -> None:
@@ -206,10 +97,6 @@ def deepseek_v4(b: Builder, c: Cfg, mt: str, top: dict | None) -> None:
         b.param(f"{p}.hc_head_scale", (1,), "mtp", dtype_bytes=f32)
     b.notes.append("DeepSeek-V4: compressed attention priced from the transformers DeepseekV4 layout; MTP from "
                    "the inference code's layout (no embed/head copies)")
-
-
-def glm4_moe(b, c, mt, top):
-    deepseek(b, c, mt, top)
 
 
 def gpt_oss(b: Builder, c: Cfg, mt: str, top: dict | None) -> None:

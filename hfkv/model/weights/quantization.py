@@ -5,6 +5,7 @@ AWQ/GPTQ, bitsandbytes; and which tensors each method leaves in the checkpoint's
 from __future__ import annotations
 
 import fnmatch
+import functools
 import re
 from fractions import Fraction
 from typing import Any
@@ -42,16 +43,13 @@ def quantization_config(config: dict) -> dict | None:
 
 _NAME_PREFIXES = ("model.language_model.", "language_model.model.", "language_model.", "model.", "backbone.",
                   "transformer.")
+# any run of those prefixes at the start of a name (one pass: a name is stripped once per tensor and pattern)
+_PREFIX_RUN = re.compile("^(?:" + "|".join(re.escape(p) for p in _NAME_PREFIXES) + ")+")
 
 
+@functools.lru_cache(maxsize=65536)
 def _strip(name: str) -> str:
-    changed = True
-    while changed:
-        changed = False
-        for pre in _NAME_PREFIXES:
-            if name.startswith(pre):
-                name, changed = name[len(pre):], True
-    return name
+    return _PREFIX_RUN.sub("", name, count=1)
 
 
 def _variants(name: str) -> list[str]:
@@ -144,10 +142,31 @@ def _ct_scheme(weights: dict, base: int, input_acts: dict | None, fmt: str) -> _
     return _Scheme(f"{kind}{bits} {strategy}{grp}{sym}", fn)
 
 
+_EXPERT_INDEX = re.compile(r"\.experts\.\d+\.")
+_LAYER_INDEX = re.compile(r"\.layers\.\d+\.")
+
+
+def _modelopt(algo: str, g: int) -> tuple[_Scheme, str] | None:
+    """A modelopt format's (scheme, label): bytes of one quantised linear, its scales included."""
+    if algo == "NVFP4":
+        return (_Scheme(f"nvfp4 g{g}", lambda o, i: Fraction(o * i, 2) + o * _ceil(i, g) + 8),
+                f"modelopt NVFP4 (4 bit + fp8 scale per {g} + fp32 per-tensor scales)")
+    if algo == "MXFP8":
+        # fp8 e4m3 weights and one e8m0 scale byte per 32 inputs (the OCP MX block); activations are
+        # scaled at run time, so no input scale is stored
+        return _Scheme("mxfp8", lambda o, i: o * i + o * _ceil(i, 32)), "MXFP8 (fp8 + e8m0 scale per 32)"
+    if algo in ("FP8", "FP8_PER_TENSOR"):
+        return (_Scheme("fp8 per-tensor", lambda o, i: o * i + 8),
+                "modelopt FP8 (per-tensor fp32 weight and input scales)")
+    if algo in ("FP8_PB_WO", "FP8_BLOCK"):
+        return _Scheme("fp8 block 128", lambda o, i: o * i + 4 * _ceil(o, 128) * _ceil(i, 128)), "modelopt FP8 block"
+    return None
+
+
 class Quantization:
     """Which tensors a method quantises, and at how many bytes."""
 
-    def __init__(self, q: dict | None, base: int, text_mt: str):
+    def __init__(self, q: dict | None, base: int):
         self.base = base
         self.label = "none"
         self.notes: list[str] = []
@@ -160,6 +179,8 @@ class Quantization:
         self.towers = True
         self.lm_head = False
         self.per_layer: dict[str, _Scheme] = {}
+        self.by_layer: dict[str, _Scheme] = {}  # MIXED_PRECISION: a linear's name (no expert index) -> format
+        self.by_kind: dict[str, _Scheme | None] = {}  # ... and with no layer index (None: the layers differ)
         if not q:
             return
         method = str(q.get("quant_method") or "").lower()
@@ -189,19 +210,17 @@ class Quantization:
             groups = q.get("config_groups") or {}
             g = int(q.get("group_size") or next((v.get("weights", {}).get("group_size") for v in groups.values()
                                                  if isinstance(v, dict)), None) or 16)
-            if algo == "NVFP4":
-                self.default = _Scheme(f"nvfp4 g{g}", lambda o, i: Fraction(o * i, 2) + o * _ceil(i, g) + 8)
-                self.label = f"modelopt NVFP4 (4 bit + fp8 scale per {g} + fp32 per-tensor scales)"
-            elif algo in ("FP8", "FP8_PER_TENSOR"):
-                self.default = _Scheme("fp8 per-tensor", lambda o, i: o * i + 8)
-                self.label = "modelopt FP8 (per-tensor fp32 weight and input scales)"
-            elif algo in ("FP8_PB_WO", "FP8_BLOCK"):
-                self.default = _Scheme("fp8 block 128", lambda o, i: o * i + 4 * _ceil(o, 128) * _ceil(i, 128))
-                self.label = "modelopt FP8 block"
-            else:
-                self.unknown = Missing(f"modelopt quant_algo {algo or '(none)'!r} is not priced by this estimator",
-                                        ["quantization_config.quant_algo"])
+            if algo == "MIXED_PRECISION":
+                # only the linears quantized_layers names are quantised: the exclusions say nothing more
+                self._mixed(q.get("quantized_layers"))
                 return
+            else:
+                found = _modelopt(algo, g)
+                if found is None:
+                    self.unknown = Missing(f"modelopt quant_algo {algo or '(none)'!r} is not priced by this estimator",
+                                            ["quantization_config.quant_algo"])
+                    return
+                self.default, self.label = found
             self.ignore = list(q.get("exclude_modules") or q.get("ignore") or [])
             self.ignore_mode = "glob"
             self.lm_head = False  # modelopt never quantises lm_head by default
@@ -272,6 +291,58 @@ class Quantization:
             self.unknown = Missing(f"quantization method {method or '(none)'!r} is not priced by this estimator",
                                     ["quantization_config.quant_method"])
 
+    def _mixed(self, layers: Any) -> bool:
+        """modelopt's MIXED_PRECISION: ``quantized_layers`` names each quantised linear with its format
+        (MiniMax-M3-NVFP4: NVFP4 experts, MXFP8 attention and dense MLPs); every linear it does not
+        name is stored unquantised. Kept by name with the expert index dropped (a layer's experts share
+        one format) and, where every layer agrees, with the layer index dropped too."""
+        if not isinstance(layers, dict) or not layers:
+            self.unknown = Missing("modelopt MIXED_PRECISION without quantized_layers",
+                                    ["quantization_config.quantized_layers"])
+            return False
+        schemes: dict[tuple[Any, Any], tuple[_Scheme, str]] = {}
+        named: dict[str, _Scheme] = {}
+        # 22,422 entries for MiniMax-M3, 98% of them one per expert: the expert index is cut with string
+        # methods and each (algorithm, group) looked up once, so the pass costs ~1 µs an entry
+        for name, spec in layers.items():
+            head, sep, tail = str(name).rpartition(".experts.")
+            if sep:
+                name = f"{head}.experts.*.{tail.partition('.')[2]}"
+            spec = spec if isinstance(spec, dict) else {}
+            raw = (spec.get("quant_algo"), spec.get("group_size"))
+            found = schemes.get(raw)
+            if found is None:
+                found = _modelopt(str(raw[0] or "").upper(), int(raw[1] or 16))
+                if found is None:
+                    self.unknown = Missing(f"modelopt quant_algo {raw[0]!r} (quantized_layers.{name}) is not priced "
+                                            "by this estimator", ["quantization_config.quantized_layers"])
+                    return False
+                schemes[raw] = found
+            if named.setdefault(name, found[0]) is not found[0]:
+                self.unknown = Missing(f"quantized_layers gives the experts of {head} more than one format",
+                                        ["quantization_config.quantized_layers"])
+                return False
+        for name, scheme in named.items():
+            key = _strip(name)
+            self.by_layer[key] = scheme
+            kind = _LAYER_INDEX.sub(".layers.*.", "." + key)[1:]
+            self.by_kind[kind] = scheme if self.by_kind.get(kind, scheme) is scheme else None
+        self.label = "modelopt mixed precision (" + "; ".join(label for _, label in schemes.values()) + ")"
+        return True
+
+    def _mixed_scheme(self, name: str) -> _Scheme | None:
+        key = _EXPERT_INDEX.sub(".experts.*.", _strip(name))
+        found = self.by_layer.get(key)
+        return found if found is not None else self.by_kind.get(key)
+
+    def names_layers(self) -> bool:
+        """Whether a module pattern of the quantisation (ignore lists, group targets) holds a digit,
+        e.g. ``model.layers.61`` (an MTP layer left unquantised): such a pattern can single out one
+        layer, so every layer keeps its own name instead of one record per kind of layer."""
+        patterns = [*self.ignore, *(t for targets, _ in self.rules for t in targets)]
+        return (any(ch.isdigit() for pattern in patterns for ch in str(pattern))
+                or any(scheme is None for scheme in self.by_kind.values()))
+
     def fp4_experts(self) -> None:
         """DeepSeek-V4 ``expert_dtype: fp4``: routed experts stored as e2m1 (packed 2 per byte) with a ue8m0
         scale per 32, whatever the (fp8) quantization_config says for the rest."""
@@ -281,7 +352,7 @@ class Quantization:
     def scheme_for(self, t: Tensor) -> _Scheme | None:
         if getattr(self, "expert_scheme", None) is not None and t.kind == "linear" and ".experts." in t.name:
             return self.expert_scheme
-        if t.exempt or t.kind not in ("linear", "lm_head") or self.default is None and not self.rules:
+        if t.exempt or t.kind not in ("linear", "lm_head") or self.default is None and not self.rules and not self.by_layer:
             return None
         if t.kind == "lm_head" and not self.lm_head:
             return None
@@ -291,6 +362,8 @@ class Quantization:
             return None
         if any(_matches(t.name, pat, self.ignore_mode) for pat in self.ignore):
             return None
+        if self.by_layer:
+            return self._mixed_scheme(t.name)
         if self.rules:
             for targets, scheme in self.rules:
                 for target in targets:

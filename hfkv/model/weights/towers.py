@@ -178,3 +178,32 @@ def generic_tower(b: Builder, v: Cfg, text_hidden: int, prefix: str):
         b.norm(f"{p}.norm1", h, "towers", bias=True, count=2)
     b.linear(f"{prefix}.projector", text_hidden, h, "towers", bias=True)
     b.notes.append(f"{prefix}: priced by the generic ViT formula (tower ±15%)")
+
+
+def minimax_m3_tower(b: Builder, v: Cfg, config: dict, text_hidden: int):
+    """MiniMax-M3's vision tower and projector (transformers' MiniMaxM3VL): an unbiased Conv3d patch
+    embedding (temporal × patch × patch), a biased pre-LayerNorm, CLIP blocks (biased q/k/v/out, fc1/fc2,
+    two biased LayerNorms), then a projector of two biased GELU MLPs: each patch to
+    ``projector_hidden_size`` and the text width, then the ``spatial_merge_size``² merged patches
+    (text width × merge²) back to the text width. The merge and temporal sizes are the vision config's,
+    else its ``img_token_compression_config``'s, else the class default 2."""
+    h, inter, layers = v.req("hidden_size"), v.req("intermediate_size"), v.req("num_hidden_layers")
+    patch = v.req("patch_size")
+    compression = v.get("img_token_compression_config")
+    compression = compression if isinstance(compression, dict) else {}
+    tp = v.opt("temporal_patch_size", default=int(compression.get("temporal_patch_size") or 2))
+    merge = v.opt("spatial_merge_size", default=int(compression.get("spatial_merge_size") or 2))
+    proj = int(config.get("projector_hidden_size") or 6144)  # MiniMaxM3VLConfig's default
+    pre = "vision_tower"
+    b.add(f"{pre}.embeddings.proj", "towers", "conv", (h, v.opt("num_channels", default=3), tp, patch, patch))
+    b.norm(f"{pre}.pre_layrnorm", h, "towers", bias=True)
+    for n in ("q_proj", "k_proj", "v_proj", "out_proj"):
+        b.linear(f"{pre}.layers.self_attn.{n}", h, h, "towers", bias=True, count=layers)
+    b.linear(f"{pre}.layers.mlp.fc1", inter, h, "towers", bias=True, count=layers)
+    b.linear(f"{pre}.layers.mlp.fc2", h, inter, "towers", bias=True, count=layers)
+    b.norm(f"{pre}.layers.layer_norm1", h, "towers", bias=True, count=2 * layers)
+    m = "multi_modal_projector"
+    b.linear(f"{m}.linear_1", proj, h, "towers", bias=True)
+    b.linear(f"{m}.linear_2", text_hidden, proj, "towers", bias=True)
+    b.linear(f"{m}.merge_linear_1", proj, text_hidden * merge * merge, "towers", bias=True)
+    b.linear(f"{m}.merge_linear_2", text_hidden, proj, "towers", bias=True)
