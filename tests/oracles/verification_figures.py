@@ -3,7 +3,8 @@ oracle rows as the sweeps classify them.
 
     python tests/oracles/verification_figures.py
 
-Each stored row is what vLLM 0.33.0's or SGLang 0.5.23's own code computed (tests/oracles/README*.md). A row
+Each stored row is what vLLM 0.33.0's or SGLang 0.5.23's own code computed (tests/oracles/README*.md), or
+SGLang 0.5.12's (../shared/engine-oracles/sglang-0.5.12-h200.jsonl, swept under that release's rules). A row
 is *not comparable* when the oracle could not run the engine's code offline (``NOT_COMPARABLE`` /
 ``OFFLINE_ERRORS`` in tests/engines/vllm/test_oracle.py and tests/engines/vllm/test_transformers.py), a *known gap*
 when hfkv does not reproduce it yet (tests/oracles/known-gaps.tsv, with the engine's reason); every other
@@ -70,13 +71,24 @@ def sglang_counts() -> dict[str, list[int]]:
         counts = out.setdefault(group, [0, 0, 0])
         for row in sg.rows(source):
             counts[1] += 1
-            counts[2 if sg.row_id(row) in sg.KNOWN_GAPS else 0] += 1
+            counts[2 if sg.gap_reason(row) else 0] += 1
+    return out
+
+
+def sglang_release_counts() -> dict[str, list[int]]:
+    """release -> [compared, rows, gaps, driver limits] over the rows of other SGLang releases."""
+    out: dict[str, list[int]] = {}
+    for source in sg.RELEASE_SOURCES:
+        for row in sg.rows(source):
+            counts = out.setdefault(sg.release(row), [0, 0, 0, 0])
+            counts[1] += 1
+            counts[3 if row["config"] in sg.DRIVER_LIMITS else 2 if sg.gap_reason(row) else 0] += 1
     return out
 
 
 def figures() -> str:
     """The parenthesis of the README's sentence, from the counts above."""
-    v, s = vllm_counts(), sglang_counts()
+    v, s, r = vllm_counts(), sglang_counts(), sglang_release_counts()
     vllm = ", ".join(f"{v[g][0]}/{v[g][0] + v[g][2]} comparable {g} rows" if g == "H200" else
                      f"{v[g][0]}/{v[g][0] + v[g][2]} {g}" for g in ("H200", "B200", "A100") if g in v)
     vllm += (f", and {v['more'][0]}/{v['more'][0] + v['more'][2]} more on covering windows, the fixtures, edited "
@@ -86,7 +98,10 @@ def figures() -> str:
               f"{s['budget'][0]}/{s['budget'][1]} budget rows, the served ones to the byte, the others refused or "
               "warned with SGLang's reason, including the TP and PP its model classes refuse, and "
               f"{s['fixtures'][0]}/{s['fixtures'][1]} fixture and edited-config rows")
-    gaps = sum(c[2] for c in v.values()) + sum(c[2] for c in s.values())
+    sglang += "".join(f"; SGLang {release}: {c[0]}/{c[0] + c[2]} comparable H200 rows under its own rules ({c[3]} "
+                      "where its oracle failed before SGLang's code decided are listed in the test)"
+                      for release, c in sorted(r.items()))
+    gaps = sum(c[2] for c in v.values()) + sum(c[2] for c in s.values()) + sum(c[2] for c in r.values())
     return (f"(vLLM: {vllm}; SGLang: {sglang}). The {gaps} rows not matched are listed with the engine's own reason "
             f"in `tests/oracles/known-gaps.tsv`, and fail the day they start to match; {offline} vLLM rows where the "
             "oracle could not run vLLM's code offline are listed in the test")

@@ -21,6 +21,7 @@ from hfkv.model.specs import ChunkedLocal, FullAttention, IndexerKeys, LayerSpec
 from hfkv.engines.contract import EngineKnobs, number
 from hfkv.engines.sglang.backend import Plan
 from hfkv.engines.sglang.pools import floor_to_page
+from hfkv.engines.sglang.rules import RuleSet
 
 
 def mla_bytes(part: MLALatent, kv: str, packed: bool) -> Fraction:
@@ -78,12 +79,24 @@ def draft_bytes(layers: list[LayerSpec], kv: str, tp: int, packed: bool, knobs: 
     return extra
 
 
-def layout_notes(layers: list[LayerSpec], kv: str, plan: Plan, assumptions: list[str]) -> None:
-    """Say which latent layout the backend implies for the cell."""
+def sized_packed(plan: Plan, release: RuleSet) -> bool:
+    """Whether the pool is *sized* with the packed 656 B fp8 latent the FlashMLA-sparse pool allocates
+    (``RuleSet.dsa_fp8_sizing``: releases up to 0.5.16 size it with the raw 576 B latent)."""
+    return plan.dsa_packed_fp8 and release.dsa_fp8_sizing == "packed"
+
+
+def layout_notes(layers: list[LayerSpec], kv: str, plan: Plan, release: RuleSet, assumptions: list[str]) -> None:
+    """Say which latent layout the backend implies for the cell, and when the release sizes the pool
+    with a smaller one than it allocates."""
     dsa = any(isinstance(part, IndexerKeys) for layer in layers for part in layer.parts)
     if dsa:
         latent = "656 B packed fp8" if plan.dsa_packed_fp8 and kv == "fp8" else f"raw {kv}"
         assumptions.append(f"DSA: latent {latent}, indexer 132 B on layers that compute top-k")
+        if plan.dsa_packed_fp8 and kv == "fp8" and not sized_packed(plan, release):
+            # _compute_cell_size (until 0.5.16) prices the latent at kv_lora_rank + rope bytes while the
+            # pool allocates the packed row: the tokens bought this way take 80 B per layer more than sized.
+            assumptions.append(f"DSA fp8 in SGLang {release.label}: the pool is sized with the raw 576 B latent "
+                               "but allocates 656 B per layer, so it takes more memory than its budget")
     elif kv == "fp8" and any(isinstance(part, MLALatent) for layer in layers for part in layer.parts):
         assumptions.append("MLA fp8: raw 576 B latent (no scales)")
 

@@ -6,6 +6,12 @@ request slots hold fixed compressor state. The KV dtype is always fp8: ``auto`` 
 fp8_e4m3, and ``DeepSeekV4SingleKVPool.create_buffer`` asserts uint8 (fp8) storage, so SGLang accepts
 ``--kv-cache-dtype bf16`` and then fails at start-up. The allocator adds an int64 full→SWA index map
 (8 B per full token) that the sizing figure leaves out; hfkv prints the sizing figure and notes it.
+
+Which configurator is the release's (``RuleSet.dsv4_pool``): ``paged`` above; ``ring`` (0.5.12–0.5.14)
+prices flat 584 B rows over every entry of ``compress_ratios`` (the MTP layer's too) and charges both
+compressor rings per SWA token over a window-sized page, with no fixed bytes; ``request`` (0.5.15–0.5.19)
+is ``ring`` with the c128 ring moved out of the coefficient into fixed bytes per request slot; ``none``:
+the release has no DeepSeek V4 pool.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from hfkv.engines.sglang import registry, swa_pool
 from hfkv.engines.sglang.backend import SIXTEEN_BIT, requested_kv_dtype
 from hfkv.engines.sglang.config import context_length
 from hfkv.engines.sglang.pools import concurrency, floor_to_page, page_size, require_a_page, running_requests
+from hfkv.engines.sglang.rules import rules
 from hfkv.engines.contract import EngineInput, EngineKnobs, number
 
 DSV4_PAGE = 256
@@ -72,6 +79,39 @@ def bytes_per_full_token(layers: list[LayerSpec], page: int, ratio: Fraction) ->
     return total, per_swa, {r: (coeff[r], per_ratio[r]) for r in per_ratio}
 
 
+RING_ROWS = {4: 8, 128: 128}  # get_compress_state_ring_size: compressor ring rows per window page
+RING_ROWS_SPECULATIVE = {4: 16, 128: 256}  # ... with a speculative algorithm
+RING_ROW_PAD = 8  # _get_bytes_per_full_token: kv_bytes = nope + rope·2 + 8
+
+
+def flat_bytes_per_full_token(report: EngineInput, layers: list[LayerSpec], ratio: Fraction, speculative: bool,
+                              c128_per_token: bool) -> tuple[Fraction, Fraction, dict]:
+    """``ring`` / ``request`` ``_get_bytes_per_full_token`` (0.5.12 ``pool_configurator.py:365–403``,
+    0.5.16 the same without the c128 ring when ``c128_per_token`` is False): (bytes per full-pool token,
+    bytes per SWA token, {ratio: (bytes per full token, layers)}). SGLang counts the layers from the
+    config's ``compress_ratios`` itself, the MTP layers' entries included; the window is the page the
+    rings are spread over."""
+    window = next((p for layer in layers for p in layer.parts if isinstance(p, MLALatent)), None)
+    if window is None or not window.window:
+        raise UnsupportedModelError("SGLang's DeepSeek V4 pool needs the windowed latent (sliding_window)")
+    listed = (report.config or {}).get("compress_ratios")
+    entries = list(listed) if isinstance(listed, list) else [
+        next((p.ratio for p in layer.parts if isinstance(p, CompressedKV)), 0) for layer in layers]
+    counts = {r: entries.count(r) for r in (4, 128)}
+    _, _, index_dim, _ = dsv4_layers(layers)
+    row = window.kv_lora_rank + window.rope_dim * 2 + RING_ROW_PAD
+    head = window.kv_lora_rank + window.rope_dim  # attn_head_dim: the compressor state's width
+    rings = RING_ROWS_SPECULATIVE if speculative else RING_ROWS
+    c4_state = Fraction(rings[4], window.window) * (2 * 2 * head + 2 * 2 * index_dim) * DSV4_STATE_BYTES
+    c128_state = Fraction(rings[128], window.window) * 2 * head * DSV4_STATE_BYTES if c128_per_token else 0
+    per_swa = row * len(entries) + c4_state * counts[4] + c128_state * counts[128]
+    coeff = {4: Fraction(row + block_scaled_bytes(index_dim, "fp8"), 4), 128: Fraction(row, 128)}
+    total = ratio * per_swa + sum(coeff[r] * n for r, n in counts.items())
+    if speculative:  # the draft worker: × (T + 1)/T, one draft layer whatever the draft
+        total = total * (len(entries) + 1) / len(entries)
+    return total, per_swa, {r: (coeff[r], n) for r, n in counts.items() if n}
+
+
 def fixed_state_bytes(per_ratio: dict, slots: int, latent_dim: int) -> int:
     """``_get_c128_state_fixed_bytes`` + ``_get_c2_state_fixed_bytes`` for ``slots`` request slots."""
     fixed = 0
@@ -114,6 +154,10 @@ def applies(report: EngineInput) -> bool:
 def simulate(report: EngineInput, *, budget_bytes: int | None, max_model_len: int | None, knobs: EngineKnobs,
              warnings: list[str]) -> dict:
     """DSV4PoolConfigurator's figures (see the module docstring)."""
+    release = rules(knobs.engine_version)
+    if release.dsv4_pool == "none":
+        raise UnsupportedModelError(f"SGLang {release.label} has no DeepSeek V4 pool (DSV4PoolConfigurator "
+                                    "arrives in 0.5.12)")
     notes: list[str] = []
     swa_ratio = swa_pool.ratio(report, knobs, notes, DEFAULT_SWA_RATIO)
     check_kv_dtype(report, warnings)
@@ -125,12 +169,20 @@ def simulate(report: EngineInput, *, budget_bytes: int | None, max_model_len: in
     layers = list(report.layer_specs)
     draft = int(knobs.speculative_draft_layers or 0)
     page = page_size(knobs, DSV4_PAGE, "SGLang default for DeepSeek V4", assumptions)
-    per_token, per_swa, per_ratio = bytes_per_full_token(layers, page, swa_ratio)
-    if draft:
-        per_token = per_token * (len(layers) + draft) / len(layers)
-        assumptions.append(f"speculative draft pool: {draft} MTP layer(s), bytes per token × (L + {draft})/L, "
-                           f"L = {len(layers)}")
+    if release.dsv4_pool == "paged":
+        per_token, per_swa, per_ratio = bytes_per_full_token(layers, page, swa_ratio)
+        if draft:
+            per_token = per_token * (len(layers) + draft) / len(layers)
+            assumptions.append(f"speculative draft pool: {draft} MTP layer(s), bytes per token × (L + {draft})/L, "
+                               f"L = {len(layers)}")
     else:
+        per_token, per_swa, per_ratio = flat_bytes_per_full_token(report, layers, swa_ratio, bool(draft),
+                                                                  release.dsv4_pool == "ring")
+        assumptions.append(f"DeepSeek V4 pool of SGLang {release.label}: 584 B rows unpadded over every "
+                           "compress_ratios entry, compressor rings per SWA token"
+                           + (", the c128 ring fixed per request slot" if release.dsv4_pool == "request" else "")
+                           + (" (speculative: rings 16/256, × (L + 1)/L)" if draft else ""))
+    if not draft:
         assumptions.append("no speculative draft pool (--speculative-draft-layers: MTP multiplies by (L+1)/L)")
     swa_pool.index_map_note(assumptions)
     result: dict[str, Any] = {
@@ -143,7 +195,8 @@ def simulate(report: EngineInput, *, budget_bytes: int | None, max_model_len: in
         "context_length": context,
     }
     if budget_bytes is not None:
-        result.update(pools(budget_bytes, float(per_token), float(swa_ratio), page, per_ratio,
+        stateful = per_ratio if release.dsv4_pool != "ring" else {}  # ring: no fixed state bytes
+        result.update(pools(budget_bytes, float(per_token), float(swa_ratio), page, stateful,
                             dsv4_layers(layers)[3], context, knobs, assumptions))
     result["warnings"] = warnings
     result["assumptions"] = assumptions

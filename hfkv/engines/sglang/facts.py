@@ -46,6 +46,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, NamedTuple
 
+from packaging.version import Version
+
 from hfkv.engines import experts
 from hfkv.engines.experts import ExpertsCheck
 from hfkv.engines.tables import choice, parse_rows, yes_no
@@ -226,6 +228,12 @@ def _rename(cell: str) -> Rename | None:
     return Rename(old, new)
 
 
+def _release(cell: str) -> str:
+    """A release number (``0.5.12``, ``0.4.6.post5``)."""
+    Version(cell)  # InvalidVersion is a ValueError
+    return cell
+
+
 def _key(cell: str) -> str | None:
     """``none`` or a config key."""
     if cell == NONE:
@@ -337,6 +345,11 @@ class ArchFacts:
     hf_config.architectures``: GLM-5.3 Flash is breakable-graph validated): a KDA model of this
     architecture keeps the default breakable prefill CUDA graph (and its memory reserve); every other
     KDA model has it turned off."""
+    first_release: str
+    """The oldest SGLang release whose ``sglang/srt/models/*.py`` register the name (``EntryClass``), among
+    the wheels read (0.4.6.post5 to 0.5.23, every release from 0.5.10: docs/engine-versions-verified.md;
+    ``tablegen --releases``): an older release has no class for it (``support.check_release_registry``).
+    ``0.4.6.post5`` means at or before it."""
     supports_pp: bool
     """The model's ``forward`` takes ``pp_proxy_tensors`` (``model_runner.py``: ``assert
     self.support_pp``, "Pipeline Parallel is not compatible with this model." when ``pp_size`` > 1)."""
@@ -360,6 +373,7 @@ PARSERS: dict[str, Callable[[str], Any]] = {
     "radix_cache": _or_default(choice("off")),
     "kda_prefill_graph": yes_no,
     "tp_experts": experts.parse,
+    "first_release": _release,
     "supports_pp": yes_no,
 }
 

@@ -7,8 +7,10 @@ the GPU's nvidia-smi total ``G`` (MiB, what ``get_device_memory_capacity`` reads
 ``fraction = round((G − R) / G, 3)``, times a vision-tower factor for multimodal models. The chunk and
 the decode-graph batch default by GPU tier; the graph term counts the decode graphs (2 MiB per batch
 size, more under DP attention) and the prefill graph (8 MiB per captured shape, 1,536 for MLA models),
-which PP, DeepSeek V4, KDA and most multimodal models do without. This module reproduces the 1,078 rows
-SGLang's own ``ServerArgs`` resolved on H100, H200 and B200 (tests/engines/sglang/serverargs rows).
+which PP, DeepSeek V4, KDA and most multimodal models do without (which ones is the release's:
+``traits``, ``RuleSet``). This module reproduces the 1,078 rows SGLang 0.5.23's own ``ServerArgs``
+resolved on H100, H200 and B200 (tests/engines/sglang/serverargs rows), and the 150 served rows of
+0.5.12's oracle (tests/engines/sglang/test_oracle.py).
 
 **The budget** (``mem_cache/kv_cache_configurator.py`` ``_profile_available_bytes``): SGLang measures
 free memory after its communicators exist (``pre``) and again after the weights are loaded
@@ -28,7 +30,7 @@ from hfkv.engines.contract import Device, EngineInput, EngineKnobs, MemoryBudget
 from hfkv.engines.layout import Layout
 from hfkv.engines.sglang import registry
 from hfkv.engines.sglang.rules import RuleSet, rules
-from hfkv.model.specs import CompressedKV, LinearAttentionState, MLALatent
+from hfkv.model.specs import CompressedKV, IndexerKeys, LinearAttentionState, MLALatent
 
 MIB = 1 << 20
 GIB = 1 << 30
@@ -175,22 +177,32 @@ def is_multimodal(model: EngineInput) -> bool:
     return not llava and any(key in root for key in TEXT_SUB_CONFIGS)
 
 
-def traits(model: EngineInput) -> Traits:
-    """What the fraction rule asks of ``model``: MLA from its specs (SGLang's ``attention_arch``), the
-    prefill graph off for DeepSeek V4 (compressed attention) and KDA models (its compatibility rules;
-    not for an architecture it exempts, ``facts.ArchFacts.kda_prefill_graph``: GLM-5.3 Flash),
-    and, for a model SGLang serves as multimodal (``is_multimodal``), the prefill graph off unless one
-    of its architectures is on SGLang's allow-list (``facts.ArchFacts.multimodal_prefill_graph``) and
-    the vision tower (``vision_config``'s ``(num_hidden_layers, hidden_size)``, 24 and 1,024 when
-    absent) that scales the fraction, when the config SGLang sees has one."""
+def traits(model: EngineInput, release: RuleSet | None = None) -> Traits:
+    """What the fraction rule of ``release`` (None: the newest modelled) asks of ``model``: MLA from its
+    specs (SGLang's ``attention_arch``); whether the default prefill graph stays on (``prefill_graph``):
+    off for DeepSeek V4 (compressed attention, in every release that has it), for an architecture the
+    release turns off by name (``RuleSet.prefill_graph_off_archs``), for a DSA model where the release
+    says so (``prefill_graph_dsa_off``), for KDA models from the release that says so
+    (``prefill_graph_kda_off``; not for an architecture SGLang exempts, ``facts.ArchFacts.kda_prefill_graph``:
+    GLM-5.3 Flash), and, for a model SGLang serves as multimodal (``is_multimodal``), unless the release
+    lets it keep the graph (``prefill_graph_multimodal``: ``allow-list``, one of its architectures on
+    SGLang's list, ``facts.ArchFacts.multimodal_prefill_graph``); and the vision tower
+    (``vision_config``'s ``(num_hidden_layers, hidden_size)``, 24 and 1,024 when absent) that scales the
+    fraction, when the config SGLang sees has one."""
+    release = release or rules(None)
     parts = [part for layer in model.layer_specs for part in layer.parts]
     mla = any(isinstance(part, MLALatent) for part in parts)
     graph = not any(isinstance(part, CompressedKV) for part in parts)
+    graph = graph and not set(release.prefill_graph_off_archs) & set(registry.native_architectures(model))
+    dsa = any(isinstance(part, IndexerKeys) for part in parts)
+    graph = graph and not (dsa and release.prefill_graph_dsa_off)
     kda = any(isinstance(part, LinearAttentionState) and part.variant == "kda" for part in parts)
-    graph = graph and not (kda and not any(found.kda_prefill_graph for found in registry.arch_facts(model)))
+    exempt = any(found.kda_prefill_graph for found in registry.arch_facts(model))
+    graph = graph and not (kda and release.prefill_graph_kda_off and not exempt)
     vision = None
     if is_multimodal(model):
-        graph = graph and any(found.multimodal_prefill_graph for found in registry.arch_facts(model))
+        allowed = any(found.multimodal_prefill_graph for found in registry.arch_facts(model))
+        graph = graph and release.prefill_graph_multimodal == "allow-list" and allowed
         tower = (model.root_config or {}).get("vision_config")
         if isinstance(tower, dict) and not registry.model_type(model).flat_multimodal:
             layers, hidden = tower.get("num_hidden_layers", 24), tower.get("hidden_size", 1024)
@@ -202,7 +214,8 @@ def traits(model: EngineInput) -> Traits:
 def memory_budget(model: EngineInput, device: Device, weights_per_gpu: int | None, weights_source: str | None,
                   knobs: EngineKnobs, layout: Layout) -> MemoryBudget:
     """SGLang's budget for ``model`` (``budget`` with its ``traits``)."""
-    return budget(device, weights_per_gpu, weights_source, knobs, layout, traits(model), model.max_position_embeddings)
+    return budget(device, weights_per_gpu, weights_source, knobs, layout, traits(model, rules(knobs.engine_version)),
+                  model.max_position_embeddings)
 
 
 def budget(device: Device, weights_per_gpu: int | None, weights_source: str | None, knobs: EngineKnobs,

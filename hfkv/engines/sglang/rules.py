@@ -28,6 +28,16 @@ def _fractions(cell: str) -> tuple[tuple[int, float], ...]:
     return pairs
 
 
+def _names(cell: str) -> tuple[str, ...]:
+    """``none`` or architecture names separated by commas."""
+    if cell == "none":
+        return ()
+    names = tuple(cell.split(","))
+    if not all(name.isidentifier() for name in names):
+        raise ValueError(f"{cell!r} is not none or Name,Name,...")
+    return names
+
+
 @dataclass(frozen=True)
 class RuleSet:
     """The rules of one span of SGLang releases."""
@@ -65,6 +75,51 @@ class RuleSet:
     ``mamba_ssm_dtype``, else float32: ``configs/mamba_utils.py``) from 0.5.9."""
     decode_graph_capped: bool
     """The default decode-graph batch of the reserve is capped at ``--max-running-requests`` (0.5.23)."""
+    prefill_graph_off_archs: tuple[str, ...]
+    """Architectures whose prefill (piecewise) graph the release turns off by name, so the fraction's
+    reserve has no prefill-graph term for them: ``configs/model_config.py``
+    ``piecewise_cuda_graph_disabled_model_archs`` (any of the config's architectures), read by
+    ``server_args.py:_handle_piecewise_cuda_graph`` 0.5.10–0.5.13 (rule 1, "Disable Model Arch"), its
+    "model-arch blacklist" rule 0.5.14–0.5.18 and ``arg_groups/cuda_graph_hook.py`` 0.5.19–0.5.21; the
+    list is still defined but read by nothing from 0.5.22 (``none``; ``none`` before 0.5.10 too, where
+    the graph was opt-in). 0.5.12's list: DeepSeek-V3.2, DeepSeek-V4 (and its NextN), Qwen3-Next,
+    GLM-5 (``GlmMoeDsaForCausalLM``), Bailing-MoE-V2.5, LLaDA; 0.5.13 drops DeepSeek-V3.2 and GLM-5
+    (inside the 0.5.10–0.5.13 span, whose cells are 0.5.12's), 0.5.16 adds ``DeepseekV4ForCausalLMDSpark``,
+    0.5.20 ``Glm5NextForConditionalGeneration``."""
+    prefill_graph_dsa_off: bool
+    """The prefill graph is also off for DSA models (``configs/model_config.py`` ``ModelConfig.__init__``:
+    ``is_piecewise_cuda_graph_disabled_model = ... or is_deepseek_nsa(hf_text_config)``, a listed
+    DeepSeek / GLM / Mistral-Large-3 architecture with ``index_topk``): 0.5.10–0.5.12 (0.5.12
+    ``model_config.py:330``); gone in 0.5.13. hfkv takes it as a model with DSA indexer keys."""
+    prefill_graph_multimodal: str
+    """Which multimodal models keep the prefill graph: ``off`` (none: 0.5.10–0.5.13,
+    ``_handle_piecewise_cuda_graph`` rule 8, "Multimodal / VLM models", 0.5.12 ``server_args.py:1336``) or
+    ``allow-list`` (from 0.5.14: those on SGLang's multimodal allow-list, the architecture table's
+    ``multimodal_prefill_graph`` column, which is 0.5.23's list; 0.5.14's list held MiniMax-M3 only and
+    0.5.16's added Qwen3.5 and Kimi-K2.5: the shorter lists of 0.5.14–0.5.22 are not modelled)."""
+    prefill_graph_kda_off: bool
+    """The prefill graph is off for KDA (Kimi-Linear-style) hybrids, but for the architectures the table
+    exempts (``kda_prefill_graph``): ``arg_groups/cuda_graph_hook.py`` rule "KDA hybrid linear attention",
+    from 0.5.20 (0.5.20–0.5.21 exempt none, but list GLM-5.3 Flash by name above)."""
+    dsa_fp8_sizing: str
+    """The per-token cell a DSA model's fp8 pool is *sized* with (the FlashMLA-sparse pool always
+    *allocates* 656 B = 512 fp8 + 4 scales + 64 bf16 rope per layer, plus the 132 B indexer): ``latent``
+    (until 0.5.16: ``(kv_lora_rank + qk_rope_head_dim) × 1 B`` = 576 B, so the pool takes 80 B per layer
+    per token more than the budget it was sized for; 0.5.12 ``model_executor/pool_configurator.py:
+    DefaultPoolConfigurator._compute_cell_size:134–162``) or ``packed`` (from 0.5.17: 656 B, the same
+    as allocated; 0.5.17 ``_compute_cell_size`` calling ``calculate_mla_kv_cache_dim``). The 0.5.14–0.5.19
+    span's cell is 0.5.16's (``latent``)."""
+    dsv4_pool: str
+    """DeepSeek V4's ``DSV4PoolConfigurator`` (``model_executor/pool_configurator.py``): ``none`` (no such
+    pool: DeepSeek V4 arrives in 0.5.12), ``ring`` (0.5.12–0.5.14, ``_get_bytes_per_full_token``: 584 B
+    rows (nope + 2·rope + 8) unpadded over every entry of ``compress_ratios``, the MTP layer's included;
+    the c4 and c128 compressor rings (8 and 128 rows, 16 and 256 when speculative) charged per SWA token
+    over a window-sized page, no fixed bytes; 0.5.12 lines 365–403), ``request`` (0.5.15–0.5.19, the
+    0.5.14–0.5.19 span's cell as 0.5.16 reads: the same rows, the c128 state moved out of the
+    coefficient into fixed bytes for ``max_running_requests + 1`` request slots,
+    ``_get_c128_state_fixed_bytes``) or ``paged`` (0.5.21 on, as hfkv models 0.5.23: rows padded per page,
+    c128/c2 state fixed per request slot; ``dsv4.py``). 0.5.20's own (its ring and unified modes) is
+    not modelled: the 0.5.20–0.5.22 span's cell is 0.5.21's."""
     source: str
     """Where the span's rules were read."""
 
@@ -78,6 +133,12 @@ PARSERS: dict[str, Callable[[str], Any]] = {
     "prefill_graph": yes_no,
     "mamba_ssm_dtype": choice("float32", "config"),
     "decode_graph_capped": yes_no,
+    "prefill_graph_off_archs": _names,
+    "prefill_graph_dsa_off": yes_no,
+    "prefill_graph_multimodal": choice("off", "allow-list"),
+    "prefill_graph_kda_off": yes_no,
+    "dsa_fp8_sizing": choice("latent", "packed"),
+    "dsv4_pool": choice("none", "ring", "request", "paged"),
     "source": str,
 }
 

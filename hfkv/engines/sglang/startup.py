@@ -23,6 +23,7 @@ from typing import Any
 from hfkv.engines.contract import EngineInput, EngineKnobs, number
 from hfkv.engines.sglang import backend, budget, config, default_pool, dsv4, mamba_pool, registry, support, swa_pool
 from hfkv.engines.sglang.pools import page_size
+from hfkv.engines.sglang.rules import rules
 from hfkv.model.specs import LayerSpec
 
 
@@ -40,11 +41,11 @@ class TokenCell:
 def token_cell(report: EngineInput, layers: list[LayerSpec], plan: backend.Plan, knobs: EngineKnobs,
                assumptions: list[str]) -> TokenCell:
     """The cell of ``DefaultPoolConfigurator`` or, for an architecture SGLang admits, of
-    ``HybridSWAPoolConfigurator``."""
+    ``HybridSWAPoolConfigurator``: what the release sizes the pool with (``default_pool.sized_packed``)."""
     kv, tp = plan.kv, report.tensor_parallel_size
-    full, swa = swa_pool.split_cell(layers, kv, tp, plan.dsa_packed_fp8)
-    full += default_pool.draft_bytes(layers, kv, tp, plan.dsa_packed_fp8, knobs, assumptions,
-                                     swa_pool.has_local(layers))
+    packed = default_pool.sized_packed(plan, rules(knobs.engine_version))
+    full, swa = swa_pool.split_cell(layers, kv, tp, packed)
+    full += default_pool.draft_bytes(layers, kv, tp, packed, knobs, assumptions, swa_pool.has_local(layers))
     if any(part.copies == 0 for layer in layers for part in layer.parts):
         assumptions.append("layers that share another layer's KV are still sized in the pool (no saving in SGLang)")
     if not (swa and swa_pool.is_hybrid_swa(report)):
@@ -92,7 +93,7 @@ def simulate(report: EngineInput, *, budget_bytes: int | None, max_model_len: in
                    *notes, *context_notes]
     radix = radix_cache(report, knobs, assumptions)
     cell = token_cell(report, layers, plan, knobs, assumptions)
-    default_pool.layout_notes(layers, plan.kv, plan, assumptions)
+    default_pool.layout_notes(layers, plan.kv, plan, rules(knobs.engine_version), assumptions)
     page = backend_page(plan, knobs, assumptions)
     per_slot = state_per_slot(report, layers, knobs, assumptions)
     result: dict[str, Any] = {

@@ -22,12 +22,16 @@ path hfkv cannot fully check. The rules, read from SGLang's source:
   SGLang raises them while building the model. Refused only when every class the table lists for the
   architecture fails (the table may list classes a subclass replaces); an unknown TP or table entry
   makes no claim. Query heads from the text config, KV heads from the layers SGLang sizes.
+- A release asked for (``--engine sglang==X``) older than every class of the config's architectures
+  (``first_release``, read in the wheels): a warning, as hfkv does not replay that release's fallback.
 - Nemotron-NAS (DeciLM) with per-block KV-head counts: ``ModelConfig.get_total_num_kv_heads`` raises
   "Variable GQA (VGQA) is not yet supported for nemotron-nas in sglang".
 """
 
 from __future__ import annotations
 
+
+from packaging.version import Version
 
 from hfkv.errors import UnsupportedModelError
 from hfkv.model.specs import FullAttention
@@ -46,6 +50,7 @@ from hfkv.engines.layout import Layout, size
 from hfkv.engines.sglang.config import sglang_layers
 from hfkv.engines.sglang.fallback import BACKEND_COMPATIBLE, BACKEND_INCOMPATIBLE, COVERED_SUFFIXES, TRANSFORMERS_VERSION
 from hfkv.engines.contract import EngineInput, EngineKnobs
+from hfkv.engines.versions import newest
 
 PREFIX = "SGLang cannot serve this model"
 # model_runner.py: assert self.support_pp (the model's forward takes pp_proxy_tensors) when pp_size > 1.
@@ -58,7 +63,7 @@ def check(report: EngineInput, knobs: EngineKnobs | None = None) -> list[str]:
     check_config_class(report)
     check_quantization(report)
     check_pipeline(report, size((knobs or EngineKnobs()).pipeline_parallel_size, "pipeline_parallel_size"))
-    warnings = fallback_warnings(report)
+    warnings = release_registry_warnings(report, knobs or EngineKnobs()) + fallback_warnings(report)
     check_variable_gqa(report)
     check_tp_asserts(report, knobs or EngineKnobs())
     check_tp_experts(report, knobs or EngineKnobs())
@@ -133,6 +138,20 @@ def override_pp_refusal(report: EngineInput) -> str | None:
     if refusal == PP_REFUSAL_BY_MODEL_TYPE:
         return model_type_facts((report.config or {}).get("model_type") or report.model_type).pp_refusal
     return refusal
+
+
+def release_registry_warnings(report: EngineInput, knobs: EngineKnobs) -> list[str]:
+    """A warning when the release asked for (``--engine sglang==X``) predates every class of the config's
+    architectures (``ArchFacts.first_release``): that release would take its transformers fallback or
+    refuse the model, neither of which hfkv replays for it; the figures are the later class's."""
+    release = Version(knobs.engine_version or newest("sglang"))
+    found = registry.arch_facts(report)
+    if not found or any(Version(f.first_release) <= release for f in found):
+        return []
+    first = min(found, key=lambda f: Version(f.first_release))
+    return [f"SGLang {knobs.engine_version} registers no class for {first.architecture} (first in "
+            f"{first.first_release}): it would serve the model through its transformers fallback or refuse it; "
+            f"the figures are those of SGLang {first.first_release}'s class"]
 
 
 def fallback_warnings(report: EngineInput) -> list[str]:

@@ -17,6 +17,10 @@ in ``facts.py`` names; ``architecture_rules`` reads the rules SGLang keys by one
 (Whisper's layer count, backend and radix cache; GLM-5.3 Flash's prefill graph). The values their
 members get (0.1, 128, ``trtllm_mla``, a message) were read from the same functions by hand; a new
 version that changes one of them changes ``LISTS`` too.
+
+``--releases DIR`` (a folder of unpacked wheels, ``DIR/sglang-<release>/``, every release hfkv models)
+writes and checks the ``first_release`` column: the oldest of them whose ``EntryClass`` names register
+the architecture.
 """
 
 from __future__ import annotations
@@ -26,14 +30,17 @@ import ast
 import sys
 from pathlib import Path
 
+from packaging.version import Version
+
 from hfkv.engines import tables
 from hfkv.engines.sglang import facts
 
 UNREAD = "?"
+SOURCE_ENCODING = "utf-8-sig"  # some model files of 0.5.12 open with a byte-order mark, which ast refuses
 
 
 def _tree(source: Path, *parts: str) -> ast.Module:
-    return ast.parse(source.joinpath("srt", *parts).read_text(encoding="utf-8"))
+    return ast.parse(source.joinpath("srt", *parts).read_text(encoding=SOURCE_ENCODING))
 
 
 def _strings(node: ast.AST) -> set[str]:
@@ -44,11 +51,33 @@ def entry_classes(source: Path) -> dict[str, str]:
     """EntryClass name -> module, from every ``srt/models/*.py`` (``EntryClass = X`` or a list of them)."""
     names = {}
     for path in sorted(source.joinpath("srt", "models").glob("*.py")):
-        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        for node in ast.parse(path.read_text(encoding=SOURCE_ENCODING)).body:
             if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "EntryClass" for t in node.targets):
                 items = node.value.elts if isinstance(node.value, (ast.List, ast.Tuple)) else [node.value]
                 names.update({item.id: path.stem for item in items if isinstance(item, ast.Name)})
     return names
+
+
+def unpacked_releases(wheels: Path) -> dict[str, Path]:
+    """release -> its ``sglang`` package folder, for every ``<wheels>/sglang-<release>/`` holding one
+    (``sglang/`` or ``src/sglang/``: an unpacked wheel); oldest first."""
+    found = {}
+    for folder in wheels.glob("sglang-*"):
+        package = next((p for p in (folder / "sglang", folder / "src" / "sglang") if (p / "srt" / "models").is_dir()),
+                       None)
+        if package is not None:
+            found[folder.name.removeprefix("sglang-")] = package
+    return dict(sorted(found.items(), key=lambda item: Version(item[0])))
+
+
+def first_releases(wheels: Path) -> dict[str, str]:
+    """EntryClass name -> the oldest release among ``wheels`` (``unpacked_releases``) whose
+    ``srt/models/*.py`` register it (the ``first_release`` column)."""
+    first: dict[str, str] = {}
+    for release, package in unpacked_releases(wheels).items():
+        for name in entry_classes(package):
+            first.setdefault(name, release)
+    return first
 
 
 def module_set(source: Path, name: str, *parts: str) -> set[str]:
@@ -217,14 +246,18 @@ def source_cells(source: Path, names: list[str]) -> dict[str, dict[str, str]]:
     return out
 
 
-def check(source: Path) -> dict[str, list[str]]:
+def check(source: Path, wheels: Path | None = None) -> dict[str, list[str]]:
     """column -> the rows whose cell differs from what SGLang's lists say (``architecture`` for names
-    the table and the ``EntryClass`` names do not share, ``sglang_module`` for a moved class)."""
+    the table and the ``EntryClass`` names do not share, ``sglang_module`` for a moved class;
+    ``first_release`` against the releases unpacked in ``wheels``, when given)."""
     header, rows = tables.read_table(facts.TABLE)
     table = {row[0]: dict(zip(header, row)) for row in rows}
     entries = entry_classes(source)
     out = {"architecture": sorted(set(entries) ^ set(table)),
            "sglang_module": sorted(a for a in table if a in entries and table[a]["sglang_module"] != entries[a])}
+    if wheels is not None:
+        first = first_releases(wheels)
+        out["first_release"] = sorted(a for a in table if table[a]["first_release"] != first.get(a, UNREAD))
     for name, cells in source_cells(source, sorted(set(entries) & set(table))).items():
         for column, cell in cells.items():
             if table[name][column] != cell:
@@ -232,19 +265,24 @@ def check(source: Path) -> dict[str, list[str]]:
     return {column: names for column, names in out.items() if names}
 
 
-def rewritten(source: Path) -> list[list[str]]:
-    """The table's rows for the ``EntryClass`` names of ``source`` (module docstring), header first."""
+def rewritten(source: Path, wheels: Path | None = None) -> list[list[str]]:
+    """The table's rows for the ``EntryClass`` names of ``source`` (module docstring), header first; the
+    ``first_release`` column from the releases unpacked in ``wheels`` when given."""
     header, rows = tables.read_table(facts.TABLE)
     known = {row[0]: row for row in rows}
     entries = entry_classes(source)
     derived = source_cells(source, sorted(set(entries) - set(known)))
+    first = first_releases(wheels) if wheels is not None else {}
     out = [header]
     for name in sorted(entries):
         if name in known:
-            out.append([name, entries[name], *known[name][2:]])
+            row = [name, entries[name], *known[name][2:]]
         else:
             cells = {"architecture": name, "sglang_module": entries[name], **derived[name]}
-            out.append([cells.get(column, UNREAD) for column in header])
+            row = [cells.get(column, UNREAD) for column in header]
+        if name in first:
+            row[header.index("first_release")] = first[name]
+        out.append(row)
     return out
 
 
@@ -252,15 +290,17 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m hfkv.engines.sglang.tablegen", description=__doc__.split("\n")[0])
     parser.add_argument("--sglang-src", type=Path, required=True, help="folder holding the unpacked sglang/ package")
     parser.add_argument("--write", action="store_true", help=f"rewrite {facts.TABLE.name}")
+    parser.add_argument("--releases", type=Path, help="folder of unpacked wheels, sglang-<release>/ each: the "
+                                                      "first_release column")
     args = parser.parse_args(argv)
     source = args.sglang_src / "sglang" if (args.sglang_src / "sglang" / "srt").is_dir() else args.sglang_src
     if args.write:
-        rows = rewritten(source)
+        rows = rewritten(source, args.releases)
         facts.TABLE.write_text("\n".join("\t".join(row) for row in rows) + "\n", encoding="utf-8")
         new = [row for row in rows[1:] if UNREAD in row[3:]]  # tp_asserts' own "?" means no claim
         print(f"{facts.TABLE.name}: {len(rows) - 1} rows, {len(new)} new to read ({UNREAD}): "
               f"{', '.join(row[0] for row in new)}")
-    for column, names in check(source).items():
+    for column, names in check(source, args.releases).items():
         print(f"{column}: {len(names)} differ from SGLang's lists: {', '.join(names)}")
     return 0
 

@@ -330,3 +330,25 @@ def test_every_name_sglangs_lists_hold_is_registered():
     assert lists <= set(facts.table())
     # but two names of multimodal_model_archs no models/*.py defines (the multimodal field says so)
     assert multimodal - set(facts.table()) == {"Grok1VForCausalLM", "Grok1AForCausalLM"}
+
+
+# -- first_release: the oldest release registering each name ---------------------------------------------
+
+WHEELS = os.environ.get("HFKV_SGLANG_WHEELS")  # a folder of unpacked wheels, sglang-<release>/ each
+
+
+@pytest.mark.parametrize("arch, first", [
+    # Read in the wheels (the first release whose srt/models/*.py names it in an EntryClass): DeepSeek V4's
+    # class arrives with its pool in 0.5.12; the models the 0.5.12 oracle rows name that 0.5.12 has no class for.
+    ("DeepseekV4ForCausalLM", "0.5.12"), ("MambaForCausalLM", "0.5.20"), ("Lfm2BidirectionalModel", "0.5.17"),
+    ("KimiK3ForConditionalGeneration", "0.5.17"), ("MiniMaxM3SparseForConditionalGeneration", "0.5.16"),
+    ("Qwen3_5MoeForConditionalGeneration", "0.5.9"), ("LlamaForCausalLM", "0.4.6.post5"),
+])
+def test_first_release_is_where_the_class_arrives(arch, first):
+    assert facts.facts(arch).first_release == first
+
+
+@pytest.mark.skipif(not WHEELS, reason="no unpacked SGLang wheels at hand (HFKV_SGLANG_WHEELS)")
+def test_first_release_is_the_oldest_wheel_registering_the_name():
+    assert {arch: f.first_release for arch, f in facts.table().items()} == {
+        arch: first for arch, first in tablegen.first_releases(Path(WHEELS)).items() if arch in facts.table()}

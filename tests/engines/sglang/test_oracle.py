@@ -1,4 +1,5 @@
-"""``--engine sglang`` against SGLang 0.5.23's own sizing code: every stored oracle row.
+"""``--engine sglang==X`` against SGLang X's own sizing code: every stored oracle row, under the rules of the
+release that made it (its file name; ``release(row)``).
 
 Rows: ``../shared/engine-oracles/sglang-0.5.23-h200.jsonl`` (the shared H200 run) and, in this
 repository, ``tests/oracles/sglang-0.5.23-b200.jsonl`` (the same tool with ``--gpu b200``) and
@@ -10,16 +11,26 @@ on the row's GPU generation. A row SGLang serves must match to the byte (per-tok
 split, state per request slot, page size, configurator, Mamba running-request ratio; with a budget the
 token, request and state-slot counts; with the config's MTP layers as the draft, the EAGLE cell); a row
 SGLang cannot serve must be refused, or carry a one-line warning naming the reason.
+
+SGLang 0.5.12's rows (``../shared/engine-oracles/sglang-0.5.12-h200.jsonl``, made by
+``../shared/tools/sglang-oracle-0.5.12``: that release's ``ServerArgs``, ``ModelConfig`` and pool
+configurators on the CPU, faking an H200) are swept by ``test_release_rows_match_sglang`` under
+``engine="sglang==0.5.12"``: the cell, page size, configurator, per-layer SWA split, Mamba state per
+request slot, and the ``mem_fraction_static`` that release's ``ServerArgs`` defaulted to; their known
+gaps are the ``sglang==0.5.12`` rows of tests/oracles/known-gaps.tsv.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 
-from hfkv.engines import simulate
+from hfkv.engines import memory_budget, simulate
+from hfkv.engines.contract import Device, EngineKnobs
+from hfkv.engines.layout import Layout
 from hfkv.errors import HfkvError
 from hfkv.inspection import inspect_config
 from hfkv.model.options import Options
@@ -33,7 +44,9 @@ SOURCES = {
     "budget": ORACLES / "sglang-0.5.23-budget.jsonl",
     "fixtures": ORACLES / "sglang-0.5.23-fixtures.jsonl",
     "configs": ORACLES / "sglang-0.5.23-configs.jsonl",
+    "h200-0.5.12": SHARED / "engine-oracles" / "sglang-0.5.12-h200.jsonl",
 }
+PINNED = "0.5.23"  # the release of the files whose name carries none
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures"
 CAPABILITY = {"H200": "9.0", "B200": "10.0"}
 
@@ -54,7 +67,18 @@ def known_gaps(engine: str) -> dict[str, str]:
             for eng, config, tp, kv, reason in cells if eng == engine}
 
 
-KNOWN_GAPS = known_gaps("sglang")
+KNOWN_GAPS = known_gaps("sglang")  # 0.5.23's rows; another release's gaps are filed as "sglang==X.Y.Z"
+
+
+def release(row: dict) -> str:
+    """The SGLang release whose own code made ``row`` (its file's name)."""
+    return row.get("_release", PINNED)
+
+
+def gap_reason(row: dict) -> str | None:
+    """Why hfkv does not reproduce ``row`` yet (tests/oracles/known-gaps.tsv, under its release), or None."""
+    gaps = KNOWN_GAPS if release(row) == PINNED else known_gaps(f"sglang=={release(row)}")
+    return gaps.get(row_id(row))
 
 # Rows the oracle sizes (it never builds the model) but SGLang crashes on while building it: the
 # attention class asserts that TP divides the query heads. hfkv refuses them naming the assertion.
@@ -94,7 +118,9 @@ def rows(source: str) -> list[dict]:
     path = SOURCES[source]
     if not path.is_file() or (source != "fixtures" and not HUB_CONFIGS.is_dir()):  # configs: hub edits among them
         return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    found = re.search(r"sglang-(\d+\.\d+\.\d+)", path.name)
+    made_by = found.group(1) if found else PINNED
+    return [{**json.loads(line), "_release": made_by} for line in path.read_text().splitlines() if line.strip()]
 
 
 def row_id(row: dict) -> str:
@@ -108,11 +134,11 @@ def params(source: str) -> list:
     found = rows(source)
     if not found:
         return [pytest.param(None, marks=pytest.mark.skip(reason=f"{SOURCES[source]} or {HUB_CONFIGS} is absent"))]
-    return [pytest.param(row, id=row_id(row), marks=gap_marks(row_id(row))) for row in found]
+    return [pytest.param(row, id=row_id(row), marks=gap_marks(row)) for row in found]
 
 
-def gap_marks(name: str) -> tuple:
-    reason = KNOWN_GAPS.get(name)
+def gap_marks(row: dict) -> tuple:
+    reason = gap_reason(row)
     return (pytest.mark.xfail(strict=True, reason=reason),) if reason else ()
 
 
@@ -147,7 +173,7 @@ def run(row: dict, budget: int | None = None, max_model_len: int | None = None, 
     data = config_data(row)
     report = inspect_config(data, model=row["config"], options=Options(
         kv_cache_dtype=row["kv_cache_dtype_requested"], tensor_parallel_size=row["tp"]))
-    return simulate(report, engine="sglang", budget_bytes=budget, max_model_len=max_model_len,
+    return simulate(report, engine=f"sglang=={release(row)}", budget_bytes=budget, max_model_len=max_model_len,
                     compute_capability=capability(row), **knobs)
 
 
@@ -276,7 +302,7 @@ def fixture_cell_params() -> list:
     if not found:
         return [pytest.param(None, marks=pytest.mark.skip(reason=f"{SOURCES['fixtures']} is absent"))]
     return [pytest.param(row, id=row_id(row), marks=() if row_id(row) in CELL_MATCHES_DESPITE_GAP
-                         else gap_marks(row_id(row))) for row in found]
+                         else gap_marks(row)) for row in found]
 
 
 @pytest.mark.parametrize("row", fixture_cell_params())
@@ -343,7 +369,7 @@ def draft_rows() -> list:
     found = [r for r in rows("h200") if (r.get("draft") or {}).get("bytes_per_token_with_mtp_draft") is not None]
     if not found:
         return [pytest.param(None, marks=pytest.mark.skip(reason=f"{SOURCES['h200']} or {HUB_CONFIGS} is absent"))]
-    return [pytest.param(row, id=row_id(row), marks=gap_marks(row_id(row))) for row in found]
+    return [pytest.param(row, id=row_id(row), marks=gap_marks(row)) for row in found]
 
 
 @pytest.mark.parametrize("row", draft_rows())
@@ -352,3 +378,100 @@ def test_mtp_draft_pool_matches_sglang(row):
     out = run(row, speculative_draft_layers=row["draft"]["num_nextn_predict_layers"])
     assert out["bytes_per_token"] == pytest.approx(row["draft"]["bytes_per_token_with_mtp_draft"], rel=1e-12)
 
+
+
+# -- rows of other releases (SGLang 0.5.12) -------------------------------------------------------------------
+
+RELEASE_SOURCES = ("h200-0.5.12",)
+H200 = Device("H200", smi_bytes=143_771 << 20, cuda_total_bytes=150_754_820_096)  # what the 0.5.12 driver fakes
+# The 0.5.12 driver serves each config from a temporary folder (tempfile.mkdtemp(prefix="o512-")), the model
+# path SGLang's rules read: "llama-2" in it caps the prefill graph at 4,096 tokens (server_args.py
+# _handle_gpu_memory_settings), so the Llama-2 rows carry no cap. hfkv is given that path for the fraction.
+ORACLE_MODEL_PATH = {"0.5.12": "/tmp/o512-"}
+
+# Architectures a release registers no class for: no EntryClass of its sglang/srt/models/*.py names them (read
+# in the 0.5.12 wheel). The 0.5.12 driver never asks the registry (its README), so its figures for these say
+# nothing of what SGLang serves: SGLang would take its transformers fallback or refuse; hfkv must refuse or say so.
+NOT_REGISTERED = {"0.5.12": {
+    "BartForConditionalGeneration", "BloomForCausalLM", "FalconForCausalLM", "KimiK3ForConditionalGeneration",
+    "LLaMAForCausalLM", "Lfm2BidirectionalModel", "MPTForCausalLM", "MambaForCausalLM", "MiniMaxM1ForCausalLM",
+    "MiniMaxM3SparseForConditionalGeneration", "RWForCausalLM", "T5ForConditionalGeneration",
+}}
+RELEASE_REGISTRY_WORDS = ("registers no class",)  # hfkv's warning for a class the release does not register
+
+# Rows where the driver failed before SGLang's own code decided (its README: "configs whose class needs repo
+# code error instead of falling back"): no verdict of SGLang's to compare with.
+DRIVER_LIMITS = {
+    "nvidia__Llama-3_3-Nemotron-Super-49B-v1.json": "the driver drops auto_map and its transformers has no "
+                                                    "nemotron-nas config class (the repo's own is remote code)",
+}
+
+
+def release_params() -> list:
+    found = [row for source in RELEASE_SOURCES for row in rows(source)]
+    if not found:
+        return [pytest.param(None, marks=pytest.mark.skip(reason=f"{SOURCES[RELEASE_SOURCES[0]]} or {HUB_CONFIGS} "
+                                                                 "is absent"))]
+    return [pytest.param(row, id=f"sglang=={release(row)}-{row_id(row)}", marks=gap_marks(row)) for row in found]
+
+
+def registered_by_release(row: dict) -> bool:
+    """Whether any of the row's architectures has a class in the row's release."""
+    names = config_data(row).get("architectures") or []
+    return not names or any(name not in NOT_REGISTERED.get(release(row), set()) for name in names)
+
+
+def release_fraction(row: dict) -> float:
+    """hfkv's default ``mem_fraction_static`` for the row's model, TP and release on the driver's H200, the
+    model named by the path SGLang saw (``ORACLE_MODEL_PATH``)."""
+    report = inspect_config(config_data(row), model=ORACLE_MODEL_PATH[release(row)], options=Options(
+        kv_cache_dtype=row["kv_cache_dtype_requested"], tensor_parallel_size=row["tp"]))
+    return memory_budget(f"sglang=={release(row)}", report, H200, None, None, EngineKnobs.resolve({}),
+                         Layout(tp=row["tp"], engine="sglang")).fraction
+
+
+def release_mismatches(row: dict, out: dict) -> list[str]:
+    """What differs between a served row of another release and hfkv's answer under that release's rules.
+    The rows keep the configurator's own attributes (``configurator_attrs``): DeepSeek V4's bytes per full
+    token, the hybrid-SWA pool's layer counts and per-layer bytes."""
+    attrs = row["configurator_attrs"]
+    full = attrs.get("_full_layers_num", 0) * attrs.get("_full_per_token", 0)
+    swa = attrs.get("_swa_layers_num", 0) * attrs.get("_swa_per_token", 0)
+    expected = {
+        "configurator": row["configurator"], "page_size": row["page_size"],
+        "bytes_per_token": attrs.get("bytes_per_full_token", row.get("bytes_per_token")),
+        "mamba_bytes_per_request": (row.get("state") or {}).get("bytes_per_request"),
+    }
+    if row["configurator"] == "HybridSWAPoolConfigurator":
+        expected.update(full_bytes_per_token=full, swa_bytes_per_token=swa,
+                        swa_full_tokens_ratio=attrs["_swa_full_tokens_ratio"])
+    diffs = [f"{key}: SGLang {value}, hfkv {out.get(key)}" for key, value in expected.items()
+             if out.get(key) != pytest.approx(value, rel=1e-12)]
+    allocated = row.get("mla_kv_cache_dim_allocated")  # the latent the pool allocates (DSA fp8: 656 B)
+    if allocated == 656 and row["kv_cache_dtype_requested"] == "fp8" \
+            and not any("sized with the raw 576 B latent" in note for note in out["assumptions"]):
+        diffs.append("the pool allocates the 656 B latent but is sized with 576 B: hfkv does not say so")
+    fraction = release_fraction(row)
+    if fraction != pytest.approx(row["server_args"]["mem_fraction_static"], abs=1e-12):
+        diffs.append(f"mem_fraction_static: SGLang {row['server_args']['mem_fraction_static']}, hfkv {fraction}")
+    return diffs
+
+
+@pytest.mark.parametrize("row", release_params())
+def test_release_rows_match_sglang(row):
+    """Every row of another release: refused or warned where that release has no class for the model, refused
+    where its own code refused (DeepSeek V4 with a bf16 KV: ``deepseek_v4_hook`` asserts fp8) or its model
+    build asserts (``BUILD_ASSERTS``, the same asserts in 0.5.12's qwen2.py and opt.py), else every figure."""
+    if row["config"] in DRIVER_LIMITS:
+        pytest.skip(DRIVER_LIMITS[row["config"]])
+    if not registered_by_release(row):
+        expect_refusal_or_warning(row, RELEASE_REGISTRY_WORDS)
+        return
+    if row["status"] != "ok" or build_failure(row):
+        with pytest.raises(HfkvError) as err:
+            run(row)
+        words = build_failure(row) or ()
+        assert all(w in str(err.value) for w in words) and "\n" not in str(err.value), str(err.value)
+        return
+    diffs = release_mismatches(row, run(row))
+    assert not diffs, "\n".join(diffs)

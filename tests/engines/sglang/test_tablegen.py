@@ -116,5 +116,32 @@ def test_a_new_entry_class_gets_the_cells_sglangs_lists_decide_and_the_rest_unre
 def test_a_table_with_an_unread_cell_does_not_load(source, tmp_path):
     path = tmp_path / "table.tsv"
     path.write_text("\n".join("\t".join(row) for row in tablegen.rewritten(source)) + "\n", encoding="utf-8")
-    with pytest.raises(ValueError, match="column supports_pp"):
+    with pytest.raises(ValueError, match="column first_release"):  # no releases given: the first unread cell
+        list(tables.parse_rows(path, facts.PARSERS, facts.ArchFacts))
+
+
+def releases(tmp_path: Path, registered: dict[str, list[str]]) -> Path:
+    """A folder of unpacked wheels, ``sglang-<release>/src/sglang/srt/models/m.py`` registering the names."""
+    for release, names in registered.items():
+        models = tmp_path / "wheels" / f"sglang-{release}" / "src" / "sglang" / "srt" / "models"
+        models.mkdir(parents=True)
+        models.joinpath("m.py").write_text(f"EntryClass = [{', '.join(names)}]\n", encoding="utf-8")
+    (tmp_path / "wheels" / "sglang-0.5.0").mkdir()  # no such release on PyPI: an empty folder, skipped
+    return tmp_path / "wheels"
+
+
+def test_first_release_is_the_oldest_wheel_registering_the_name(source, tmp_path):
+    # Versions as versions: 0.5.9 before 0.5.10, the rc before its release.
+    wheels = releases(tmp_path, {"0.5.10": ["LlamaForCausalLM", "NewSwaForCausalLM"], "0.5.9": ["LlamaForCausalLM"],
+                                 "0.5.0rc2": ["OldForCausalLM"], "0.5.23": ["NewMambaForCausalLM"]})
+    assert list(tablegen.unpacked_releases(wheels)) == ["0.5.0rc2", "0.5.9", "0.5.10", "0.5.23"]
+    assert tablegen.first_releases(wheels) == {"OldForCausalLM": "0.5.0rc2", "LlamaForCausalLM": "0.5.9",
+                                               "NewSwaForCausalLM": "0.5.10", "NewMambaForCausalLM": "0.5.23"}
+    header, *rows = tablegen.rewritten(source, wheels)
+    column = header.index("first_release")
+    assert {row[0]: row[column] for row in rows} == {"LlamaForCausalLM": "0.5.9", "NewMambaForCausalLM": "0.5.23",
+                                                     "NewSwaForCausalLM": "0.5.10"}
+    path = tmp_path / "table.tsv"
+    path.write_text("\n".join("\t".join(row) for row in [header, *rows]) + "\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="column supports_pp"):  # what no wheel says is still unread
         list(tables.parse_rows(path, facts.PARSERS, facts.ArchFacts))
