@@ -19,6 +19,20 @@ _TOKEN_UNITS = {"": 1, "k": 1024, "m": 1024**2}
 
 # A size without a unit below this is refused: "--budget 60" is far likelier to mean 60 GiB than 60 bytes.
 PLAIN_BYTES_MIN = 1024**2
+# No memory, budget or weight file comes near 2^60 B (1 EiB), nor a context near 2^40 tokens (the longest
+# hfkv accounts, hfkv.model.options): past them a figure is a typo. They bound the parsers too, so a
+# 400-digit figure is one line, never an overflow in the float arithmetic downstream.
+MAX_SIZE_BYTES = 1 << 60
+MAX_TOKENS = 1 << 40
+# Digits read at most: a figure longer is refused before any arithmetic (Python refuses to convert an
+# integer of more than 4,300 digits, which was an "internal error"), and quoted cut.
+_MAX_DIGITS = 40
+
+
+def _figure(text: str, number: str) -> str:
+    """The figure as written, for a message: cut in the middle past 24 characters."""
+    written = str(text).strip()
+    return written if len(written) <= 24 else f"{written[:10]}…{written[-10:]} ({len(number)} digits)"
 
 
 def parse_size(text: str, notes: list[str] | None = None) -> int:
@@ -34,7 +48,11 @@ def parse_size(text: str, notes: list[str] | None = None) -> int:
     if not m or m.group(2).lower() not in _SIZE_UNITS:
         raise UsageError(f"cannot read size '{text}' (try 80GiB, 141GB or 1073741824)")
     number, unit = m.group(1), m.group(2)
+    if len(number) > _MAX_DIGITS:
+        raise UsageError(f"size '{_figure(text, number)}' is past 1 EiB (2^60 B), beyond any memory")
     value = Fraction(number) * _SIZE_UNITS[unit.lower()]
+    if value > MAX_SIZE_BYTES:
+        raise UsageError(f"size '{_figure(text, number)}' is past 1 EiB (2^60 B), beyond any memory")
     if value <= 0:
         raise UsageError(f"size '{text}' must be positive")
     if value.denominator != 1:
@@ -55,6 +73,9 @@ def parse_tokens(text: str) -> int:
     m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([kKmM]?)\s*", str(text))
     if not m:
         raise UsageError(f"cannot read token count '{text}' (try 4096, 32k or 1m)")
+    if len(m.group(1)) > _MAX_DIGITS:
+        raise UsageError(f"token count '{_figure(text, m.group(1))}' is past {MAX_TOKENS:,} (2^40), the longest "
+                         "context hfkv accounts")
     value = Fraction(m.group(1)) * _TOKEN_UNITS[m.group(2).lower()]
     if value.denominator != 1 or value <= 0:
         raise UsageError(f"token count '{text}' must be a positive whole number")

@@ -10,7 +10,7 @@ import pytest
 
 from hfkv.units import parse_size
 
-from _helpers import run_cli as run
+from _helpers import hfkv_process, run_cli as run
 
 
 # -- item 14: budgets ----------------------------------------------------------------------------------
@@ -37,3 +37,35 @@ def test_a_budget_as_vllm_prints_it_is_floored_to_bytes_and_said_once():
     result = run(llama, "--budget", "6.51GiB", "--context", "4k", "--format", "json")
     assert result.exit_code == 0 and json.loads(result.stdout)["budget_bytes"] == 6_990_059_274
     assert result.stderr.count("floored to 6,990,059,274") == 1
+
+
+# -- issue 31: figures past any memory or context are one line, never an internal error ----------------
+
+
+LLAMA2 = str(Path(__file__).resolve().parents[1] / "fixtures" / "meta-llama__Llama-2-7b-hf")
+
+
+@pytest.mark.parametrize("figure", ["9" * 400, "9" * 5000 + "GiB", "1048577TiB"], ids=["400-digits", "5000-digits", "past-1-EiB"])
+def test_a_budget_past_any_memory_is_one_line(figure):
+    # 400 digits overflowed the float arithmetic ("internal error (OverflowError ...)"), 5,000 digits
+    # Python's integer conversion limit; 1,048,577 TiB = 2^60 + 2^40 B is just past 1 EiB
+    result = hfkv_process(LLAMA2, "--budget", figure)  # the real process: its last guard, its one line
+    assert result.returncode == 2, result.stderr
+    [line] = result.stderr.splitlines()
+    assert line.startswith("hfkv: error: Invalid value for '--budget'") and "is past 1 EiB (2^60 B)" in line
+    assert "internal error" not in line and len(line) < 300
+
+
+def test_one_exbibyte_itself_is_a_size():
+    assert parse_size("1048576TiB") == 2**60  # 2^20 × 2^40
+
+
+def test_a_token_count_of_thousands_of_digits_is_one_line():
+    from hfkv.errors import UsageError
+    from hfkv.units import parse_tokens
+
+    with pytest.raises(UsageError, match=r"token count '9999999999…9999999999 \(5000 digits\)' is past "
+                                         r"1,099,511,627,776 \(2\^40\)"):
+        parse_tokens("9" * 5000)
+    result = hfkv_process(LLAMA2, "--context", "9" * 5000)
+    assert result.returncode == 2 and "internal error" not in result.stderr and len(result.stderr) < 300
