@@ -61,7 +61,7 @@ PAGE_CSS = """
 .hfkv table.plan td, .hfkv table.dropped td { font-size: 0.92em; }
 """
 HEADER = ("## hfkv: exact KV cache and state memory, from a model's config.json\n"
-          "Bytes per token (α), per request (γ), how many requests fit, and what vLLM 0.33.0 and SGLang 0.5.23 "
+          "Bytes per token (α), per request (γ), how many requests fit, and what vLLM {vllm} and SGLang {sglang} "
           "would allocate on your GPUs, each with its own verdict. Only `config.json` and the Hub's parameter counts "
           "are read: never weights, never repo code.")
 
@@ -237,6 +237,7 @@ def form_of(values: dict[str, Any]) -> Form:
 def build_app(settings: Settings | None = None) -> Any:
     """The Gradio ``Blocks`` of the page. ``settings``: Hub access, deadline and concurrency (default:
     from the environment, ``Settings.from_env``)."""
+    from hfkv.engines.versions import newest
     from hfkv.planning import gpus
 
     gr = import_gradio()
@@ -244,7 +245,7 @@ def build_app(settings: Settings | None = None) -> Any:
     presets = gpus.names()
     with gr.Blocks(title="hfkv: KV cache calculator", analytics_enabled=False,
                    delete_cache=(CACHE_SWEEP, CACHE_SWEEP)) as app:
-        gr.Markdown(HEADER)
+        gr.Markdown(HEADER.format(vllm=newest("vllm"), sglang=newest("sglang")))  # the releases modelled
         with gr.Row():
             model = gr.Textbox(label="Hub repo id", placeholder="org/name or org/name@revision", elem_id="hfkv-model",
                                scale=3)
@@ -276,8 +277,12 @@ def build_app(settings: Settings | None = None) -> Any:
                 with gr.Accordion("JSON report", open=False):
                     as_json = gr.Code(language="json", elem_id="hfkv-json")
             with gr.Tab("Compare", id="compare"):
-                many = gr.Textbox(label=f"Hub repo ids (2 to {MAX_MODELS}), one per line", lines=4,
-                                  elem_id="hfkv-compare")
+                with gr.Row():
+                    many = gr.Textbox(label=f"Hub repo ids, one per line (2 to {MAX_MODELS} models in all)", lines=4,
+                                      elem_id="hfkv-compare", scale=3)
+                    many_files = gr.File(label="and/or drop config.json files", file_count="multiple",
+                                         file_types=[".json"], type="filepath", elem_id="hfkv-compare-upload",
+                                         height=150, scale=2)
                 go_many = gr.Button("Compare", variant="primary", elem_id="hfkv-go-compare")
                 compared = gr.HTML(elem_id="hfkv-compared")
                 with gr.Accordion("JSON comparison", open=False):
@@ -299,20 +304,23 @@ def build_app(settings: Settings | None = None) -> Any:
                     planned_json = gr.Code(language="json", elem_id="hfkv-plan-json")
 
         _harden(upload, gr)
+        _harden(many_files, gr)
         components = dict(model=model, kv_cache_dtype=kv, tp=tp, dp=dp, pp=pp, dp_attention=dpa, ep=ep, gpu=gpu,
                           budget=budget, contexts=contexts, max_model_len=max_len, gpu_memory_utilization=gmu,
                           mem_fraction_static=mfs, compare=many, requests=requests, plan_context=plan_context,
                           plan_gpu=plan_gpu, plan_engine=plan_engine, max_gpus=max_gpus, plan_kv=plan_kv)
         inputs = [components[name] for name in FIELDS]
-        handlers = Handlers(app, upload, settings)
+        handlers = Handlers(app, (upload, many_files), settings)
 
         def on_report(request: Any, up: Any, secret: Any, *values: Any) -> tuple:
             shown_ = handlers.run(request, up, lambda path: _report(form_of(dict(zip(FIELDS, values))), settings,
                                                                     path, secret))
             return (*shown_, None if up else gr.skip())  # the upload, read and deleted, leaves the box
 
-        def on_compare(request: Any, secret: Any, *values: Any) -> tuple[str, str]:
-            return handlers.run(request, None, lambda _: _compare(form_of(dict(zip(FIELDS, values))), settings, secret))
+        def on_compare(request: Any, ups: Any, secret: Any, *values: Any) -> tuple:
+            shown_ = handlers.run(request, ups, lambda paths: _compare(form_of(dict(zip(FIELDS, values))), settings,
+                                                                       secret, paths))
+            return (*shown_, None if ups else gr.skip())  # the files, read and deleted, leave the box
 
         def on_plan(request: Any, up: Any, secret: Any, *values: Any) -> tuple:
             shown_ = handlers.run(request, up, lambda path: _plan(form_of(dict(zip(FIELDS, values))), settings, path,
@@ -328,7 +336,7 @@ def build_app(settings: Settings | None = None) -> Any:
 
             def fill(_: Any) -> tuple:
                 report = _report(form, settings, None, None) if form.tab == "report" and form.model else (gr.skip(),) * 2
-                comparison = _compare(form, settings, None) if form.compare else (gr.skip(),) * 2
+                comparison = _compare(form, settings, None, ()) if form.compare else (gr.skip(),) * 2
                 plan = _plan(form, settings, None, None) if form.tab == "plan" else (gr.skip(),) * 2
                 values = tuple(_shown(form, name) for name in FIELDS)
                 return (*values, *report, *comparison, *plan, gr.Tabs(selected=form.tab))
@@ -342,7 +350,8 @@ def build_app(settings: Settings | None = None) -> Any:
         shared = {"concurrency_id": "page", "concurrency_limit": settings.concurrency}
         go.click(on_report, [upload, token, *inputs], [shown, as_json, upload], api_name="report", **shared)
         model.submit(on_report, [upload, token, *inputs], [shown, as_json, upload], api_name=False, **shared)
-        go_many.click(on_compare, [token, *inputs], [compared, compared_json], api_name="compare", **shared)
+        go_many.click(on_compare, [many_files, token, *inputs], [compared, compared_json, many_files],
+                      api_name="compare", **shared)
         go_plan.click(on_plan, [upload, token, *inputs], [planned, planned_json, upload], api_name="plan", **shared)
         app.load(on_load, None, [*inputs, shown, as_json, compared, compared_json, planned, planned_json, tabs],
                  api_name=False, **shared)
@@ -367,12 +376,23 @@ def _harden(upload: Any, gr: Any) -> None:
         try:
             return _original(payload)
         except gr.Error as err:
+            _delete_payload(payload)  # a box of several files: the others would wait for the sweep
             raise gr.Error(str(err.message), print_exception=False) from None
         except Exception:
+            _delete_payload(payload)
             raise gr.Error("files are accepted as uploads only", print_exception=False) from None
 
     upload._process_single_file = single
     upload.preprocess = preprocess
+
+
+def _delete_payload(payload: Any) -> None:
+    """Delete every uploaded file a refused payload names (one file, or a list of them)."""
+    items = getattr(payload, "root", payload)
+    for item in items if isinstance(items, list) else [items]:
+        path = getattr(item, "path", None)
+        if isinstance(path, str) and path:
+            _delete_upload(path)
 
 
 def _shown(form: Form, name: str) -> Any:
@@ -390,10 +410,10 @@ def _report(form: Form, settings: Settings, upload: str | None, token: Any) -> t
     return report_page(form, settings, upload=upload, token=str(token or "") or None)
 
 
-def _compare(form: Form, settings: Settings, token: Any) -> tuple[str, str]:
+def _compare(form: Form, settings: Settings, token: Any, uploads: Any) -> tuple[str, str]:
     from hfkv.commands.serve_pages import compare_page
 
-    return compare_page(form, settings, token=str(token or "") or None)
+    return compare_page(form, settings, uploads=list(uploads or ()), token=str(token or "") or None)
 
 
 def _plan(form: Form, settings: Settings, upload: str | None, token: Any) -> tuple[str, str]:
@@ -403,24 +423,27 @@ def _plan(form: Form, settings: Settings, upload: str | None, token: Any) -> tup
 
 
 class Handlers:
-    """What every handler does around its page: the upload deleted once read, the session forgotten."""
+    """What every handler does around its page: the uploads deleted once read, the session forgotten."""
 
-    def __init__(self, app: Any, upload: Any, settings: Settings) -> None:
-        self.app, self.upload, self.settings = app, upload, settings
+    def __init__(self, app: Any, uploads: tuple[Any, ...], settings: Settings) -> None:
+        self.app, self.uploads, self.settings = app, uploads, settings
 
-    def run(self, request: Any, upload: Any, page: Callable[[str | None], Any]) -> Any:
-        path = str(upload) if upload else None
+    def run(self, request: Any, upload: Any, page: Callable[[Any], Any]) -> Any:
+        """``page`` given the upload as the box passes it: a path or None (one file), a list of paths
+        (a box of several)."""
+        paths = [str(u) for u in (upload if isinstance(upload, list) else [upload]) if u]
         try:
-            return page(path)
+            return page(paths if isinstance(upload, list) else (paths[0] if paths else None))
         finally:
-            if path:
+            for path in paths:
                 self.discard(path)
             self.forget(request)
 
     def discard(self, path: str) -> None:
         """Delete an upload that was read: the file, its folder when empty, Gradio's record of it."""
         _delete_upload(path)
-        for files in (getattr(self.app, "upload_file_set", None), getattr(self.upload, "temp_files", None)):
+        records = [getattr(self.app, "upload_file_set", None)] + [getattr(u, "temp_files", None) for u in self.uploads]
+        for files in records:
             if files is not None:
                 files.discard(path)
 

@@ -9,9 +9,9 @@ The three tabs read different fields:
   deployment is ``TP × PP × DP`` of it, DP attention ranks living inside TP as in SGLang), a KV budget,
   contexts, the max model length and the two engines' memory fractions. Its commands are
   ``hfkv MODEL …`` (hfkv's own count) and ``hfkv MODEL … --engine vllm|sglang`` (each engine's).
-* Compare: 2 to 8 models side by side with the same flags, ``hfkv compare A B …``; with a GPU each
-  model is planned on the deployment (hfkv's count), and each engine's verdict on it is
-  ``hfkv compare A B … --engine vllm|sglang``.
+* Compare: 2 to 8 models side by side with the same flags (Hub repo ids typed, config files dropped),
+  ``hfkv compare A B …``; with a GPU each model is planned on the deployment (hfkv's count), and each
+  engine's verdict on it is ``hfkv compare A B … --engine vllm|sglang``.
 * Plan: the model, the requests and their context, a GPU preset, the engines, the most GPUs and the
   KV dtypes to try: ``hfkv plan MODEL …``.
 """
@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 import shlex
 from dataclasses import dataclass, fields, replace
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 from urllib.parse import urlencode
 
 from hfkv.errors import UsageError
@@ -230,10 +230,11 @@ class Form:
         hfkv's own count, or ``engine``'s."""
         return shlex.join(["hfkv", model or self.model or "MODEL", *self.report_args(engine)])
 
-    def compare_command(self, engine: str | None = None) -> str:
+    def compare_command(self, engine: str | None = None, uploads: Sequence[str] = ()) -> str:
         """``hfkv compare A B …`` with the report's flags: the same table, and with a GPU each model
-        planned on the deployment (hfkv's count, or ``engine``'s)."""
-        return shlex.join(["hfkv", "compare", *self.compare_models(), *self.report_args(engine)])
+        planned on the deployment (hfkv's count, or ``engine``'s). ``uploads``: the names of dropped
+        config files, after the typed repo ids (as the page compares them)."""
+        return shlex.join(["hfkv", "compare", *self.compare_models(), *uploads, *self.report_args(engine)])
 
     def compare_models(self) -> list[str]:
         """The models of the Compare tab: separated by commas, spaces or lines; duplicates dropped."""

@@ -7,8 +7,10 @@ the same figures (tests/web/test_page.py runs every printed command and compares
   where it differs) and, side by side, ``hfkv MODEL … --engine vllm`` and ``… --engine sglang``: each
   engine's own verdict line, or its refusal in its own words. Verdict lines are
   ``hfkv.planning.verdict``'s, printed as they are.
-* Compare: ``hfkv compare A B …`` (the models fetched in parallel under the request's one deadline),
-  and on a GPU each engine's verdict per model (``hfkv compare … --engine vllm|sglang``).
+* Compare: ``hfkv compare A B …`` (the Hub repos fetched in parallel under the request's one deadline,
+  then the dropped config files, read as the CLI reads a file), and on a GPU each engine's verdict per
+  model (``hfkv compare … --engine vllm|sglang``); the chart of requests served draws each model in its
+  own budget, and only a model whose verdict is "fits".
 * Plan: ``hfkv plan MODEL …`` (``hfkv.api.plan``): the best layout, the alternatives, why the others
   were dropped, each with its verdict line and the command that prints it.
 
@@ -23,7 +25,7 @@ import dataclasses
 import json
 from concurrent.futures import wait
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from hfkv.commands.serve_access import (NOT_VISIBLE, Deadline, DeadlineExceeded, PageError, Scrubber, Session,
                                         Settings, failure_line, within)
@@ -63,12 +65,13 @@ def _answer(settings: Settings, token: str | None, what: str, compute: Callable[
     return scrub(html), scrub(data)
 
 
-def load_upload(path: str) -> Any:
+def load_upload(path: str, name: str | None = None) -> Any:
     """An uploaded ``config.json`` through the CLI's local reader (same limits), named as it was dropped
-    (the server's temporary folder is not shown) and without its folder (nothing else is read there)."""
+    (or ``name``; the server's temporary folder is not shown) and without its folder (nothing else is
+    read there)."""
     from hfkv.sources import load_local
 
-    name = Path(path).name
+    name = name or Path(path).name
     if not Path(path).is_file():
         raise PageError(f"hfkv: error: {shorten(one_line(name))}: an upload is read once, then deleted: drop the file "
                         "again")
@@ -105,7 +108,18 @@ def _plan(report: Report, form: Form, engine: str) -> Any:
 
 
 def _planned(form: Form, engine: str) -> bool:
-    return bool(form.gpu) or engine != "theory"
+    """Whether ``engine`` plans the form's reports, as the CLI's deployment options decide it."""
+    from hfkv.commands.deploy import Deployment
+
+    return Deployment(gpu=form.gpu_spec(), engine=engine).planned
+
+
+def own_engine() -> str:
+    """The engine mode ``hfkv MODEL …`` and ``hfkv compare …`` use without ``--engine`` (the CLI's default),
+    so that the page's own column is what its printed command prints."""
+    from hfkv.commands.deploy import Deployment
+
+    return Deployment().engine
 
 
 # -- links and commands ---------------------------------------------------------------------------
@@ -150,7 +164,7 @@ def build_reports(form: Form, loaded: Any, checkpoint: dict[str, Any] | None) ->
     """(hfkv's report, {engine: its report, or the error it refused with}), as ``hfkv MODEL …`` and
     ``hfkv MODEL … --engine NAME`` build them."""
     options = form.options()
-    theory = _plan(_inspect(loaded, options, checkpoint), form, "theory")
+    theory = _plan(_inspect(loaded, options, checkpoint), form, own_engine())
     engines: dict[str, Any] = {}
     for name in ENGINES:
         try:
@@ -240,7 +254,10 @@ def collect(form: Form, fetched: dict[str, Any], engine: str, settings: Settings
     for model, got in fetched.items():
         if isinstance(got, BaseException):
             per_model[model] = got
-            out.errors.append({"model": model, "error": "could not be read"})
+            # A config hfkv cannot read (an upload, or the Hub's file): the CLI's words; a Hub failure or
+            # the deadline: the page's own line only, which names nothing of the server.
+            said = got.row_text() if isinstance(got, HfkvError) else "could not be read"
+            out.errors.append({"model": model, "error": said})
             continue
         now = options.contexts is not None
         report = inspect(model, *got, options, planned and now)
@@ -257,35 +274,69 @@ def collect(form: Form, fetched: dict[str, Any], engine: str, settings: Settings
     return out, {m: per_model[m] for m in fetched}
 
 
-def compare_page(form: Form, settings: Settings, *, token: str | None = None) -> tuple[str, str]:
-    """(HTML of the Compare tab, the JSON ``hfkv compare … --format json`` prints)."""
+def upload_names(paths: Sequence[str]) -> list[str]:
+    """The names of dropped files as the page and its command call them: as dropped, a repeated name
+    numbered (``config.json``, ``config-2.json``: most dropped configs share that name)."""
+    names: list[str] = []
+    for path in paths:
+        name = Path(path).name
+        stem, suffix = Path(name).stem, Path(name).suffix
+        k = 2
+        while name in names:
+            name, k = f"{stem}-{k}{suffix}", k + 1
+        names.append(name)
+    return names
+
+
+def _read_uploads(paths: Sequence[str], names: list[str]) -> dict[str, Any]:
+    """{name: (loaded, None) or the exception}: each dropped file read as ``hfkv compare`` reads a file."""
+    out: dict[str, Any] = {}
+    for path, name in zip(paths, names):
+        try:
+            out[name] = (load_upload(path, name), None)
+        except Exception as err:  # one line for that file, the others compared
+            out[name] = err
+    return out
+
+
+def compare_page(form: Form, settings: Settings, *, uploads: Sequence[str] = (),
+                 token: str | None = None) -> tuple[str, str]:
+    """(HTML of the Compare tab, the JSON ``hfkv compare … --format json`` prints): the typed Hub repo ids,
+    then the dropped config files (``uploads``: their paths on the server)."""
     form = form.cleaned()
     models = form.compare_models()
-    if len(models) < 2 or len(models) > MAX_MODELS:
-        return error_html(f"hfkv: error: give 2 to {MAX_MODELS} Hub repo ids to compare, got {len(models)}"), ""
+    names = upload_names(uploads)
+    count = len(models) + len(names)
+    if count < 2 or count > MAX_MODELS:
+        return error_html(f"hfkv: error: give 2 to {MAX_MODELS} Hub repo ids or config.json files to compare, "
+                          f"got {count}"), ""
 
     def compute(session: Session, deadline: Deadline) -> tuple[str, str]:
         form.check()
         for model in models:
             check_repo(model)
         fetched = _fetch_all(session, models, deadline)
-        return _comparison(form, fetched, settings, session)
+        fetched.update(_read_uploads(uploads, names))
+        return _comparison(form, fetched, settings, session, names)
 
-    return _answer(settings, token, "", compute)
+    return _answer(settings, token, "", compute, paths=tuple(str(Path(u).parent) for u in uploads))
 
 
-def _comparison(form: Form, fetched: dict[str, Any], settings: Settings, session: Session) -> tuple[str, str]:
+def _comparison(form: Form, fetched: dict[str, Any], settings: Settings, session: Session,
+                uploads: list[str]) -> tuple[str, str]:
     from hfkv.planning.compare import all_pairs
     from hfkv.render.compare import footnotes, pair_line, ranking_lines, table_rows, to_json, verdict_lines
-    from hfkv.render.html import cell, charts, table
 
-    out, per_model = collect(form, fetched, "theory", settings)
+    out, per_model = collect(form, fetched, own_engine(), settings)
     budget = form.options().budget_bytes
     pairs = all_pairs(out.reports, budget)
-    parts = [links_html(form.query_string("compare"), form.compare_command(), note=_token_note(session))]
+    parts = [links_html(None if uploads else form.query_string("compare"), form.compare_command(uploads=uploads),
+                        note=_token_note(session) + _uploads_note(uploads))]
     parts += [f'<p class="error">{markup(failure_line(got, deadline=settings.deadline, what=model))}</p>'
               for model, got in per_model.items() if isinstance(got, BaseException)]
     if out.reports:
+        from hfkv.render.html import cell, table
+
         rows = ([cell(title)] + [cell(c, num=True) for c in cells] for title, cells in table_rows(out.reports, budget))
         parts += [table([""] + out.labels, rows, attrs=' class="compare"'),
                   *(f'<p class="meta">{markup(n)}</p>' for n in footnotes(out.reports)),
@@ -293,12 +344,29 @@ def _comparison(form: Form, fetched: dict[str, Any], settings: Settings, session
                   '<ul class="pairs">', *(f"<li>{markup(pair_line(v, out.reports, out.labels))}</li>" for v in pairs),
                   "</ul>"]
         if form.gpu:
-            parts.append(_engines_per_model(form, fetched, settings))
-        parts += ['<div class="charts">', *charts(out.reports, out.labels, budget), "</div>"]
+            parts.append(_engines_per_model(form, fetched, settings, uploads))
+        parts += ['<div class="charts">', *_compare_charts(out, budget, planned=bool(form.gpu)), "</div>"]
     return f'<div class="hfkv">{"".join(parts)}</div>', to_json(out, pairs)
 
 
-def _engines_per_model(form: Form, fetched: dict[str, Any], settings: Settings) -> str:
+def _uploads_note(uploads: list[str]) -> str:
+    return (" (the dropped files saved under these names in the current folder)" if uploads else "")
+
+
+def _compare_charts(out: Any, budget: int | None, *, planned: bool) -> list[str]:
+    """Memory per request, then the requests that fit: on a deployment the requests each model serves in
+    its own budget after its own weights (``render.compare.served_chart``: the figures of the table and
+    the JSON), else B_max in the given budget (the same for every model)."""
+    from hfkv.render.compare import served_chart
+    from hfkv.render.html import charts
+
+    drawn = charts(out.reports, out.labels, budget)
+    if planned and drawn:  # [memory, B_max in one budget, note]: the B_max chart would use the first model's
+        return [drawn[0], served_chart(out), *drawn[2:]]
+    return drawn
+
+
+def _engines_per_model(form: Form, fetched: dict[str, Any], settings: Settings, uploads: list[str]) -> str:
     """On the deployment: each engine's verdict for each model (``hfkv compare … --engine NAME``)."""
     per_engine = {name: collect(form, fetched, name, settings)[1] for name in ENGINES}
     head = "<tr><th>model</th>" + "".join(f"<th>{markup(_engine_title(n))}</th>" for n in ENGINES) + "</tr>"
@@ -307,7 +375,8 @@ def _engines_per_model(form: Form, fetched: dict[str, Any], settings: Settings) 
         cells = "".join(_verdict_cell(name, per_engine[name][model], f"hfkv-compare-{name}-{k}") for name in ENGINES)
         rows.append(f"<tr><td>{markup(model)}</td>{cells}</tr>")
     commands = ("<tr><td>same on the command line</td>" + "".join(
-        f'<td><code id="hfkv-cli-compare-{n}">{markup(form.compare_command(n))}</code></td>' for n in ENGINES) + "</tr>")
+        f'<td><code id="hfkv-cli-compare-{n}">{markup(form.compare_command(n, uploads))}</code></td>'
+        for n in ENGINES) + "</tr>")
     return (f"<h2>Each engine's own verdict on {markup(form.gpu_spec() or '')}</h2>"
             f'<table class="verdicts"><thead>{head}</thead><tbody>{"".join(rows)}{commands}</tbody></table>')
 

@@ -217,8 +217,8 @@ def test_browser_engine_figures_with_checkpoint_weights(server, driver, fake_hub
     # KV budget per GPU, vLLM 0.34's rule: the whole 150,119,844,413 B an H200 reports requested − 689e9 / 8 =
     # 86,125,000,000 of weights − the 9,961,582,232 B vLLM keeps besides, its CUDA context and margin included
     # (DS_RESERVE_TP8 in tests/commands/test_deploy.py) = 54,033,262,181 B; at 160K a request holds
-    # 163,840 × 48,068 = 7,875,461,120 B → 6 requests (6.86).
-    assert shown(driver, "#hfkv-headline")[0].startswith("fits on 8 × H200-141GB: 6 requests at 160K (hfkv, TP 8)")
+    # 163,840 × 48,068 = 7,875,461,120 B → 6 requests (6.86), whichever count leads the line (issue 28.2).
+    assert shown(driver, "#hfkv-headline")[0].startswith("fits on 8 × H200-141GB: 6 requests at 160K (")
     engines = []
     for name in ("vllm", "sglang"):
         report = hfkv.inspect(repo, hub=HubClient(endpoint=fake_hub.url, cache_dir=hub_cache, token=SENTINEL),
@@ -303,6 +303,57 @@ def test_browser_compare_view(server, driver, fake_hub):
         verdicts = [m["serving"]["verdict"] for m in cli_json(shown(driver, f"#hfkv-cli-compare-{engine}")[0],
                                                                fake_hub)["models"]]
         assert shown(driver, f"#hfkv-compare-{engine}-0") + shown(driver, f"#hfkv-compare-{engine}-1") == verdicts
+
+
+def test_browser_compare_with_a_dropped_file_on_a_deployment(server, driver, fake_hub, tmp_path, uploads,
+                                                             monkeypatch):
+    """Issue 28's case typed and dropped: Qwen2.5-7B (typed) and Llama-3.1-8B (a dropped config.json) at TP 8
+    on 8 × H100. Both engines refuse Qwen's 28 heads at TP 8: it is ranked and drawn nowhere. Llama by hand
+    (tests/commands/test_compare_plot.py): 75,522,538,492 B of KV per GPU, 16,384 B/token → 1,125 at 4K,
+    140 at 32K, 35 at 128K. The table, the ranking and the chart are what the printed command's JSON says."""
+    from webkit import chart_points
+
+    config = tmp_path / "config.json"
+    config.write_bytes((ROOT / "fixtures" / "meta-llama__Meta-Llama-3.1-8B" / "config.json").read_bytes())
+    driver.get(server)
+    open_tab(driver, "Compare")
+    type_into(driver, "hfkv-compare", "Qwen/Qwen2.5-7B")
+    wait_for(driver, "#hfkv-compare-upload input[type=file]").send_keys(str(config))
+    wait_until(driver, lambda d: list(uploads.rglob("config.json")))  # held by Gradio until read
+    choose(driver, "hfkv-gpu", "H100-SXM-80GB")
+    type_into(driver, "hfkv-tp", "8")
+    wait_for(driver, "#hfkv-go-compare").click()
+    table = wait_for(driver, "#hfkv-compared table.compare")
+    wait_for(driver, "#hfkv-compare-vllm-1")
+    driver.execute_script("document.querySelector('#hfkv-compared').scrollIntoView()")
+    driver.save_screenshot(str(SHOTS / "hfkv-web-compare-deployment.png"))
+    command = shown(driver, "#hfkv-compared #hfkv-cli")[0]
+    assert command == "hfkv compare Qwen/Qwen2.5-7B config.json --tp 8 --gpu H100-SXM-80GB:8"
+    assert list(uploads.rglob("*.json")) == []  # read, then deleted
+    monkeypatch.chdir(tmp_path)  # the command reads the dropped file under its name
+    cli = cli_json(command, fake_hub)
+    llama = {4096: 1125, 32768: 140, 131072: 35}
+    assert cli["ranking"] == [{"tokens": t, "models": [{"model": "config.json", "requests": n}]} for t, n in llama.items()]
+    assert cli["not_ranked"] == [{"model": "Qwen/Qwen2.5-7B", "status": "refused"}]
+    lines = table.text.splitlines()
+    for tokens, n in (("4K", "1,125"), ("32K", "140"), ("128K", "35")):
+        assert f"{tokens}: requests served refused {n}" in lines
+    said = shown(driver, "#hfkv-compared p.verdict-line")
+    assert said[:2] == [f"Qwen2.5-7B: {cli['models'][0]['serving']['verdict']}",
+                        f"config: {cli['models'][1]['serving']['verdict']}"]
+    assert said[2:] == ["requests served at 4K: config 1,125", "requests served at 32K: config 140",
+                        "requests served at 128K: config 35",
+                        "not ranked (no request counted as served): Qwen2.5-7B (refused)"]
+    chart = driver.execute_script("return [...document.querySelectorAll('#hfkv-compared svg.hfkv-chart')]"
+                                  ".map(e => e.outerHTML).find(s => s.includes('aria-label=\"Requests served'))")
+    points = chart_points(chart)
+    assert points["Qwen2.5-7B: refused (not drawn)"] == []
+    assert [(round(x), round(y)) for x, y in points["config"]] == list(llama.items())
+    for engine in ("vllm", "sglang"):
+        verdicts = [m["serving"]["verdict"] if m.get("serving") else None
+                    for m in cli_json(shown(driver, f"#hfkv-cli-compare-{engine}")[0], fake_hub)["models"]]
+        assert shown(driver, f"#hfkv-compare-{engine}-1") == [verdicts[-1]]
+        assert "(28)" in shown(driver, f"#hfkv-compare-{engine}-0")[0]  # the engine's refusal, in its words
 
 
 def test_browser_plan_view(server, driver, fake_hub):

@@ -28,6 +28,7 @@ from hfkv.commands.serve_form import Form
 from hfkv.commands.serve_pages import compare_page, plan_page, report_page
 from hfkv.units import exact_bytes
 from _helpers import ALLOWED_TAGS, HOSTILE_CONFIG as HOSTILE, parse
+from webkit import chart_points
 
 
 LLAMA = "meta-llama/Meta-Llama-3.1-8B"
@@ -249,6 +250,120 @@ def test_a_fetch_that_outlives_its_compare_leaves_no_folder(fake_hub, tmp_path, 
     assert error_line(html) == "hfkv: error: org/late: no answer within 3 s; retry in a while"
     time.sleep(4.0)  # the late fetch ends: its API, config and parameter-count requests, each within 1.5 s
     assert list(tmp_path.iterdir()) == []
+
+# -- Compare on a deployment: each model in its own budget, only a "fits" verdict ranked (issue 28) -------
+
+LLAMA_DIR = "meta-llama__Meta-Llama-3.1-8B"
+
+
+def _llama_with_weights(fake_hub: Any, repo: str, parameters: int) -> None:
+    """Llama-3.1-8B's config under ``repo`` with ``parameters`` bf16 weights in its safetensors."""
+    fake_hub.add_fixture(repo, folder=LLAMA_DIR, safetensors={"model.safetensors": {"w": ("BF16", [parameters])}})
+
+
+def served_svg(page: str) -> str:
+    found = re.search(r'<svg[^>]*aria-label="Requests served.*?</svg>', page, re.S)
+    assert found, "no chart of requests served"
+    return found.group(0)
+
+
+def near(points: list[tuple[float, float]], expected: dict[int, int]) -> bool:
+    """The dots sit at ``expected`` {context: requests}: within 0.3% (the chart's pixels are rounded to 0.1)."""
+    return (len(points) == len(expected) and
+            all(abs(x / t - 1) < 0.003 and abs(y / n - 1) < 0.003 for (x, y), (t, n) in zip(points, expected.items())))
+
+
+def table_row(page: str, title: str) -> list[str]:
+    """The cells of the comparison table's row ``title``, as shown."""
+    table = page[page.index('class="compare"'):]
+    table = table[:table.index("</table>")]
+    for row in re.findall(r"<tr>(.*?)</tr>", table, re.S):
+        cells = [re.sub(r"<[^>]+>", "", c).strip() for c in re.findall(r"<t[dh][^>]*>(.*?)</t[dh]>", row, re.S)]
+        if cells and cells[0] == title:
+            return cells[1:]
+    raise AssertionError(f"no row {title!r}")
+
+
+def cli_compare(html: str, fake_hub: Any) -> dict:
+    code, output = run_cli(by_id(html, "hfkv-cli"), fake_hub, "--format", "json")
+    return json.loads(output)
+
+
+def test_compare_chart_draws_each_model_in_its_own_budget(settings, fake_hub):
+    # The same config under two names, with 16 GB and 40 GB of bf16 weights, each on one H200, vLLM 0.34's
+    # budget: 150,119,844,413 − the weights − 3,621,583,590 kept besides − the CUDA context 408,021,893 −
+    # the margin 1,429,340,160 (tests/commands/test_compare_plot.py). A request: 131,072 B × S.
+    #   16 GB: 128,660,898,770 B → 4K: / 536,870,912 = 239.6 → 239; 32K: / 4 GiB = 29.96 → 29; 128K: 7.49 → 7
+    #   40 GB: 104,660,898,770 B → 4K: 194.9 → 194; 32K: 24.4 → 24; 128K: 6.09 → 6
+    # The chart drew every model in the first one's budget (the second at 239, 29, 7 too).
+    _llama_with_weights(fake_hub, "demo/llama-16gb", 8 * 10**9)
+    _llama_with_weights(fake_hub, "demo/llama-40gb", 20 * 10**9)
+    html, text = compare_page(Form(compare="demo/llama-16gb demo/llama-40gb", gpu="H200-141GB"), settings)
+    small, big = {4096: 239, 32768: 29, 131072: 7}, {4096: 194, 32768: 24, 131072: 6}
+    points = chart_points(served_svg(html))
+    assert near(points["llama-16gb"], small) and near(points["llama-40gb"], big)
+    page, cli = json.loads(text), cli_compare(html, fake_hub)
+    assert page["ranking"] == cli["ranking"] == [
+        {"tokens": t, "models": [{"model": "demo/llama-16gb", "requests": small[t]},
+                                 {"model": "demo/llama-40gb", "requests": big[t]}]} for t in small]
+    assert page["models"] == cli["models"] and page["pairs"] == cli["pairs"]
+
+
+def test_compare_never_draws_a_model_that_does_not_fit(settings, fake_hub):
+    # Kimi-K2's config with 1.25e12 B of fp8 weights at TP 8: 156,250,000,000 B per GPU, more than the
+    # 150,119,844,413 B vLLM may use on an H200, so it does NOT fit (the chart drew it at ~14 requests at
+    # 128K in Llama's budget, under a table that said 0). Llama-3.1-8B with 16 GB: 2,000,000,000 B per GPU;
+    # kept besides at TP 8: 7,499,055,108 (tests/commands/test_compare_plot.py) → 140,620,789,305 B; one KV
+    # head per GPU, 16,384 B/token: 4K 2,095.4 → 2,095; 32K 261.9 → 261; 128K 65.5 → 65.
+    _llama_with_weights(fake_hub, "demo/llama-16gb", 8 * 10**9)
+    fake_hub.add_fixture("demo/kimi-k2", folder="moonshotai__Kimi-K2-Instruct",
+                         safetensors={"model.safetensors": {"w": ("F8_E4M3", [1_250_000_000_000])}})
+    html, text = compare_page(Form(compare="demo/llama-16gb demo/kimi-k2", gpu="H200-141GB", tp=8), settings)
+    llama = {4096: 2095, 32768: 261, 131072: 65}
+    points = chart_points(served_svg(html))
+    assert near(points["llama-16gb"], llama) and points["kimi-k2: does NOT fit (not drawn)"] == []
+    page, cli = json.loads(text), cli_compare(html, fake_hub)
+    assert page["models"][1]["serving"]["verdict"].startswith("does NOT fit on 8 × H200-141GB: weights need")
+    assert page["not_ranked"] == cli["not_ranked"] == [{"model": "demo/kimi-k2", "status": "does-not-fit"}]
+    assert page["ranking"] == cli["ranking"] == [
+        {"tokens": t, "models": [{"model": "demo/llama-16gb", "requests": n}]} for t, n in llama.items()]
+    assert table_row(html, "128K: requests served") == ["65", "does NOT fit"]
+    assert table_row(html, "verdict") == ["fits: 65 at 128K", "does NOT fit"]
+
+
+def test_compare_takes_dropped_files_as_report_does(settings, fake_hub, tmp_path, monkeypatch):
+    # A typed repo and two dropped files, both named config.json (as most are): the second is called
+    # config-2.json on the page and in its command, which gives the same JSON with the files saved so.
+    _llama_with_weights(fake_hub, "demo/llama-16gb", 8 * 10**9)
+    fixtures = Path(__file__).resolve().parents[2] / "fixtures"
+    drops = []
+    for k, folder in enumerate(("Qwen__Qwen2.5-7B", LLAMA_DIR)):
+        (tmp_path / f"upload{k}").mkdir()
+        drops.append(tmp_path / f"upload{k}" / "config.json")
+        drops[-1].write_bytes((fixtures / folder / "config.json").read_bytes())
+    bad = tmp_path / "upload2" / "broken.json"
+    bad.parent.mkdir()
+    bad.write_text("{not json")
+    form = Form(compare="demo/llama-16gb", gpu="H200-141GB")
+    html, text = compare_page(form, settings, uploads=[str(p) for p in (*drops, bad)])
+    assert by_id(html, "hfkv-cli") == ("hfkv compare demo/llama-16gb config.json config-2.json broken.json "
+                                       "--gpu H200-141GB:1")
+    assert "No link to this page" in html and str(tmp_path) not in html + text
+    assert error_line(html).startswith("hfkv: error: broken.json: ")
+    # Qwen2.5-7B's α: 28 layers × 4 KV heads × 128 × 2 × 2 = 57,344 B; Llama's 131,072 B.
+    assert [m["alpha_bytes_per_token"] for m in json.loads(text)["models"]] == [131072, 57344, 131072]
+    for drop, name in zip(drops, ("config.json", "config-2.json")):
+        (tmp_path / name).write_bytes(drop.read_bytes())
+    (tmp_path / "broken.json").write_bytes(bad.read_bytes())
+    monkeypatch.chdir(tmp_path)
+    page, cli = json.loads(text), cli_compare(html, fake_hub)
+    for key in ("models", "pairs", "ranking", "not_ranked", "errors"):
+        assert page[key] == cli[key], key
+    for engine in ("vllm", "sglang"):
+        code, output = run_cli(by_id(html, f"hfkv-cli-compare-{engine}"), fake_hub, "--format", "json")
+        shown = [by_id(html, f"hfkv-compare-{engine}-{k}") for k in range(3)]
+        assert [m["serving"]["verdict"] for m in json.loads(output)["models"]] == shown
+
 
 # -- Plan ---------------------------------------------------------------------------------------------
 

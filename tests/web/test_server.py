@@ -123,6 +123,25 @@ def test_upload_is_deleted_once_read(page, fake_hub):
     assert "hfkv: error: config.json: an upload is read once, then deleted: drop the file again" in html
 
 
+def test_compare_uploads_are_read_then_deleted(page, fake_hub):
+    """The Compare tab's file box takes several files; each is read, then deleted, and the box emptied.
+    A file that is not JSON is refused in one line and every file of that box deleted at once."""
+    qwen = LLAMA_CONFIG.parents[1] / "Qwen__Qwen2.5-7B" / "config.json"
+    paths = [upload(page.url, "config.json", path.read_bytes())[1][0] for path in (LLAMA_CONFIG, qwen)]
+    data = [[file_data(p) for p in paths], ""] + values()
+    html, text, box = result(call_api(page.url, "compare", data))
+    # α: Llama 32 × 8 × 128 × 2 × 2 = 131,072 B; Qwen2.5-7B 28 × 4 × 128 × 2 × 2 = 57,344 B.
+    assert [m["alpha_bytes_per_token"] for m in json.loads(text)["models"]] == [131072, 57344]
+    assert "hfkv compare config.json config-2.json" in html and box is None
+    assert not any(Path(p).exists() for p in paths) and [p for p in page.temp.rglob("*") if p.is_file()] == []
+    assert str(page.temp) not in html + text
+    good = upload(page.url, "config.json", LLAMA_CONFIG.read_bytes())[1][0]
+    bad = upload(page.url, "notes.txt", b"hello")[1][0]
+    answer = call_api(page.url, "compare", [[file_data(good), file_data(bad)], ""] + values(compare="a/b"))
+    assert answer.startswith("event: error") and "drop a .json file" in answer
+    assert not Path(good).exists() and not Path(bad).exists()
+
+
 def test_upload_limit_is_hfkvs_own(page):
     """Gradio refuses an upload past hfkv's 32 MiB config limit (the old page allowed 64 MiB): exactly
     32 MiB is taken, one byte more is not."""

@@ -126,3 +126,36 @@ def server_env(hub_url: str, home: Path, **extra: str) -> dict[str, str]:
     env.update(HF_ENDPOINT=hub_url, HF_HOME=str(home), HF_HUB_CACHE=str(home / "hub"), HF_HUB_DISABLE_TELEMETRY="1",
                GRADIO_ANALYTICS_ENABLED="False", PYTHONUNBUFFERED="1", **extra)
     return env
+
+
+def chart_points(svg_text: str) -> dict[str, list[tuple[float, float]]]:
+    """{legend label: [(context, value), …]} of a chart with a dot per point (``hfkv.render.svg.line_chart``
+    with markers, log axes), read back as a reader would: each dot's position mapped to a value through
+    the axes' own tick labels. A legend entry without dots maps to an empty list."""
+    import math
+    import xml.etree.ElementTree as ET
+
+    from hfkv.units import parse_tokens
+
+    ns = "{http://www.w3.org/2000/svg}"
+    root = ET.fromstring(svg_text)
+    texts = list(root.iter(ns + "text"))
+    xticks = [(float(t.get("x")), parse_tokens(t.text)) for t in texts
+              if t.get("text-anchor") == "middle" and t.text and t.text[0].isdigit()]
+    yticks = [(float(t.get("y")) - 4, float(t.text.replace(",", ""))) for t in texts
+              if t.get("text-anchor") == "end" and t.text and t.text.replace(",", "").isdigit()]
+
+    def value(ticks: list[tuple[float, float]], pixel: float) -> float:
+        (p1, v1), (p2, v2) = ticks[0], ticks[-1]
+        return math.exp(math.log(v1) + (pixel - p1) / (p2 - p1) * (math.log(v2) - math.log(v1)))
+
+    labels: dict[str, str] = {}  # a legend swatch's colour → the label written after it
+    elements = list(root)
+    for k, element in enumerate(elements):
+        if element.tag == ns + "rect" and element.get("width") == "10":
+            labels[element.get("fill")] = next(e.text for e in elements[k + 1:] if e.tag == ns + "text")
+    points: dict[str, list[tuple[float, float]]] = {label: [] for label in labels.values()}
+    for dot in root.iter(ns + "circle"):
+        points[labels[dot.get("fill")]].append((value(xticks, float(dot.get("cx"))),
+                                                 value(yticks, float(dot.get("cy")))))
+    return points
