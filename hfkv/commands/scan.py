@@ -559,10 +559,13 @@ def fingerprint(options: Any, weights: bool, revision: str | None = None,
 
 
 class OutputError(Exception):
-    """A row or header could not be written (disk full, /dev/full, a closed pipe): the scan stops."""
+    """A row or header could not be written (disk full, /dev/full, a closed pipe): the scan stops.
+    ``reader_left``: the pipe's reader closed it (``hfkv scan list | head -1``), which loses nothing the
+    reader wanted."""
 
     def __init__(self, name: str, err: OSError) -> None:
         super().__init__(f"cannot write {name}: {err.strerror or type(err).__name__}")
+        self.reader_left = isinstance(err, BrokenPipeError)
 
 
 @dataclass
@@ -823,6 +826,11 @@ def scan_rows(todo: list[str], job: Job, out: Output, *, jobs: int, fresh: bool)
         interrupted(out)
     except OutputError as err:
         out.close()
+        if err.reader_left:  # `| head -1`: the reader has what it wanted; stop, say nothing, exit 1 as the CLI does
+            if out.stream is sys.stdout:
+                with contextlib.suppress(OSError, ValueError):  # what is buffered would fail again at exit
+                    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            sys.exit(1)
         lost = len(todo) - out.written
         fail(f"{err} ({lost} of {len(todo)} rows not written: lost)", 1)
     out.close()

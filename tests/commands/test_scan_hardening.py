@@ -263,3 +263,25 @@ def test_a_resume_rewrite_never_writes_through_a_planted_symlink(fake_hub, tmp_p
     result = scan(write_list(tmp_path, QWEN3), "--endpoint", fake_hub.url, "-o", str(out), "--resume")
     assert result.exit_code == 0 and victim.read_text() == "precious\n"
     assert list(rows(out)) == [QWEN3]
+
+
+# -- issue 31: a reader that leaves (`hfkv scan list | head -1`) --------------------------------------------
+
+
+def test_a_reader_that_leaves_after_one_row_ends_the_scan_quietly(tmp_path):
+    # Before: "hfkv: error: cannot write <stdout>: Broken pipe (N of M rows not written: lost)", as if
+    # the rows the reader did not want were lost
+    import subprocess
+    import sys
+
+    fixtures = sorted(p for p in (Path(__file__).resolve().parents[2] / "fixtures").iterdir() if p.is_dir())
+    entries = [str(p) for p in fixtures] + [str(p / "config.json") for p in fixtures]  # ~250 rows: past 64 KiB
+    listing = write_list(tmp_path, *entries)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
+    scan = subprocess.Popen([sys.executable, "-m", "hfkv", "scan", listing, "--format", "jsonl"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    first = scan.stdout.readline()
+    scan.stdout.close()  # what `head -1` does
+    _, stderr = scan.communicate(timeout=300)
+    assert json.loads(first)["model"] in entries  # rows come in completion order
+    assert stderr == b"" and scan.returncode == 1  # exit 1 as the command line does for a closed pipe
