@@ -55,7 +55,7 @@ def _hub(source: Any, hub: Any, weights: bool) -> Any:
 
 
 def inspect(source: "str | os.PathLike[str]", *, hub: Any = None, revision: str | None = None, weights: bool = True,
-            options: Options | None = None, gpu: str | None = None, engine: str = "theory",
+            options: Options | None = None, gpu: str | None = None, engine: str = "auto",
             weights_bytes: int | None = None, max_model_len: int | None = None, **given: Any) -> Report:
     """Report on one model, with a serving plan when ``gpu`` (or an engine and a budget) is given.
 
@@ -75,7 +75,7 @@ def inspect(source: "str | os.PathLike[str]", *, hub: Any = None, revision: str 
 
 def inspect_config(data: Any, *, model: str = "config.json", options: Options | None = None,
                    commit: str | None = None, source: str | None = None, gpu: str | None = None,
-                   engine: str = "theory", weights_bytes: int | None = None, max_model_len: int | None = None,
+                   engine: str = "auto", weights_bytes: int | None = None, max_model_len: int | None = None,
                    **given: Any) -> Report:
     """``inspect`` on a config dict already loaded (``model`` names it in messages; ``commit`` and
     ``source`` are recorded as its provenance)."""
@@ -88,7 +88,7 @@ def inspect_config(data: Any, *, model: str = "config.json", options: Options | 
 
 def _enrich(report: Report, gpu: str | None, engine: str, weights_bytes: int | None, max_model_len: int | None,
             knobs: dict[str, Any]) -> Report:
-    if gpu is None and engine == "theory" and weights_bytes is None:
+    if gpu is None and engine in ("auto", "theory") and weights_bytes is None:
         return report
     return enrich(report, gpu=gpu, engine=engine, weights_bytes=weights_bytes, max_model_len=max_model_len,
                   engine_knobs=knobs)
@@ -132,12 +132,14 @@ def plan(model: "str | os.PathLike[str]", *, requests: int, context: int, gpu: s
 
 
 def explain_log(text: str, model: "str | os.PathLike[str] | None" = None, *, hub: Any = None,
-                revision: str | None = None, gpu: str | None = None, weights: bool = True) -> Any:
+                revision: str | None = None, gpu: str | None = None, weights: bool = True,
+                requests: int | None = None) -> Any:
     """A vLLM or SGLang start-up log explained (``hfkv.planning.explain.Explanation``): every figure
     it prints, read with its line (``hfkv.sources.startup_log.parse_log``), beside what hfkv computes
     for it: the tokens and concurrency from the printed KV memory, and the printed weights against
     the checkpoint's. ``model`` (a path or repo id) overrides the model the log names; ``gpu``
-    (``NAME[:COUNT]``) the GPU it names. Raises ``NotAStartupLog`` (exit code 2) for a text that is not
+    (``NAME[:COUNT]``) the GPU it names; ``requests`` the count the utilization or fraction answer is for
+    (default: the log's max_num_seqs, else one more than fit). Raises ``NotAStartupLog`` (exit code 2) for a text that is not
     a start-up log, and, for a ``model`` given here, the errors ``inspect`` raises; a model the log
     names that cannot be resolved is ``Explanation.model_error``, with every parsed figure kept."""
     from hfkv.planning.explain import explain, settings_from_log  # deferred: loaded for a log only
@@ -148,7 +150,7 @@ def explain_log(text: str, model: "str | os.PathLike[str] | None" = None, *, hub
     source = model if model is not None else parsed.model
     if source is None:
         return explain(parsed, None, model_error="the log names no model: give --model (Python: model=)",
-                       compute_capability=capability)
+                       compute_capability=capability, gpu=gpu, requests=requests)
     fields, _, _ = settings_from_log(parsed)
     try:
         hub = _hub(source, hub, weights)
@@ -157,9 +159,9 @@ def explain_log(text: str, model: "str | os.PathLike[str] | None" = None, *, hub
     except (HfkvError, OSError) as err:
         if model is not None:
             raise
-        return explain(parsed, None, model=str(source), compute_capability=capability,
+        return explain(parsed, None, model=str(source), compute_capability=capability, gpu=gpu, requests=requests,
                        model_error=f"could not be resolved: {err} (give --model; Python: model=)")
-    return explain(parsed, report, model=report.model, compute_capability=capability)
+    return explain(parsed, report, model=report.model, compute_capability=capability, gpu=gpu, requests=requests)
 
 
 def _capability(gpu: str | None, strict: bool) -> str | None:

@@ -19,7 +19,7 @@ from hfkv.engines.layout import LAYOUT_KNOBS
 if TYPE_CHECKING:
     from hfkv.model.report import Report
 
-ENGINES = ("theory", "sglang", "vllm")
+ENGINES = ("auto", "theory", "sglang", "vllm")
 
 
 def deployment_options(fn: Callable | None = None, *, many_gpus: bool = False) -> Callable:
@@ -36,11 +36,12 @@ def deployment_options(fn: Callable | None = None, *, many_gpus: bool = False) -
                 "--gpu-memory", callback=_gpu_memory_option,
                 help="A GPU no preset names, by the total memory CUDA reports (e.g. 23.57GiB, as vLLM logs it); "
                      "the same as --gpu 23.57GiB. --gpu local reads this machine's GPUs (nvidia-smi, rocm-smi).")]),
-            click.option("--engine", default="theory", show_default=True, callback=_engine_option,
-                         metavar="[theory|vllm|sglang][==VERSION]",
-                         help="theory: hfkv's exact per-request figures; vllm or sglang: the engine's own start-up "
-                              "arithmetic, of its newest modelled release or of the one pinned as pip pins it "
-                              "(vllm==0.22.1, sglang==0.5.12)."),
+            click.option("--engine", default="auto", show_default=True, callback=_engine_option,
+                         metavar="[auto|theory|vllm|sglang][==VERSION]",
+                         help="auto: hfkv's exact figures, the verdict led by vLLM's own count (its newest modelled "
+                              "release) with hfkv's and SGLang's beside; theory: led by hfkv's exact count; vllm or "
+                              "sglang: the engine's own start-up arithmetic, of its newest modelled release or of "
+                              "the one pinned as pip pins it (vllm==0.22.1, sglang==0.5.12)."),
             click.option("--no-weights", is_flag=True, help="Do not fetch parameter counts from the Hub."),
             click.option("--weights-bytes", callback=size_option,
                          help="Model weights (e.g. 16GB), for budgets when the Hub has no metadata (local files)."),
@@ -55,8 +56,8 @@ def deployment_options(fn: Callable | None = None, *, many_gpus: bool = False) -
 
 def _engine_option(ctx: click.Context, param: click.Parameter, value: str | None) -> str:
     """``--engine`` checked at parse time: an engine name, optionally ``==VERSION`` that a rule set covers."""
-    if value in (None, "theory"):
-        return "theory"  # hfkv's own count: no engine tables to read
+    if value in (None, "auto", "theory"):
+        return value or "auto"  # hfkv's own plan: no engine tables to read here
     from hfkv.engines.versions import parse_engine
     from hfkv.errors import UsageError
 
@@ -90,7 +91,7 @@ class Deployment:
     engine mode, given weights, and the engine knobs it set (``EngineKnobs`` names)."""
 
     gpu: str | None = None
-    engine: str = "theory"
+    engine: str = "auto"
     weights_bytes: int | None = None
     weights_read_bytes: int | None = None
     max_model_len: int | None = None
@@ -104,7 +105,7 @@ class Deployment:
             if params.get("gpu"):
                 raise click.UsageError("give --gpu or --gpu-memory, not both")
             gpu = params["gpu_memory"]
-        return cls(gpu=gpu if gpu is not None else params.get("gpu"), engine=params.get("engine") or "theory",
+        return cls(gpu=gpu if gpu is not None else params.get("gpu"), engine=params.get("engine") or "auto",
                    weights_bytes=params.get("weights_bytes"), weights_read_bytes=params.get("weights_read_bytes"),
                    max_model_len=params.get("max_model_len"), no_weights=bool(params.get("no_weights")),
                    knobs=engine_knobs(params))
@@ -112,7 +113,7 @@ class Deployment:
     @property
     def planned(self) -> bool:
         """Whether a report gets a serving plan (a GPU, or an engine mode with a budget)."""
-        return self.gpu is not None or self.engine != "theory"
+        return self.gpu is not None or self.engine not in ("auto", "theory")
 
     def apply(self, report: Report) -> Report:
         """``report`` with its serving plan, the engine's figures and the verdict (``enrich``); raises

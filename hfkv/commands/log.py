@@ -71,15 +71,12 @@ def log_command(file: str, model: str | None, gpu: str | None, requests: int | N
     """
     from hfkv.api import explain_log  # deferred: the report stack loads for a log, not for --help
     from hfkv.commands.options import build_hub
-    from hfkv.planning.explain import with_options
 
     try:
         text = read_text(file)
         hub = build_hub({**params, "no_weights": no_weights})
         explanation = explain_log(text, model, hub=hub, revision=params.get("revision"), gpu=gpu,
-                                  weights=not no_weights)
-        if gpu is not None or requests is not None:  # explain_log takes the GPU for its capability only
-            explanation = with_options(explanation, gpu=gpu, requests=requests)
+                                  weights=not no_weights, requests=requests)
     except HfkvError as err:
         fail(str(err), err.exit_code)
     if fmt == "json":

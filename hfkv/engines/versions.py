@@ -44,7 +44,7 @@ class Engine:
         return f"{self.name}=={self.version}" if self.version else self.name
 
 
-def parse_engine(text: Any, known: tuple[str, ...] = ("theory", "sglang", "vllm")) -> Engine:
+def parse_engine(text: Any, known: tuple[str, ...] = ("auto", "theory", "sglang", "vllm")) -> Engine:
     """``NAME`` or ``NAME==VERSION`` -> ``Engine``; the version must be one a rule set covers. A
     ``UsageError`` names what is wrong (an unknown engine, a malformed or uncovered version)."""
     raw = str(text if text is not None else "theory").strip()
@@ -55,8 +55,8 @@ def parse_engine(text: Any, known: tuple[str, ...] = ("theory", "sglang", "vllm"
                          f"vllm==0.22.1); got {raw!r}")
     if not sep:
         return Engine(name)
-    if name == "theory":
-        raise UsageError("--engine theory has no version: it is hfkv's own count (give vllm==X or sglang==X)")
+    if name in ("auto", "theory"):
+        raise UsageError(f"--engine {name} has no version: it is hfkv's own plan (give vllm==X or sglang==X)")
     version = version.strip()
     rule_set(name, version)  # refuses a version no rule set covers, with the list
     return Engine(name, version)

@@ -34,14 +34,16 @@ def enrich(
     gpu: str | None = None,
     gpu_memory_utilization: float | None = None,
     weights_bytes: int | None = None,
-    engine: str = "theory",
+    engine: str = "auto",
     max_model_len: int | None = None,
     engine_knobs: dict[str, Any] | None = None,
     weights_read_bytes: int | None = None,
 ) -> Report:
     """Add given weights (``weights_bytes``; or the Hub's, from ``hub`` and ``repo_id``), a serving plan
     (with ``gpu``, or a budget and an engine mode) and the engine's own figures (``engine`` = ``sglang``
-    or ``vllm``). ``weights_read_bytes`` is what a decode step reads of the weights (MoE: the active
+    or ``vllm``, optionally ``==VERSION``). ``auto`` (the default) plans as ``theory`` does (hfkv's exact
+    count, each engine asked) but the verdict leads with vLLM's own count, the one a user will see;
+    ``theory`` leads with hfkv's. ``weights_read_bytes`` is what a decode step reads of the weights (MoE: the active
     experts). ``engine_knobs`` (``EngineKnobs`` names: the layout, memory fractions, scheduler sizes)
     shape the plan and the engine mode alike. Returns ``report``.
     """
@@ -52,6 +54,8 @@ def enrich(
         if checkpoint is not None:
             attach_weights(report, checkpoint)
     engine, version = versions.split(engine)
+    headline = "vllm" if engine == "auto" else "hfkv"
+    engine = "theory" if engine == "auto" else engine
     knobs = dict(engine_knobs or {})
     if version is not None:
         knobs["engine_version"] = version
@@ -74,7 +78,7 @@ def enrich(
         others = {name: _engine_view(report, gpu, name, _for_engine(knobs, name), weights_read_bytes, plan)
                   for name in ENGINES}
         plan["engines"] = others
-        set_verdict(plan, others=others)
+        set_verdict(plan, others=others, headline=headline)
     return report
 
 
@@ -152,10 +156,24 @@ def _engine_view(report: Report, gpu: str, engine: str, knobs: dict, weights_rea
         if tokens is None or not budget:
             return view
         result = simulate(report, engine=engine, budget_bytes=budget, max_model_len=tokens, **knobs)
-        counted = engine_requests(result, plan.get("request_ranks") or 1)
-        return view | {"requests": next(iter(counted.values())) if counted else None}
+        ranks = plan.get("request_ranks") or 1
+        counted = engine_requests(result, ranks)
+        low, high = _view_band(report, engine, knobs, plan, tokens, ranks)
+        return view | {"requests": next(iter(counted.values())) if counted else None, "requests_low": low,
+                       "requests_high": high, "release": result["release"].split(":")[0].removesuffix(
+                           " (newest modelled)")}
     except UnsupportedModelError as err:
         return {"refused": err.message, "tokens": tokens, "requests": None, "kv_budget_bytes": None, "weights_fit": None}
+
+
+def _view_band(report: Report, engine: str, knobs: dict, plan: dict, tokens: int,
+               ranks: int) -> tuple[int | None, int | None]:
+    """The engine's own count at the two ends of its budget's band (0 where it would not start)."""
+    ends = _band_results(report, engine, plan, tokens, knobs)
+    if ends is None:
+        return None, None
+    counts = [(engine_requests(result, ranks) or {}).get(tokens, 0) if result else 0 for result in ends]
+    return counts[0], counts[1]
 
 
 def gpu_defaults(knobs: dict[str, Any], gpu: str | None, engine: str = "theory") -> dict[str, Any]:

@@ -382,10 +382,11 @@ ENGINE_NAMES = {"theory": "vLLM's budget", "vllm": "vLLM", "sglang": "SGLang"}
 
 
 def set_verdict(plan: dict[str, Any], counted: dict | None = None, others: dict | None = None,
-                counted_band: tuple | None = None) -> None:
+                counted_band: tuple | None = None, headline: str = "hfkv") -> None:
     """(Re)compute the plan's verdict (``hfkv.planning.verdict``), counted by ``counted``'s engine when
-    given (``counted_band``: its results at the two ends of the reserve's band)."""
-    result = verdict(plan, counted, others, counted_band)
+    given (``counted_band``: its results at the two ends of the reserve's band); ``headline`` "vllm": vLLM's
+    own count leads (no engine was asked for)."""
+    result = verdict(plan, counted, others, counted_band, headline)
     plan["verdict"], plan["verdict_detail"] = result.line, result.to_dict()
 
 

@@ -60,11 +60,11 @@ class Verdict:
                 "reason": self.reason, "engines": dict(self.engines), "details": list(self.details)}
 
 
-def layout_label(plan: dict[str, Any]) -> str:
-    """'(SGLang 0.5.12, TP 8, DP attention 8, EP)': who counted (the engine release when one was pinned),
-    and the whole layout."""
+def layout_label(plan: dict[str, Any], who: str | None = None) -> str:
+    """'(SGLang 0.5.12, TP 8, DP attention 8, EP)': who counted (``who``, else the engine release when one
+    was pinned, else the engine), and the whole layout."""
     shape = plan.get("layout") or {}
-    who = plan.get("engine_release") or ENGINE_LABELS.get(plan.get("engine") or "theory", "hfkv")
+    who = who or plan.get("engine_release") or ENGINE_LABELS.get(plan.get("engine") or "theory", "hfkv")
     words = [who, f"TP {plan.get('tensor_parallel_size', 1)}"]
     dp = shape.get("data_parallel_size") or 1
     if shape.get("enable_dp_attention"):
@@ -151,11 +151,53 @@ def _caveats(plan: dict[str, Any]) -> list[str]:
 
 def verdict(plan: dict[str, Any], counted: dict[str, Any] | None = None,
             others: dict[str, dict[str, Any]] | None = None,
-            counted_band: tuple[dict[str, Any] | None, dict[str, Any] | None] | None = None) -> Verdict:
+            counted_band: tuple[dict[str, Any] | None, dict[str, Any] | None] | None = None,
+            headline: str = "hfkv") -> Verdict:
     """The verdict of ``plan``: counted by the engine of ``counted`` (its simulate result) when given,
     else by hfkv; ``others``: {engine: {"refused", "requests", "tokens"}} (``enrich``), named where they
     differ. ``counted_band``: the engine's results in the budget less and plus the reserve's band (its
-    count's range; ``enrich`` runs them)."""
+    count's range; ``enrich`` runs them). ``headline`` "vllm" (no engine asked for): vLLM's own count is the
+    one the line gives, the count a user will see, with hfkv's exact one and SGLang's beside it when they
+    differ; vLLM's refusal leaves hfkv's count there, naming it."""
+    base = _verdict(plan, counted, others, counted_band)
+    vllm = (others or {}).get("vllm") or {}
+    if headline != "vllm" or counted is not None or base.status not in ("fits", "may-not-start") \
+            or vllm.get("refused") or vllm.get("requests") is None or vllm.get("tokens") != base.tokens:
+        return base
+    return _vllm_headline(plan, base, vllm, {name: view for name, view in (others or {}).items() if name != "vllm"})
+
+
+def _vllm_headline(plan: dict[str, Any], base: Verdict, vllm: dict[str, Any],
+                   others: dict[str, dict[str, Any]]) -> Verdict:
+    """``base`` (hfkv's count) told with vLLM's own count at the same context as the answer."""
+    count, tokens = vllm["requests"], base.tokens
+    who = vllm.get("release") or "vLLM"
+    where, label = _where(plan), layout_label(plan, who)
+    if count == 0:
+        reason = f"vLLM's own blocks hold no request at {format_tokens(tokens)} (hfkv's exact count: {base.requests:,})"
+        return Verdict("does-not-fit", f"does NOT fit {where}: {reason} {label}", reason=reason, tokens=tokens,
+                       requests=0, counted_by=who, details=base.details)
+    low, high = vllm.get("requests_low"), vllm.get("requests_high")
+    status = "may-not-start" if low == 0 else "fits"
+    text = (f"fits {where}: {count:,} request{'s' if count != 1 else ''} at {format_tokens(tokens)} {label}"
+            if status == "fits" else
+            f"may not start {where}: {count:,} at {format_tokens(tokens)} {label} at the central estimate")
+    if low is not None and high is not None and (low, high) != (count, count):
+        text += f"; {low:,}–{high:,} within the estimates' bands"
+    engines = _others(count, tokens, others)
+    if base.requests != count:
+        engines = {"hfkv": f"{base.requests:,} (exact bytes per request)", **engines}
+    if engines:
+        text += "; " + "; ".join(f"{name}: {_brief(what)}" for name, what in engines.items())
+    details = [d for d in base.details if not any(d.startswith(f"{name}:") for name in ENGINE_LABELS.values())]
+    details += [f"{name}: {what}" for name, what in engines.items() if _brief(what) != what]
+    return Verdict(status, text, requests=count, tokens=tokens, low=low, high=high, counted_by=who,
+                   engines=engines, details=tuple(details))
+
+
+def _verdict(plan: dict[str, Any], counted: dict[str, Any] | None, others: dict[str, dict[str, Any]] | None,
+             counted_band: tuple[dict[str, Any] | None, dict[str, Any] | None] | None) -> Verdict:
+    """The verdict counted by the engine of ``counted``, else by hfkv (``verdict``)."""
     where, label = _where(plan), layout_label(plan)
     engine = ENGINE_LABELS.get(plan.get("engine") or "theory", "hfkv")
     if plan.get("weights_fit") is False:

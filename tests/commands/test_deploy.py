@@ -271,8 +271,10 @@ def _planned(weights: int):
     # The reserve's band: activation 1,905,786,880 // 10 + non-torch int(0.15 × 2^30) + graphs 835,504,051 // 2
     # + slack 53,687,091 + the CUDA context's int(0.2 × 2^30) + the margin's 0.75 × 190,578,688 =
     # 190,578,688 + 161,061,273 + 417,752,025 + 53,687,091 + 214,748,364 + 142,934,016 = 1,180,761,457 B = 1.10 GiB.
-    # The band is said on the line below the verdict ("the engine's reserve is an estimate (±1.10 GiB)").
-    (16_060_522_496, "fits on 1 × H100-SXM-80GB: 3 requests at 128K (hfkv, TP 1)", "✓"),
+    # The band is said on the line below the verdict ("the engine's reserve is an estimate (±1.10 GiB)"). vLLM's
+    # own count leads (no engine asked for): 63,509,690,773 B // (64-token blocks of 64 × 131,072 = 8,388,608 B)
+    # = 7,570 blocks; 131,072 / 64 = 2,048 blocks a request: 7,570 // 2,048 = 3, as hfkv counts.
+    (16_060_522_496, "fits on 1 × H100-SXM-80GB: 3 requests at 128K (vLLM 0.34.0, TP 1)", "✓"),
     # 200 × 10^9 B = 186.26 GiB of weights; vLLM 0.34 may use the whole 85,029,158,912 B = 79.19 GiB.
     (200 * 10**9, "does NOT fit on 1 × H100-SXM-80GB: weights need 186.26 GiB per GPU of 79.19 GiB the engine "
                   "may use (hfkv, TP 1)", "✗"),

@@ -78,7 +78,7 @@ def test_first_run_writes_a_report_per_new_model_and_the_index(two_models, tmp_p
     # 4K: 79,568,213,269 / (4096 × 131,072 = 536,870,912) = 148.2 → 148; 32K: 18.5 → 18; 128K: / 17,179,869,184
     # = 4.6 → 4.
     assert [c["max_concurrency_total"] for c in h100["contexts"]] == [148, 18, 4]
-    assert h100["verdict"].startswith("fits on 1 × H100-SXM-80GB: 4 requests at 128K (hfkv, TP 1)")
+    assert h100["verdict"].startswith("fits on 1 × H100-SXM-80GB: 4 requests at 128K (vLLM 0.34.0, TP 1)")
     assert report_a["serving"] is None  # the report itself is not planned: one plan per GPU, in watch.plans
     md_a = (out / f"{ORG}__new-a.md").read_text()
     assert "parameters: 1,000,000" in md_a and "weights: 2,000,000 B" in md_a

@@ -50,7 +50,8 @@ def test_a_deployment_whose_max_length_does_not_fit_does_not_start():
     fits = run(LLAMA_8B, "--gpu", "L4", "--weights-bytes", "16060522496", "--max-model-len", "32768",
                "--context", "32k")
     assert fits.exit_code == 0 and fits.stdout.splitlines()[0].startswith(
-        "may not start on 1 × L4-24GB: 1 at 32K (hfkv, TP 1) at the central estimate; 0–1 within the estimates' bands")
+        "may not start on 1 × L4-24GB: 1 at 32K (vLLM 0.34.0, TP 1) at the central estimate; 0–1 within the "
+        "estimates' bands")
 
 
 def test_a_context_past_the_models_maximum_is_refused_as_the_engines_refuse_it(monkeypatch):
@@ -103,7 +104,7 @@ def test_brief_prints_the_answer_alone():
     result = run(LLAMA_8B, "--gpu", "H100", "--weights-bytes", "16060522496", "--brief")
     assert result.exit_code == 0
     lines = result.stdout.splitlines()
-    assert len(lines) == 4 and lines[0].startswith("fits on 1 × H100-SXM-80GB: 3 requests at 128K (hfkv, TP 1)")
+    assert len(lines) == 4 and lines[0] == "fits on 1 × H100-SXM-80GB: 3 requests at 128K (vLLM 0.34.0, TP 1)"
     assert lines[1].startswith("weights: ") and lines[2] == "KV budget per GPU: 59.15 GiB"
     assert lines[3] == "requests across the deployment: 4K 118 · 32K 14 · 128K 3"
     assert len(lines[0]) < 160
