@@ -103,7 +103,7 @@ def test_packed_rows_count_logical_weights():
 
 @needs_shared
 def test_gpt_oss_bytes_published():
-    """MXFP4 bytes: 4 bits + one e8m0 byte per 32 on the expert weights, everything else bf16.
+    """MXFP4 files: 4 bits + one e8m0 byte per 32 on the expert weights, everything else bf16.
 
     Published: gpt-oss-120b tensor payload 65,248,815,744 B over 15 files (code-index id 59724567210, a
     test asserting the downloaded inventory); gpt-oss-20b model.safetensors.index.json total_size
@@ -113,9 +113,29 @@ def test_gpt_oss_bytes_published():
     # non-expert parameters 2,167,371,072 (the tsv's BF16 count) at 2 B
     hand = 36 * 128 * (5760 * 2880 + 2880 * 2880) // 2 + 36 * 128 * (5760 + 2880) * 90 + 2 * 2167371072
     assert hand == 65248815744
-    assert estimate(c120).weights_bytes == 65248815744
+    assert estimate(c120).stored_bytes == 65248815744
     c20 = dict(c120, num_hidden_layers=24, num_local_experts=32, layer_types=c120["layer_types"][:24])
-    assert estimate(c20).weights_bytes == 13761264768
+    assert estimate(c20).stored_bytes == 13761264768
+
+
+@needs_shared
+def test_gpt_oss_as_vllm_marlin_holds_it():
+    """vLLM's Mxfp4MoEMethod.create_weights (vllm/model_executor/layers/quantization/mxfp4.py, 0.11.2) under the
+    Marlin backend pads the expert width to 128 (2880 -> 2944) and the hidden size to 256 (2880 -> 3072):
+    w13 (E, 2*2944, 3072/2) uint8 + scales (E, 2*2944, 3072/32) + a bf16 bias (E, 2*2944); w2 (E, 3072, 2944/2)
+    + scales (E, 3072, 2944/32) + a bf16 bias (E, 3072). Checked against vLLM 0.11.2's own log line."""
+    w13 = 128 * (2 * 2944 * 3072 // 2 + 2 * 2944 * 3072 // 32 + 2 * 2944 * 2)
+    w2 = 128 * (3072 * 2944 // 2 + 3072 * 2944 // 32 + 3072 * 2)
+    rest = 2 * (2167371072 - 36 * 128 * (5760 + 2880))  # the BF16 count less the files' expert biases, at 2 B
+    got = estimate(_config("openai__gpt-oss-120b.json"))
+    assert got.weights_bytes == 36 * (w13 + w2) + rest == 70756592256
+    assert got.loaded_extra == 70756592256 - 65248815744
+    # engine-logs.tsv R27: vLLM 0.11.2, one 80 GB-class GPU, "Model loading took 65.9651 GiB"; the rest of it is
+    # the RoPE cos/sin cache (131,072 positions x 64 x 4 B = 32 MiB, gpt_oss.py builds it in fp32) and workspaces
+    row = next(r for r in csv.DictReader((SHARED / "docs" / "engine-logs.tsv").open(), delimiter="\t") if r["id"] == "R27")
+    printed = float(row["printed_numbers"].split("Model loading took ")[1].split(" GiB")[0]) * 2**30
+    assert printed == 65.9651 * 2**30
+    assert -0.002 < (got.weights_bytes - printed) / printed < 0  # -0.10%; the files alone were -7.9%
 
 
 @needs_shared
@@ -204,7 +224,11 @@ def test_mxfp4_gpt_oss_experts_only():
     assert est.total_parameters == total
     # experts: 4 bits per weight + one e8m0 byte per 32 inputs per row; the rest bf16
     expert_bytes = 4 * (64 * 64 // 2 + 64 * (64 // 32)) + 4 * (64 * 32 // 2 + 64 * (32 // 32))
-    assert est.weights_bytes == 2 * (total - experts) + expert_bytes == 295952
+    assert est.stored_bytes == 2 * (total - experts) + expert_bytes == 295952
+    # as vLLM's Marlin backend holds them: hidden 64 -> 256, expert width 32 -> 128; gate_up (256, 256) and down
+    # (256, 128) at 4 bits + a byte per 32 inputs, their bf16 biases 256 and 256 wide
+    marlin = 4 * ((256 * 256 // 2 + 256 * 256 // 32) + (256 * 128 // 2 + 256 * 128 // 32) + 2 * (256 + 256))
+    assert est.weights_bytes == 2 * (total - experts - expert_bias) + marlin == 494864
 
 
 def _w4_llama(quant):

@@ -59,3 +59,20 @@ def test_a_local_fp32_folder_reports_16_bit_bytes(tmp_path):
     weights = hfkv.inspect(str(tmp_path)).to_dict()["weights"]
     assert weights["source"] == "headers"
     assert weights["weights_bytes"] == 64 * 32 * 2 == 4096  # the file holds 8,192 B
+
+
+GPT_OSS = SHARED / "hub-configs" / "openai__gpt-oss-120b.json"
+
+
+@pytest.mark.skipif(not GPT_OSS.exists(), reason="../shared/hub-configs absent")
+def test_mxfp4_files_are_priced_as_vllm_pads_them():
+    # the files' exact bytes (the headers' spans: 65,248,815,744 B, the published payload) plus what vLLM's
+    # Marlin layout adds to the experts: 70,756,592,256 - 65,248,815,744 (test_weights.py, by hand)
+    from hfkv.model.weights import attach
+
+    report = hfkv.inspect_config(json.loads(GPT_OSS.read_text()))
+    section = weights_summary({"BF16": 2_167_371_072, "U8": 60_914_073_600}, None, source="headers",
+                              payload_bytes=65_248_815_744)
+    weights = attach(report, section).extra["weights"]
+    assert weights["weights_bytes"] == 65_248_815_744 + (70_756_592_256 - 65_248_815_744) == 70_756_592_256
+    assert "Marlin" in weights["note"]

@@ -31,7 +31,7 @@ from hfkv.model.weights.decoders import bloom, deepseek_v4, falcon, gemma4_text,
 from hfkv.model.weights.more_decoders import gpt2
 from hfkv.model.weights.towers import gemma4_audio, gemma4_vision, generic_tower, minimax_m3_tower, moonvit_tower, qwen25_vl_tower, qwen_vl_tower, siglip_tower
 from hfkv.model.weights.encoders import bart, t5
-from hfkv.model.weights.loaded import DOWNCAST_NOTE, downcast_checkpoint, loaded_base
+from hfkv.model.weights.loaded import DOWNCAST_NOTE, PADDED_NOTE, downcast_checkpoint, loaded_base, padded_checkpoint
 from hfkv.model.weights.quantization import base_dtype, Quantization, quantization_config
 from hfkv.model.weights.records import ROLES, RoleWeights, Tensor, Unknown, WeightsEstimate
 from hfkv.model.weights.styles import style_for
@@ -214,26 +214,18 @@ def estimate_weights(config: dict, layers: Sequence[LayerSpec] | None = None) ->
     text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
     if str(text.get("expert_dtype") or config.get("expert_dtype") or "").lower() in ("fp4", "mxfp4"):
         quant.fp4_experts()
+    tensors = built.builder.tensors
     params: dict[str, int] = {r: 0 for r in ROLES}
-    # Bytes summed exactly but without Fraction arithmetic per tensor (~7 µs each, 800,000 tensors in a
-    # 100,000-layer config): integers apart, fractions as integer numerators per (role, denominator).
-    whole: dict[str, int] = {r: 0 for r in ROLES}
-    parts: dict[tuple[str, int], int] = {}
-    for t in built.builder.tensors:
+    for t in tensors:
         params[t.role] += t.numel
-        size = quant.bytes_of(t)
-        if type(size) is int:
-            whole[t.role] += size
-        else:
-            key = (t.role, size.denominator)
-            parts[key] = parts.get(key, 0) + size.numerator
-    sizes = {r: Fraction(whole[r]) for r in ROLES}
-    for (role, denominator), numerator in parts.items():
-        sizes[role] += Fraction(numerator, denominator)
+    sizes = _role_bytes(tensors, quant.bytes_of)
     breakdown = {r: RoleWeights(params[r], math.ceil(sizes[r])) for r in ROLES if params[r]}
     total_p = sum(params.values())
     total_b = math.ceil(sum(sizes.values()))
+    stored = math.ceil(sum(_role_bytes(tensors, quant.stored_bytes_of).values())) if quant.padded else total_b
     notes = list(built.builder.notes) + quant.notes
+    if stored != total_b:
+        notes.append(PADDED_NOTE.format(extra=total_b - stored, files=stored))
     if base != files_base:
         notes.append(DOWNCAST_NOTE.format(files=f"{files_base} B per unquantised element"))
     if not stated:
@@ -253,7 +245,26 @@ def estimate_weights(config: dict, layers: Sequence[LayerSpec] | None = None) ->
         total_parameters=total_p, weights_bytes=total_b, breakdown=breakdown, source="estimate",
         error_note=error.rstrip("; "), architecture=str(config.get("model_type") or built.text_type),
         quantization=quant.label if quant.label != "none" else f"none ({_loaded_name(dtype_name, base, files_base)}, {base} B/param)",
-        notes=tuple(notes), tensors=tuple(built.builder.tensors))
+        notes=tuple(notes), tensors=tuple(tensors), stored_bytes=stored if stored != total_b else None)
+
+
+def _role_bytes(tensors: Sequence[Tensor], bytes_of) -> dict[str, Fraction]:
+    """Bytes by role, summed exactly but without Fraction arithmetic per tensor (~7 µs each, 800,000
+    tensors in a 100,000-layer config): integers apart, fractions as integer numerators per (role,
+    denominator)."""
+    whole: dict[str, int] = {r: 0 for r in ROLES}
+    parts: dict[tuple[str, int], int] = {}
+    for t in tensors:
+        size = bytes_of(t)
+        if type(size) is int:
+            whole[t.role] += size
+        else:
+            key = (t.role, size.denominator)
+            parts[key] = parts.get(key, 0) + size.numerator
+    sizes = {r: Fraction(whole[r]) for r in ROLES}
+    for (role, denominator), numerator in parts.items():
+        sizes[role] += Fraction(numerator, denominator)
+    return sizes
 
 
 def _loaded_name(name: str, base: int, files_base: int) -> str:
@@ -296,6 +307,8 @@ def attach(report: Report, checkpoint: dict[str, Any] | None = None) -> Any:
     if checkpoint is not None and checkpoint.get("weights_bytes") is not None:
         files_base, _, stated = base_dtype(report.root_config or {})
         checkpoint = downcast_checkpoint(checkpoint, files_base, stated)
+        if isinstance(estimate, WeightsEstimate) and estimate.loaded_extra:
+            checkpoint = padded_checkpoint(checkpoint, estimate.loaded_extra)
     if checkpoint is not None and checkpoint.get("untrusted"):
         report.warnings.append(UNTRUSTED_WARNING.format(reason=checkpoint["untrusted"]))
     section = weights_section(estimate, checkpoint)

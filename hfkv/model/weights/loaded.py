@@ -1,4 +1,5 @@
-"""Bytes as the engines hold them, where that differs from the files: a float32 checkpoint.
+"""Bytes as the engines hold them, where that differs from the files: a float32 checkpoint, and MXFP4
+experts padded to vLLM's Marlin kernel.
 
 Under ``--dtype auto`` (the default) vLLM and SGLang load a float32 model in a 16-bit dtype: vLLM's
 ``_resolve_auto_dtype`` (vllm/config/model.py) replaces a float32 config dtype by the platform's
@@ -7,13 +8,35 @@ otherwise, float16 for pooling models); SGLang's ``_get_and_verify_dtype``
 (python/sglang/srt/configs/model_config.py) casts float32 to float16 (bfloat16 for Gemma). Both
 are 2 bytes an element, so a float32 checkpoint is held in half its file size. Tensors a family
 keeps in float32 on purpose (router biases) are stated by the family and stay at 4 bytes.
+
+MXFP4 experts (gpt-oss: ``quant_method: mxfp4``) are held padded. vLLM's ``Mxfp4MoEMethod.create_weights``
+(vllm/model_executor/layers/quantization/mxfp4.py, 0.11.2) allocates, under its Marlin backend, the
+fused gate/up weight as (E, 2 × I', H' / 2) uint8 with (E, 2 × I', H' / 32) e8m0 scales and a bf16
+bias of 2 × I', and the down weight as (E, H', I' / 2) with (E, H', I' / 32) scales and a bf16 bias of H',
+where I' is the expert width rounded up to 128 and H' the hidden size rounded up to 256 ("the moe marlin
+kernel requires that for each linear n % 256 == 0 and k % 128 == 0");
+``prepare_moe_fp4_layer_for_marlin`` (utils/marlin_utils_fp4.py) repacks them at the same sizes. Marlin
+is what ``get_mxfp4_backend`` picks on an SM 8.x GPU, on SM 9.0 unless triton_kernels is installed (it is
+not a vLLM dependency) or ``VLLM_USE_FLASHINFER_MOE_MXFP4_BF16`` is set, and with
+``VLLM_MXFP4_USE_MARLIN``. gpt-oss-120b (H 2880 → 3072, I 2880 → 2944) is so held in 70,756,592,256 B
+where its files hold 65,248,815,744 B; vLLM 0.11.2 printed "Model loading took 65.9651 GiB" (70.83e9 B,
+../shared/docs/engine-logs.tsv R27), the rest its RoPE cache and workspaces. Other backends hold other
+sizes: Blackwell's FlashInfer pads both to 256 (+4% over Marlin for gpt-oss-120b), Hopper with
+triton_kernels keeps I at a multiple of 64 and H as it is (the files' sizes). Each TP shard pads its own
+slice of I, so at TP > 1 the experts grow by up to another 128 columns a shard.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from hfkv.model.weights.records import Tensor
+
 LOADED_BYTES = 2  # bfloat16 or float16: the engines' 16-bit dtype either way
+PADDED_NOTE = ("MXFP4 experts as vLLM's Marlin backend holds them (vllm/model_executor/layers/quantization/mxfp4.py "
+               "Mxfp4MoEMethod.create_weights: expert width padded to 128, hidden size to 256): {extra:,} B over the "
+               "files' {files:,} B; Blackwell's FlashInfer backend pads both to 256, Hopper with triton_kernels keeps "
+               "the files' sizes, and each TP shard pads its own slice")
 DOWNCAST_NOTE = ("float32 checkpoint priced at the 16-bit dtype vLLM and SGLang load it in under --dtype auto "
                  "(bfloat16, or float16 where the GPU lacks it); the files hold {files}")
 
@@ -36,3 +59,36 @@ def downcast_checkpoint(section: dict[str, Any], base: int, stated: bool) -> dic
     note = DOWNCAST_NOTE.format(files=f"{files:,} B")
     return {**section, "weights_bytes": files - (4 - LOADED_BYTES) * f32,
             "note": "; ".join(n for n in (section.get("note"), note) if n)}
+
+
+def padded_checkpoint(section: dict[str, Any], extra: int) -> dict[str, Any]:
+    """``section`` (the checkpoint's figures) with the ``extra`` bytes an engine's padding adds to the
+    files' (the estimate's difference between the two layouts: the same tensors, the same arithmetic)."""
+    note = PADDED_NOTE.format(extra=extra, files=section["weights_bytes"])
+    return {**section, "weights_bytes": section["weights_bytes"] + extra,
+            "note": "; ".join(n for n in (section.get("note"), note) if n)}
+
+
+MARLIN_HIDDEN = 256  # vLLM's Marlin MoE kernel: n % 256 == 0 for the down projection's rows ...
+MARLIN_INTER = 128  # ... and k % 128 == 0 for its columns (the expert width)
+
+
+def _round_up(n: int, m: int) -> int:
+    return -(-n // m) * m
+
+
+def mxfp4_marlin_shape(t: Tensor) -> tuple[int, ...] | None:
+    """The shape vLLM's Marlin backend holds an MXFP4 expert tensor in (gpt-oss's fused ``gate_up_proj``
+    (2 × I, H) and ``down_proj`` (H, I) with their biases), or None for any other tensor."""
+    name = t.name
+    if ".experts." not in name:
+        return None
+    if name.endswith("gate_up_proj"):
+        return 2 * _round_up(t.shape[0] // 2, MARLIN_INTER), _round_up(t.shape[1], MARLIN_HIDDEN)
+    if name.endswith("gate_up_proj.bias"):
+        return (2 * _round_up(t.shape[0] // 2, MARLIN_INTER),)
+    if name.endswith("down_proj"):
+        return _round_up(t.shape[0], MARLIN_HIDDEN), _round_up(t.shape[1], MARLIN_INTER)
+    if name.endswith("down_proj.bias"):
+        return (_round_up(t.shape[0], MARLIN_HIDDEN),)
+    return None

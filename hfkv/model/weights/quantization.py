@@ -8,9 +8,10 @@ import fnmatch
 import functools
 import re
 from fractions import Fraction
-from typing import Any
+from typing import Any, Callable
 
 from hfkv.model.weights.builder import Missing
+from hfkv.model.weights.loaded import mxfp4_marlin_shape
 from hfkv.model.weights.records import Tensor
 
 
@@ -179,6 +180,8 @@ class Quantization:
         self.towers = True
         self.lm_head = False
         self.per_layer: dict[str, _Scheme] = {}
+        # the shape an engine holds a tensor in when it pads it (``loaded.mxfp4_marlin_shape``), else None
+        self.padded: Callable[[Tensor], tuple[int, ...] | None] | None = None
         self.by_layer: dict[str, _Scheme] = {}  # MIXED_PRECISION: a linear's name (no expert index) -> format
         self.by_kind: dict[str, _Scheme | None] = {}  # ... and with no layer index (None: the layers differ)
         if not q:
@@ -204,7 +207,9 @@ class Quantization:
         elif method == "mxfp4":
             self.default = _Scheme("mxfp4", lambda o, i: Fraction(o * i, 2) + o * _ceil(i, 32))
             self.experts_only = True
-            self.label = "mxfp4 (routed experts: 4 bit + e8m0 scale per 32; rest unquantised)"
+            self.padded = mxfp4_marlin_shape
+            self.label = ("mxfp4 (routed experts: 4 bit + e8m0 scale per 32, as vLLM's Marlin backend holds them: "
+                          "padded to 256 × 128; rest unquantised)")
         elif method == "modelopt":
             algo = str(q.get("quant_algo") or "").upper()
             groups = q.get("config_groups") or {}
@@ -373,8 +378,16 @@ class Quantization:
         return self.default
 
     def bytes_of(self, t: Tensor) -> Fraction | int:
-        """Bytes of ``t``: an exact integer when it is stored unquantised (most tensors: summed as
-        integers, which a 100,000-layer config needs to stay fast), else a Fraction (scales, packing)."""
+        """Bytes of ``t`` as loaded: an exact integer when it is stored unquantised (most tensors: summed
+        as integers, which a 100,000-layer config needs to stay fast), else a Fraction (scales, packing)."""
+        if self.padded is not None:
+            shape = self.padded(t)
+            if shape is not None:
+                t = t._replace(shape=shape)
+        return self.stored_bytes_of(t)
+
+    def stored_bytes_of(self, t: Tensor) -> Fraction | int:
+        """Bytes of ``t`` in the checkpoint's files."""
         scheme = self.scheme_for(t)
         if scheme is None or len(t.shape) != 2:
             return t.numel * (t.dtype_bytes or self.base)

@@ -43,7 +43,7 @@ class RoleWeights:
 
 @dataclass(frozen=True)
 class WeightsEstimate:
-    """Estimated checkpoint size. ``total_parameters`` counts logical weights (a 4-bit weight is one
+    """Estimated weights as loaded. ``total_parameters`` counts logical weights (a 4-bit weight is one
     parameter; scales and zero points are not parameters but are in ``weights_bytes``)."""
 
     total_parameters: int
@@ -55,6 +55,14 @@ class WeightsEstimate:
     quantization: str = ""
     notes: tuple[str, ...] = ()
     tensors: tuple[Tensor, ...] = field(default=(), repr=False, compare=False)
+    # the bytes the checkpoint's files hold, where the engine holds them otherwise (padded MXFP4 experts);
+    # None when the same as ``weights_bytes``
+    stored_bytes: int | None = None
+
+    @property
+    def loaded_extra(self) -> int:
+        """Bytes the engine holds beyond the files' (padding), 0 when none."""
+        return 0 if self.stored_bytes is None else self.weights_bytes - self.stored_bytes
 
     def role(self, name: str) -> RoleWeights:
         return self.breakdown.get(name, RoleWeights(0, 0))
