@@ -158,6 +158,9 @@ def simulate(report: EngineInput, *, budget_bytes: int | None, max_model_len: in
     if release.dsv4_pool == "none":
         raise UnsupportedModelError(f"SGLang {release.label} has no DeepSeek V4 pool (DSV4PoolConfigurator "
                                     "arrives in 0.5.12)")
+    if release.dsv4_pool == "unmodelled":
+        raise UnsupportedModelError(f"SGLang {release.label}'s DeepSeek V4 pool (its ring and unified modes) is not "
+                                    "modelled by hfkv: ask 0.5.16 or 0.5.21 for the pools either side of it")
     notes: list[str] = []
     swa_ratio = swa_pool.ratio(report, knobs, notes, DEFAULT_SWA_RATIO)
     check_kv_dtype(report, warnings)

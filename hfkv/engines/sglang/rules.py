@@ -47,7 +47,7 @@ class RuleSet:
     until: str
     """First release the span does not cover."""
     label: str
-    """The span as said to a user ("0.5.10–0.5.13")."""
+    """The span as said to a user ("0.5.10–0.5.12")."""
     newest: str
     """The release of the span whose code these rules were read from."""
     fraction_rule: str
@@ -83,9 +83,8 @@ class RuleSet:
     "model-arch blacklist" rule 0.5.14–0.5.18 and ``arg_groups/cuda_graph_hook.py`` 0.5.19–0.5.21; the
     list is still defined but read by nothing from 0.5.22 (``none``; ``none`` before 0.5.10 too, where
     the graph was opt-in). 0.5.12's list: DeepSeek-V3.2, DeepSeek-V4 (and its NextN), Qwen3-Next,
-    GLM-5 (``GlmMoeDsaForCausalLM``), Bailing-MoE-V2.5, LLaDA; 0.5.13 drops DeepSeek-V3.2 and GLM-5
-    (inside the 0.5.10–0.5.13 span, whose cells are 0.5.12's), 0.5.16 adds ``DeepseekV4ForCausalLMDSpark``,
-    0.5.20 ``Glm5NextForConditionalGeneration``."""
+    GLM-5 (``GlmMoeDsaForCausalLM``), Bailing-MoE-V2.5, LLaDA; 0.5.13 drops DeepSeek-V3.2 and GLM-5,
+    0.5.15–0.5.16 add ``DeepseekV4ForCausalLMDSpark``, 0.5.20 ``Glm5NextForConditionalGeneration``."""
     prefill_graph_dsa_off: bool
     """The prefill graph is also off for DSA models (``configs/model_config.py`` ``ModelConfig.__init__``:
     ``is_piecewise_cuda_graph_disabled_model = ... or is_deepseek_nsa(hf_text_config)``, a listed
@@ -107,19 +106,18 @@ class RuleSet:
     (until 0.5.16: ``(kv_lora_rank + qk_rope_head_dim) × 1 B`` = 576 B, so the pool takes 80 B per layer
     per token more than the budget it was sized for; 0.5.12 ``model_executor/pool_configurator.py:
     DefaultPoolConfigurator._compute_cell_size:134–162``) or ``packed`` (from 0.5.17: 656 B, the same
-    as allocated; 0.5.17 ``_compute_cell_size`` calling ``calculate_mla_kv_cache_dim``). The 0.5.14–0.5.19
-    span's cell is 0.5.16's (``latent``)."""
+    as allocated; 0.5.17 ``_compute_cell_size`` calling ``calculate_mla_kv_cache_dim``)."""
     dsv4_pool: str
     """DeepSeek V4's ``DSV4PoolConfigurator`` (``model_executor/pool_configurator.py``): ``none`` (no such
     pool: DeepSeek V4 arrives in 0.5.12), ``ring`` (0.5.12–0.5.14, ``_get_bytes_per_full_token``: 584 B
     rows (nope + 2·rope + 8) unpadded over every entry of ``compress_ratios``, the MTP layer's included;
     the c4 and c128 compressor rings (8 and 128 rows, 16 and 256 when speculative) charged per SWA token
-    over a window-sized page, no fixed bytes; 0.5.12 lines 365–403), ``request`` (0.5.15–0.5.19, the
-    0.5.14–0.5.19 span's cell as 0.5.16 reads: the same rows, the c128 state moved out of the
+    over a window-sized page, no fixed bytes; 0.5.12 lines 365–403), ``request`` (0.5.15–0.5.19, as
+    0.5.16 reads: the same rows, the c128 state moved out of the
     coefficient into fixed bytes for ``max_running_requests + 1`` request slots,
     ``_get_c128_state_fixed_bytes``) or ``paged`` (0.5.21 on, as hfkv models 0.5.23: rows padded per page,
     c128/c2 state fixed per request slot; ``dsv4.py``). 0.5.20's own (its ring and unified modes) is
-    not modelled: the 0.5.20–0.5.22 span's cell is 0.5.21's."""
+    not modelled (``unmodelled``: refused with that reason)."""
     source: str
     """Where the span's rules were read."""
 
@@ -138,7 +136,7 @@ PARSERS: dict[str, Callable[[str], Any]] = {
     "prefill_graph_multimodal": choice("off", "allow-list"),
     "prefill_graph_kda_off": yes_no,
     "dsa_fp8_sizing": choice("latent", "packed"),
-    "dsv4_pool": choice("none", "ring", "request", "paged"),
+    "dsv4_pool": choice("none", "ring", "request", "paged", "unmodelled"),
     "source": str,
 }
 
