@@ -75,7 +75,7 @@ def one(server: str, k: int, hub: object, config: bytes) -> bool:
         path = upload(server, config)
         answer = call(server, "report", [{"path": path, "meta": {"_type": "gradio.FileData"}}, ""] + values())
         return "hfkv config.json" in answer
-    answer = call(server, "compare", [""] + values(compare=f"{LLAMA} openai/gpt-oss-120b"))
+    answer = call(server, "compare", [None, ""] + values(compare=f"{LLAMA} openai/gpt-oss-120b"))  # no files, no token
     return 'class=\\"compare\\"' in answer
 
 

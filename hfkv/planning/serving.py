@@ -148,6 +148,9 @@ def _deployment_gpus(count: int, layout, notes: list[str], given: bool = False) 
     """GPUs of the deployment: ``count``; a single GPU nobody counted (``--gpu H100``) is raised to what the
     layout needs, a count given (``H100:1``) that is too small is a UsageError."""
     gpus_needed = layout.gpus
+    if gpus_needed > MAX_GPUS:
+        raise UsageError(f"{layout.describe()} needs {gpus_needed:,} GPUs, more than one deployment holds (at most "
+                         f"{MAX_GPUS:,})")
     if count < gpus_needed:
         if count != 1 or given:
             raise UsageError(f"{count} GPU{'s' if count != 1 else ''} cannot hold this layout: {layout.describe()} "
