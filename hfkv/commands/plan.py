@@ -6,6 +6,7 @@ layout tried and why each was dropped."""
 from __future__ import annotations
 
 import json
+import math
 import sys
 from typing import Any
 
@@ -17,6 +18,28 @@ from hfkv.errors import HfkvError
 from hfkv.units import parse_tokens
 
 SHOWN = 10  # layouts printed after the best one, in the table
+# Every GPU count up to --max-gpus is tried with each TP, PP and DP that fills it, on each engine and KV
+# dtype, each replayed through the engine's start-up arithmetic: about N·log N layouts (8 GPUs: 2 s, 128:
+# a minute on a quick core; 4,096 never finished). 512 GPUs, 64 nodes of 8, is past any published
+# serving deployment of one model.
+MAX_GPUS = 512
+
+
+def _digits(value: int) -> int:
+    """Decimal digits of ``value`` without str(), which Python refuses past 4,300 digits (log10's
+    rounding corrected)."""
+    exponent = int(math.log10(value))
+    return exponent + (1 if 10**exponent <= value else 0)
+
+
+def _max_gpus(ctx: click.Context, param: click.Parameter, value: int) -> int:
+    if value > MAX_GPUS:
+        written = f"{value:,}" if value < 10**15 else f"a number of {_digits(value)} digits"
+        raise click.BadParameter(
+            f"{written} is past {MAX_GPUS} GPUs (64 nodes of 8): every layout up to that count is replayed "
+            "through the engines' start-up arithmetic, about N·log N of them, which takes minutes already at "
+            f"{MAX_GPUS}; plan a replica on fewer GPUs and multiply")
+    return value
 
 
 @click.command("plan")
@@ -26,7 +49,8 @@ SHOWN = 10  # layouts printed after the best one, in the table
 @click.option("--gpu", default="H200", show_default=True, help="GPU preset the layouts are built of.")
 @click.option("--engine", type=click.Choice(["vllm", "sglang", "both"]), default="both", show_default=True,
               help="Whose rules, refusals and budget decide.")
-@click.option("--max-gpus", type=click.IntRange(min=1), default=8, show_default=True, help="Largest GPU count tried.")
+@click.option("--max-gpus", type=click.IntRange(min=1), callback=_max_gpus, default=8, show_default=True,
+              help=f"Largest GPU count tried (at most {MAX_GPUS}).")
 @click.option("--gpus-per-node", type=click.IntRange(min=1), default=8, show_default=True,
               help="Tensor parallelism stays within a node.")
 @click.option("--kv-cache-dtype", type=click.Choice(["auto", "fp8", "both"]), default="both", show_default=True,
