@@ -49,7 +49,6 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from hfkv.engines import layout as lay
-from hfkv.engines import versions
 from hfkv.engines.contract import ENGINES, Device, EngineInput, EngineKnobs, MemoryBudget
 from hfkv.errors import UnsupportedModelError, UsageError
 
@@ -75,6 +74,8 @@ def simulate(
     print them, plus the engine's own pool figures (vLLM ``block_size``, ``num_blocks``; SGLang
     ``max_total_num_tokens``, ``max_mamba_cache_size``). Raises UsageError for an unknown engine or knob.
     """
+    from hfkv.engines import versions  # the release tables load when an engine is asked, not with the CLI
+
     name, version = versions.split(engine or "")
     if name not in ENGINES:
         raise UsageError(f"--engine must be one of theory, {', '.join(ENGINES)}; got {engine!r}")
@@ -99,6 +100,8 @@ class named_release:
     ("vLLM would refuse …" -> "vLLM 0.22.1 would refuse …")."""
 
     def __init__(self, name: str, version: str | None) -> None:
+        from hfkv.engines import versions
+
         self.label = versions.ENGINE_LABELS[name]
         self.release = f"{self.label} {version or versions.newest(name)}"
 
@@ -123,6 +126,8 @@ def _simulate(report: Report, name: str, resolved: EngineKnobs, budget_bytes: in
     else:
         result = lay.simulate_ranks(module.simulate, model, shape, budget_bytes, max_model_len,
                                     rank_knobs(resolved, shape, name))
+    from hfkv.engines import versions
+
     version = resolved.engine_version or versions.newest(name)
     return {"name": name, "version": version, "rules": versions.rule_set(name, version).label,
             "release": versions.described(name, resolved.engine_version), **result,
@@ -153,6 +158,8 @@ def memory_budget(engine: str, report: Report, device: Device, weights_per_gpu: 
     """What ``engine`` leaves for its KV pools on one GPU of ``layout`` (``MemoryBudget``: the memory it
     may use, then every term it keeps, each with its source and band): vLLM's
     ``determine_available_memory``, SGLang's ``mem_fraction_static`` and ``_profile_available_bytes``."""
+    from hfkv.engines import versions
+
     name, version = versions.split(engine)
     module = importlib.import_module(f"hfkv.engines.{name}.memory")  # the engine's own module, on first use
     return module.memory_budget(EngineInput.of(report), device, weights_per_gpu, weights_source,
