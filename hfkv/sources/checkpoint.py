@@ -48,6 +48,9 @@ MAX_TOTAL_BYTES = 1 << 46
 TOTAL_TOLERANCE = Fraction(1, 100)
 INDEX = "model.safetensors.index.json"
 SINGLE = "model.safetensors"
+# The output head's weight as transformers names it (``lm_head.weight``, under a wrapper
+# ``language_model.lm_head.weight``): vLLM's load_weights skips the prefix "lm_head." when the config ties it.
+HEAD = re.compile(r"(^|\.)lm_head\.weight$")
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
@@ -127,6 +130,7 @@ def _summary(paths: list[Path], roots: tuple[Path, ...], expected: dict[Path, se
     counts: dict[str, int] = {}
     payload = 0
     seen: set[str] = set()
+    heads: list[Span] = []
     for path in paths:
         spans = read_header(path, roots)
         names = {span.name for span in spans}
@@ -141,9 +145,13 @@ def _summary(paths: list[Path], roots: tuple[Path, ...], expected: dict[Path, se
         for span in spans:
             counts[span.dtype] = counts.get(span.dtype, 0) + span.numel
             payload += span.end - span.start
+        heads += [span for span in spans if HEAD.search(span.name)]
     summary = weights_summary(counts, None, source="headers", payload_bytes=payload)
     if summary is None:
         raise Untrusted("the safetensors headers name no tensor with an element")
+    # the output head's own tensors (none: zeros), which an engine skips when the config ties it to the
+    # embeddings; the model decides (``hfkv.model.weights.attach``), the section does not carry the key
+    summary["lm_head"] = {"elements": sum(h.numel for h in heads), "bytes": sum(h.end - h.start for h in heads)}
     return summary
 
 

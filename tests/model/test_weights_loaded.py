@@ -76,3 +76,34 @@ def test_mxfp4_files_are_priced_as_vllm_pads_them():
     weights = attach(report, section).extra["weights"]
     assert weights["weights_bytes"] == 65_248_815_744 + (70_756_592_256 - 65_248_815_744) == 70_756_592_256
     assert "Marlin" in weights["note"]
+
+
+FALCON = FIXTURES / "tiiuae__falcon-180B-chat" / "config.json"
+
+
+def test_falcons_stored_head_is_not_loaded():
+    # tiiuae/falcon-180B: the files hold lm_head.weight beside the word embeddings (weights-truth.tsv: 179,522,565,120
+    # parameters, 359,045,130,240 B); vLLM's falcon.py ties them (no tie_word_embeddings in the config: True by
+    # default) and skips "lm_head." on load: 65,024 × 14,848 × 2 B = 1,930,952,704 B fewer held
+    from hfkv.model.weights import attach
+
+    report = hfkv.inspect_config(json.loads(FALCON.read_text()))
+    estimate = report.weights_estimate
+    assert estimate.total_parameters == 179_522_565_120  # the published count: the head is in the files
+    assert estimate.stored_bytes == 2 * 179_522_565_120
+    assert estimate.weights_bytes == 2 * 179_522_565_120 - 65024 * 14848 * 2 == 357_114_177_536
+    section = weights_summary({"BF16": 179_522_565_120}, 179_522_565_120, source="metadata")
+    assert attach(report, section).extra["weights"]["weights_bytes"] == 357_114_177_536
+
+
+def test_a_hub_count_one_embedding_over_a_tied_estimate():
+    # Llama-3.2-3B (tied): the estimate's 3,212,749,824 (weights-truth.tsv); a count exactly 128,256 × 3,072 more
+    # is the files holding the head again, which the engines do not load: the bytes are the estimate's
+    from hfkv.model.weights import attach
+
+    report = hfkv.inspect_config(json.loads((FIXTURES / "meta-llama__Llama-3.2-3B-Instruct" / "config.json").read_text()))
+    twice = 3_212_749_824 + 128256 * 3072
+    section = weights_summary({"BF16": twice}, twice, source="metadata")
+    assert attach(report, section).extra["weights"]["weights_bytes"] == 2 * 3_212_749_824
+    other = weights_summary({"BF16": twice + 1}, twice + 1, source="metadata")  # not exactly one matrix: as counted
+    assert attach(report, other).extra["weights"]["weights_bytes"] == 2 * (twice + 1)

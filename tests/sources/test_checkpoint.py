@@ -232,3 +232,38 @@ def test_headers_and_indexes_over_their_caps_are_untrusted(tmp_path):
 def test_a_stray_safetensors_file_alone_is_not_read(tmp_path):
     _write_safetensors(tmp_path / "consolidated.safetensors", {"t": ("BF16", [8, 8], 128)})
     _untrusted(tmp_path, "consolidated.safetensors is neither model.safetensors nor named by")
+
+
+# -- issue 30: a tied head stored in the files is not loaded -------------------------------------------------
+
+TIED_LLAMA = FIXTURES / "meta-llama__Llama-3.2-3B-Instruct" / "config.json"  # tie_word_embeddings true
+EMBED = 128256 * 3072 * 2  # one 128,256 × 3,072 BF16 matrix: 788,004,864 B
+
+
+def _embed_and_head(folder: Path, config: Path) -> None:
+    shutil.copy(config, folder / "config.json")
+    _write_safetensors(folder / "model.safetensors", {"model.embed_tokens.weight": ("BF16", [128256, 3072], EMBED),
+                                                      "lm_head.weight": ("BF16", [128256, 3072], EMBED)},
+                       payload=False)
+    _grow(folder / "model.safetensors", 2 * EMBED)
+
+
+def test_the_headers_name_the_head_apart(tmp_path):
+    _embed_and_head(tmp_path, TIED_LLAMA)
+    got = folder_weights(tmp_path)
+    assert got["weights_bytes"] == 2 * EMBED  # the files, both matrices
+    assert got["lm_head"] == {"elements": 128256 * 3072, "bytes": EMBED}
+
+
+def test_a_tied_head_stored_again_is_counted_once(tmp_path):
+    # vLLM's LlamaForCausalLM ties lm_head to embed_tokens and its load_weights skips "lm_head." when
+    # tie_word_embeddings is set: one copy held, 788,004,864 B, where the files hold two
+    _embed_and_head(tmp_path, TIED_LLAMA)
+    weights = hfkv.inspect(str(tmp_path)).to_dict()["weights"]
+    assert weights["source"] == "headers" and weights["weights_bytes"] == EMBED == 788_004_864
+    assert "tied to the embeddings" in weights["note"] and "lm_head" not in weights
+
+
+def test_an_untied_head_is_counted(tmp_path):
+    _embed_and_head(tmp_path, LLAMA)  # Llama-3.1-8B's config: tie_word_embeddings false
+    assert hfkv.inspect(str(tmp_path)).to_dict()["weights"]["weights_bytes"] == 2 * EMBED

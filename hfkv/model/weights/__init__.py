@@ -31,7 +31,7 @@ from hfkv.model.weights.decoders import bloom, deepseek_v4, falcon, gemma4_text,
 from hfkv.model.weights.more_decoders import gpt2
 from hfkv.model.weights.towers import gemma4_audio, gemma4_vision, generic_tower, minimax_m3_tower, moonvit_tower, qwen25_vl_tower, qwen_vl_tower, siglip_tower
 from hfkv.model.weights.encoders import bart, t5
-from hfkv.model.weights.loaded import DOWNCAST_NOTE, PADDED_NOTE, downcast_checkpoint, loaded_base, padded_checkpoint
+from hfkv.model.weights.loaded import DOWNCAST_NOTE, PADDED_NOTE, as_loaded, downcast_checkpoint, loaded_base
 from hfkv.model.weights.quantization import base_dtype, Quantization, quantization_config
 from hfkv.model.weights.records import ROLES, RoleWeights, Tensor, Unknown, WeightsEstimate
 from hfkv.model.weights.styles import style_for
@@ -222,10 +222,15 @@ def estimate_weights(config: dict, layers: Sequence[LayerSpec] | None = None) ->
     breakdown = {r: RoleWeights(params[r], math.ceil(sizes[r])) for r in ROLES if params[r]}
     total_p = sum(params.values())
     total_b = math.ceil(sum(sizes.values()))
-    stored = math.ceil(sum(_role_bytes(tensors, quant.stored_bytes_of).values())) if quant.padded else total_b
+    skipped = [t for t in tensors if not t.loaded]
+    if quant.padded or skipped:
+        stored = math.ceil(sum(_role_bytes(tensors, quant.stored_bytes_of).values()))
+        skipped_bytes = math.ceil(sum(_role_bytes(skipped, quant.stored_bytes_of).values()))
+    else:
+        stored, skipped_bytes = total_b, 0
     notes = list(built.builder.notes) + quant.notes
-    if stored != total_b:
-        notes.append(PADDED_NOTE.format(extra=total_b - stored, files=stored))
+    if quant.padded and total_b - stored + skipped_bytes:
+        notes.append(PADDED_NOTE.format(extra=total_b - stored + skipped_bytes, files=stored))
     if base != files_base:
         notes.append(DOWNCAST_NOTE.format(files=f"{files_base} B per unquantised element"))
     if not stated:
@@ -245,7 +250,8 @@ def estimate_weights(config: dict, layers: Sequence[LayerSpec] | None = None) ->
         total_parameters=total_p, weights_bytes=total_b, breakdown=breakdown, source="estimate",
         error_note=error.rstrip("; "), architecture=str(config.get("model_type") or built.text_type),
         quantization=quant.label if quant.label != "none" else f"none ({_loaded_name(dtype_name, base, files_base)}, {base} B/param)",
-        notes=tuple(notes), tensors=tuple(tensors), stored_bytes=stored if stored != total_b else None)
+        notes=tuple(notes), tensors=tuple(tensors), stored_bytes=stored if stored != total_b else None,
+        skipped_bytes=skipped_bytes)
 
 
 def _role_bytes(tensors: Sequence[Tensor], bytes_of) -> dict[str, Fraction]:
@@ -307,8 +313,10 @@ def attach(report: Report, checkpoint: dict[str, Any] | None = None) -> Any:
     if checkpoint is not None and checkpoint.get("weights_bytes") is not None:
         files_base, _, stated = base_dtype(report.root_config or {})
         checkpoint = downcast_checkpoint(checkpoint, files_base, stated)
-        if isinstance(estimate, WeightsEstimate) and estimate.loaded_extra:
-            checkpoint = padded_checkpoint(checkpoint, estimate.loaded_extra)
+        if isinstance(estimate, WeightsEstimate):
+            checkpoint = as_loaded(checkpoint, estimate)
+        else:
+            checkpoint = {k: v for k, v in checkpoint.items() if k != "lm_head"}
     if checkpoint is not None and checkpoint.get("untrusted"):
         report.warnings.append(UNTRUSTED_WARNING.format(reason=checkpoint["untrusted"]))
     section = weights_section(estimate, checkpoint)

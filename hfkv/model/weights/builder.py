@@ -71,10 +71,10 @@ class Builder:
         self.collapse = collapse
         self.times = 1  # the multiplicity of the layer being added (``layers``)
 
-    def add(self, name, role, kind, shape, count=1, exempt=False, dtype_bytes=None):
+    def add(self, name, role, kind, shape, count=1, exempt=False, dtype_bytes=None, loaded=True):
         shape = tuple(map(int, shape))
         if count > 0 and (not shape or min(shape) > 0):
-            self.tensors.append(Tensor(name, role, kind, shape, int(count) * self.times, exempt, dtype_bytes))
+            self.tensors.append(Tensor(name, role, kind, shape, int(count) * self.times, exempt, dtype_bytes, loaded))
 
     def layers(self, prefix: str, kinds: list):
         """Yields ``(layer prefix, kind)`` for the family to add one layer of that kind: every

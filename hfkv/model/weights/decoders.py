@@ -187,9 +187,14 @@ def falcon(b: Builder, c: Cfg, mt: str, top: dict | None) -> None:
     b.add("transformer.word_embeddings", "embedding", "embedding", (vocab, hidden))
     b.norm("transformer.ln_f", hidden, bias=True)
     # Falcon checkpoints store lm_head.weight beside the word embeddings (the published falcon-180B
-    # count and index total include both), so it is counted even though transformers ties them.
-    b.add("lm_head", "embedding", "lm_head", (vocab, hidden))
-    b.notes.append("Falcon: the checkpoint's separate lm_head copy is counted")
+    # count and index total include both). vLLM ties them unless the config says otherwise (falcon.py:
+    # "previous Falcon model doesn't have tie_word_embeddings config so we set tie_word_embeddings to True
+    # by default") and its load_weights skips "lm_head." then: counted, not loaded.
+    tied = c.get("tie_word_embeddings")
+    tied = True if tied is None else bool(tied)
+    b.add("lm_head", "embedding", "lm_head", (vocab, hidden), loaded=not tied)
+    b.notes.append("Falcon: the checkpoint's separate lm_head copy is counted" +
+                   (" in the parameters, not in the bytes: the engines tie it to the word embeddings" if tied else ""))
     n_ln = 2 if new_arch and c.opt("num_ln_in_parallel_attn", default=2) == 2 else (
         1 if c.flag("parallel_attn", True) else 2)
     for i in range(layers):

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hfkv.model.weights.records import Tensor
+from hfkv.model.weights.records import Tensor, WeightsEstimate
 
 LOADED_BYTES = 2  # bfloat16 or float16: the engines' 16-bit dtype either way
 PADDED_NOTE = ("MXFP4 experts as vLLM's Marlin backend holds them (vllm/model_executor/layers/quantization/mxfp4.py "
@@ -61,12 +61,46 @@ def downcast_checkpoint(section: dict[str, Any], base: int, stated: bool) -> dic
             "note": "; ".join(n for n in (section.get("note"), note) if n)}
 
 
-def padded_checkpoint(section: dict[str, Any], extra: int) -> dict[str, Any]:
-    """``section`` (the checkpoint's figures) with the ``extra`` bytes an engine's padding adds to the
-    files' (the estimate's difference between the two layouts: the same tensors, the same arithmetic)."""
-    note = PADDED_NOTE.format(extra=extra, files=section["weights_bytes"])
-    return {**section, "weights_bytes": section["weights_bytes"] + extra,
-            "note": "; ".join(n for n in (section.get("note"), note) if n)}
+TIED_NOTE = ("{bytes:,} B of the files are a head tied to the embeddings, which the engines do not load (vLLM's "
+             "load_weights skips 'lm_head.' when tie_word_embeddings is set; it holds one copy)")
+
+
+def as_loaded(section: dict[str, Any], estimate: WeightsEstimate) -> dict[str, Any]:
+    """``section`` (the checkpoint's figures: files' bytes) as the engines hold them: plus the padding
+    their layout adds (the estimate's, the same tensors and arithmetic), less a tied head's stored copy.
+    That copy is known exactly from a folder's headers (``lm_head`` in ``section``: their head tensors, or
+    zeros); from counts alone (the Hub's) only where the family stores one (Falcon), or where the count
+    exceeds the estimate's by exactly one embedding matrix."""
+    section = dict(section)
+    head = section.pop("lm_head", None)
+    files = section["weights_bytes"]
+    extra, notes = estimate.padding, []
+    if extra:
+        notes.append(PADDED_NOTE.format(extra=extra, files=files))
+    skip = 0
+    if estimate.ties_head:
+        if head is not None:
+            skip = head["bytes"]
+        elif estimate.stores_head:
+            skip = estimate.skipped_bytes
+        elif section.get("total_parameters"):
+            skip = _counted_twice(section["total_parameters"], estimate)
+    if skip:
+        notes.append(TIED_NOTE.format(bytes=skip))
+    if not extra and not skip:
+        return section
+    return {**section, "weights_bytes": files + extra - skip,
+            "note": "; ".join(n for n in (section.get("note"), *notes) if n)}
+
+
+def _counted_twice(total: int, estimate: WeightsEstimate) -> int:
+    """Bytes of the embedding matrix when ``total`` parameters exceed the estimate's by exactly its
+    elements (the files hold the tied head again), else 0."""
+    embedding = next((t for t in estimate.tensors if t.kind == "embedding" and t.role == "embedding"), None)
+    role = estimate.role("embedding")
+    if embedding is None or not role.parameters or total - estimate.total_parameters != embedding.numel:
+        return 0
+    return embedding.numel * role.bytes // role.parameters
 
 
 MARLIN_HIDDEN = 256  # vLLM's Marlin MoE kernel: n % 256 == 0 for the down projection's rows ...

@@ -380,6 +380,8 @@ class Quantization:
     def bytes_of(self, t: Tensor) -> Fraction | int:
         """Bytes of ``t`` as loaded: an exact integer when it is stored unquantised (most tensors: summed
         as integers, which a 100,000-layer config needs to stay fast), else a Fraction (scales, packing)."""
+        if not t.loaded:
+            return 0
         if self.padded is not None:
             shape = self.padded(t)
             if shape is not None:

@@ -19,7 +19,8 @@ class Tensor(NamedTuple):
     as ``A_log``) or ``buffer`` (a persistent buffer saved with the weights). ``exempt`` linears stay in
     high precision under every method (the family's checkpoint keeps them so). ``dtype_bytes`` overrides
     the checkpoint dtype for tensors the family stores in another precision (fp32 router biases, int64
-    tables). A named tuple, not a frozen dataclass: a 100,000-layer config builds 800,000 of them, and a
+    tables). ``loaded`` False: in the files but not loaded by the engines (a tied head's stored copy). A
+    named tuple, not a frozen dataclass: a 100,000-layer config builds 800,000 of them, and a
     frozen dataclass's constructor costs about twice as much."""
 
     name: str
@@ -29,6 +30,7 @@ class Tensor(NamedTuple):
     count: int = 1
     exempt: bool = False
     dtype_bytes: int | None = None
+    loaded: bool = True
 
     @property
     def numel(self) -> int:
@@ -55,14 +57,30 @@ class WeightsEstimate:
     quantization: str = ""
     notes: tuple[str, ...] = ()
     tensors: tuple[Tensor, ...] = field(default=(), repr=False, compare=False)
-    # the bytes the checkpoint's files hold, where the engine holds them otherwise (padded MXFP4 experts);
-    # None when the same as ``weights_bytes``
+    # the bytes the checkpoint's files hold, where the engine holds them otherwise (padded MXFP4 experts, a
+    # tied head's stored copy); None when the same as ``weights_bytes``
     stored_bytes: int | None = None
+    skipped_bytes: int = 0  # of ``stored_bytes``, the tensors the engines do not load (a tied head's copy)
 
     @property
     def loaded_extra(self) -> int:
-        """Bytes the engine holds beyond the files' (padding), 0 when none."""
+        """Bytes the engine holds beyond the files' (padding less what it skips), 0 when none."""
         return 0 if self.stored_bytes is None else self.weights_bytes - self.stored_bytes
+
+    @property
+    def padding(self) -> int:
+        """Bytes the engine's layout adds to the tensors it loads (MXFP4 padding), 0 when none."""
+        return self.loaded_extra + self.skipped_bytes
+
+    @property
+    def stores_head(self) -> bool:
+        """Whether the checkpoint, as the estimate sees it, holds a head apart from the embeddings."""
+        return any(t.kind == "lm_head" and t.role == "embedding" for t in self.tensors)
+
+    @property
+    def ties_head(self) -> bool:
+        """Whether the engines load no head apart from the embeddings (tied, or a model without one)."""
+        return not any(t.kind == "lm_head" and t.role == "embedding" and t.loaded for t in self.tensors)
 
     def role(self, name: str) -> RoleWeights:
         return self.breakdown.get(name, RoleWeights(0, 0))
