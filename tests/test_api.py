@@ -28,7 +28,7 @@ def test_inspect_with_a_gpu_and_an_engine_has_a_typed_plan():
     assert serving.usable_bytes == 85_029_158_912  # vLLM 0.34 (the newest modelled) requests the whole total
     assert serving.weights_bytes == 16_060_522_496 and serving.weights_source == "estimate"
     detail = serving.verdict_detail
-    assert serving.fits and detail["counted_by"] == "vLLM" and detail["tokens"] == 32768
+    assert serving.fits and detail["counted_by"] == "vLLM 0.34.0" and detail["tokens"] == 32768
     assert 1 <= serving.requests <= 14
     # The reserve is an estimate: the engine's own count at the band's two ends brackets it.
     assert detail["requests_low"] <= serving.requests <= detail["requests_high"]

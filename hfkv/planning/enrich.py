@@ -68,7 +68,7 @@ def enrich(
     if report.batch and report.budget_bytes is None and plan is None:
         report.warnings.append("--batch asks for the longest context within a budget: give --budget or --gpu")
     if plan is not None and engine != "theory":
-        plan["engine_release"] = f"{versions.ENGINE_LABELS[engine]} {version}" if version else None
+        plan["engine_release"] = f"{versions.ENGINE_LABELS[engine]} {version or versions.newest(engine)}"
     if engine != "theory":
         report.extra["engine"] = _central(report, engine, plan, max_model_len, knobs)
         if plan is not None and plan.get("weights_fit") is not False:

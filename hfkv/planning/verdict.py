@@ -199,7 +199,7 @@ def _verdict(plan: dict[str, Any], counted: dict[str, Any] | None, others: dict[
              counted_band: tuple[dict[str, Any] | None, dict[str, Any] | None] | None) -> Verdict:
     """The verdict counted by the engine of ``counted``, else by hfkv (``verdict``)."""
     where, label = _where(plan), layout_label(plan)
-    engine = ENGINE_LABELS.get(plan.get("engine") or "theory", "hfkv")
+    engine = plan.get("engine_release") or ENGINE_LABELS.get(plan.get("engine") or "theory", "hfkv")
     if plan.get("weights_fit") is False:
         reason = (f"weights need {format_bytes(plan['weights_bytes_per_gpu'])} per GPU of "
                   f"{format_bytes(plan['usable_bytes'])} the engine may use")

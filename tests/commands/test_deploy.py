@@ -145,8 +145,8 @@ def test_deepseek_engine_verdict_counts_whole_requests_per_rank():
     tokens = report.extra["engine"]["max_total_num_tokens"]
     assert tokens == report.extra["serving"]["kv_budget_bytes"] // DS_TOKEN // 64 * 64
     assert report.extra["serving"]["verdict"].startswith(
-        f"fits on 8 × H200-141GB: {8 * (tokens // 163840)} requests at 160K (SGLang, TP 8, DP attention 8)")
-    assert report.extra["serving"]["verdict_detail"]["counted_by"] == "SGLang"
+        f"fits on 8 × H200-141GB: {8 * (tokens // 163840)} requests at 160K (SGLang 0.5.23, TP 8, DP attention 8)")
+    assert report.extra["serving"]["verdict_detail"]["counted_by"] == "SGLang 0.5.23"
 
 
 def test_deepseek_vllm_dp8_expert_parallel():

@@ -200,7 +200,7 @@ def test_browser_link_with_a_layout(server, driver, fake_hub):
         "vLLM refused: vLLM has no --enable-dp-attention: its --data-parallel-size ranks already keep their own "
         "requests (attention replicated per rank)"]
     sglang = cli_json(shown(driver, "#hfkv-cli-sglang")[0], fake_hub)["serving"]["verdict"]
-    assert shown(driver, "#hfkv-verdict-sglang") == [sglang] and "(SGLang, TP 8, DP attention 8)" in sglang
+    assert shown(driver, "#hfkv-verdict-sglang") == [sglang] and "(SGLang 0.5.23, TP 8, DP attention 8)" in sglang
     assert wait_for(driver, "#hfkv-tp input").get_attribute("value") == "8"
     assert wait_for(driver, "#hfkv-dpa input").is_selected()
     assert wait_for(driver, "#hfkv-link").get_attribute("href") == server + form.query_string()

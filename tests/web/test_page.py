@@ -139,7 +139,7 @@ def test_each_engine_says_its_own_verdict(settings, fake_hub):
     vllm, sglang = by_id(html, "hfkv-verdict-vllm"), by_id(html, "hfkv-verdict-sglang")
     assert vllm == ("vLLM refused: vLLM has no --enable-dp-attention: its --data-parallel-size ranks already keep "
                     "their own requests (attention replicated per rank)")
-    assert sglang.startswith("fits on 8 × H200-141GB: ") and "(SGLang, TP 8, DP attention 8)" in sglang
+    assert sglang.startswith("fits on 8 × H200-141GB: ") and "(SGLang 0.5.23, TP 8, DP attention 8)" in sglang
     theory = json.loads(text)["serving"]["verdict"]
     assert "(hfkv, TP 8, DP attention 8)" in theory and "vLLM: would refuse" in theory
     for engine, shown in (("sglang", sglang), ("vllm", vllm)):
