@@ -25,12 +25,14 @@ ENGINES = ("sglang", "vllm")
 DEFAULT_COMPUTE_CAPABILITY = "9.0"
 
 
-def _knob(default: Any, doc: str, *, kind: str = "int", aliases: tuple[str, ...] = (), cli: bool = True) -> Any:
+def _knob(default: Any, doc: str, *, kind: str = "int", aliases: tuple[str, ...] = (), cli: bool = True,
+          spelled: str | None = None) -> Any:
     """A knob field: its default, its one-line meaning (the CLI help and the docs' table), the kind of
     value the CLI parses (``int`` ≥ 1, ``count`` ≥ 0, ``ratio`` in (0, 1], ``positive`` float, ``dtype``, ``flag``,
     ``text``),
     extra CLI spellings, and whether the CLI defines the flag here (``False``: another option sets it)."""
-    return field(default=default, metadata={"doc": doc, "kind": kind, "aliases": aliases, "cli": cli})
+    return field(default=default, metadata={"doc": doc, "kind": kind, "aliases": aliases, "cli": cli,
+                                            "spelled": spelled})
 
 
 @dataclass(frozen=True)
@@ -88,8 +90,8 @@ class EngineKnobs:
     cuda_graph_max_bs: int | None = _knob(None, "SGLang: largest decode batch captured in a CUDA graph (default by "
                                                 "GPU memory and TP)")
     disable_cuda_graph: bool = _knob(False, "SGLang: no CUDA graphs (no graph term in the reserve)", kind="flag")
-    engine_version: str | None = _knob(None, "the engine release whose rules apply (--engine NAME==VERSION; default "
-                                             "the newest modelled)", kind="text", cli=False)
+    engine_version: str | None = _knob(None, "the engine release whose rules apply (default the newest modelled)",
+                                       kind="text", cli=False, spelled="--engine NAME==VERSION")
 
     @classmethod
     def names(cls) -> tuple[str, ...]:
@@ -147,7 +149,8 @@ def knobs_markdown() -> str:
     """The engine options as a Markdown table (docs/engine-modes.md), from ``EngineKnobs``."""
     lines = ["| option | default | meaning |", "|---|---|---|"]
     for f in knob_fields():
-        spellings = ", ".join(f"`{s}`" for s in (cli_flag(f.name), *f.metadata["aliases"]))
+        spellings = ", ".join(f"`{s}`" for s in ((f.metadata["spelled"],) if f.metadata["spelled"]
+                                                 else (cli_flag(f.name), *f.metadata["aliases"])))
         default = "engine's rule" if f.default is None else f"`{f.default}`"
         lines.append(f"| {spellings} | {default} | {f.metadata['doc']} |")
     return "\n".join(lines)
