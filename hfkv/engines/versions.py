@@ -78,11 +78,17 @@ def as_version(text: str, engine: str) -> Version:
 
 @dataclass(frozen=True)
 class Span:
-    """The releases one rule set covers: ``first`` ≤ version < ``until``."""
+    """One span of an engine's releases that share their rules: a row of ``releases.tsv``, which the
+    engine's ``RuleSet`` extends with a field per rule. It covers ``first`` ≤ version < ``until``."""
 
     first: str
+    """First release of the span (inclusive)."""
     until: str
+    """First release the span does not cover."""
     label: str
+    """The span as said to a user ("0.20.1–0.25")."""
+    newest: str
+    """The release of the span whose code its rules were read from (what a bare engine name replays)."""
 
     def covers(self, version: Version) -> bool:
         # By release number alone: a pre-release, dev or post build (0.20.2rc1, 0.5.8.post1) carries the
@@ -106,7 +112,8 @@ def _text(cell: str) -> str:
     return cell
 
 
-SPAN_PARSERS: dict[str, Callable[[str], Any]] = {"first": _release, "until": _release, "label": _text}
+SPAN_PARSERS: dict[str, Callable[[str], Any]] = {"first": _release, "until": _release, "label": _text,
+                                                 "newest": _release}
 
 
 @lru_cache(maxsize=None)
@@ -135,7 +142,7 @@ def rule_set(engine: str, version: str | None = None) -> Any:
         return sets[-1]
     wanted = as_version(str(version), engine)
     for row in sets:
-        if Span(row.first, row.until, row.label).covers(wanted):
+        if row.covers(wanted):
             return row
     spans = ", ".join(row.label for row in sets)
     raise UsageError(f"{ENGINE_LABELS.get(engine, engine)} {version} is not covered by hfkv's rule sets "
@@ -149,4 +156,6 @@ def described(engine: str, version: str | None) -> str:
     label = ENGINE_LABELS.get(engine, engine)
     if version is None:
         return f"{label} {rules.newest} (newest modelled)"
+    if version == rules.label:  # a span of one release: its own rules
+        return f"{label} {version}"
     return f"{label} {version}: rules of {rules.label}"

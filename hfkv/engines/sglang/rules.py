@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from hfkv.engines.tables import choice, yes_no
-from hfkv.engines.versions import rule_set
+from hfkv.engines.versions import Span, rule_set
 
 
 def _tier(cell: str) -> tuple[int, int, int]:
@@ -39,17 +39,9 @@ def _names(cell: str) -> tuple[str, ...]:
 
 
 @dataclass(frozen=True)
-class RuleSet:
-    """The rules of one span of SGLang releases."""
+class RuleSet(Span):
+    """The rules of one span of SGLang releases (the span's own fields: ``Span``)."""
 
-    first: str
-    """First release of the span (inclusive)."""
-    until: str
-    """First release the span does not cover."""
-    label: str
-    """The span as said to a user ("0.5.10–0.5.12")."""
-    newest: str
-    """The release of the span whose code these rules were read from."""
     fraction_rule: str
     """How ``mem_fraction_static`` defaults (``server_args.py`` ``ServerArgs.__post_init__`` until 0.5.2,
     ``_handle_gpu_memory_settings`` from 0.5.3, ``arg_groups/memory_hook.py`` from 0.5.19): ``tp-table``
@@ -123,7 +115,6 @@ class RuleSet:
 
 
 PARSERS: dict[str, Callable[[str], Any]] = {
-    "newest": str,
     "fraction_rule": choice("tp-table", "tiered", "reserve"),
     "tp_fractions": _fractions,
     "tier_20_35": _tier,

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from hfkv.engines.tables import choice, yes_no
-from hfkv.engines.versions import rule_set
+from hfkv.engines.versions import Span, rule_set
 
 
 def _ratio(cell: str) -> float:
@@ -32,17 +32,9 @@ def _vendors(cell: str) -> frozenset[str]:
 
 
 @dataclass(frozen=True)
-class RuleSet:
-    """The rules of one span of vLLM releases."""
+class RuleSet(Span):
+    """The rules of one span of vLLM releases (the span's own fields: ``Span``)."""
 
-    first: str
-    """First release of the span (inclusive)."""
-    until: str
-    """First release the span does not cover."""
-    label: str
-    """The span as said to a user ("0.20.2–0.25")."""
-    newest: str
-    """The release of the span whose code these rules were read from."""
     default_gpu_memory_utilization: float
     """``CacheConfig.gpu_memory_utilization``'s default (``config/cache.py``): 0.9 until 0.19, 0.92 from
     0.20.0; 0.34.0's extensible KV cache resolves an unset value to 1.0
@@ -85,7 +77,6 @@ class RuleSet:
 
 
 PARSERS: dict[str, Callable[[str], Any]] = {
-    "newest": str,
     "default_gpu_memory_utilization": _ratio,
     "kv_sizing": choice("requested", "extensible"),
     "graph_profiling": _vendors,
