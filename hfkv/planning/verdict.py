@@ -156,28 +156,37 @@ def verdict(plan: dict[str, Any], counted: dict[str, Any] | None = None,
     """The verdict of ``plan``: counted by the engine of ``counted`` (its simulate result) when given,
     else by hfkv; ``others``: {engine: {"refused", "requests", "tokens"}} (``enrich``), named where they
     differ. ``counted_band``: the engine's results in the budget less and plus the reserve's band (its
-    count's range; ``enrich`` runs them). ``headline`` "vllm" (no engine asked for): vLLM's own count is the
-    one the line gives, the count a user will see, with hfkv's exact one and SGLang's beside it when they
-    differ; vLLM's refusal leaves hfkv's count there, naming it."""
+    count's range; ``enrich`` runs them). ``headline`` "vllm" (no engine asked for): an engine's own count
+    is the one the line gives, the count a user will see: vLLM's, or SGLang's where vLLM would refuse and
+    SGLang starts, with hfkv's exact one and the other engine's beside it when they differ; where neither
+    counts, hfkv's count stays, naming them."""
     base = _verdict(plan, counted, others, counted_band)
-    vllm = (others or {}).get("vllm") or {}
-    if headline != "vllm" or counted is not None or base.status not in ("fits", "may-not-start") \
-            or vllm.get("refused") or vllm.get("requests") is None or vllm.get("tokens") != base.tokens:
+    if headline != "vllm" or counted is not None or base.status not in ("fits", "may-not-start"):
         return base
-    return _vllm_headline(plan, base, vllm, {name: view for name, view in (others or {}).items() if name != "vllm"})
+    lead = next((name for name in ("vllm", "sglang") if _counts((others or {}).get(name) or {}, base.tokens)), None)
+    if lead is None:
+        return base
+    return _engine_headline(plan, base, lead, (others or {})[lead],
+                            {name: view for name, view in (others or {}).items() if name != lead})
 
 
-def _vllm_headline(plan: dict[str, Any], base: Verdict, vllm: dict[str, Any],
-                   others: dict[str, dict[str, Any]]) -> Verdict:
-    """``base`` (hfkv's count) told with vLLM's own count at the same context as the answer."""
-    count, tokens = vllm["requests"], base.tokens
-    who = vllm.get("release") or "vLLM"
+def _counts(view: dict[str, Any], tokens: int | None) -> bool:
+    """Whether an engine's view gives its own count at the verdict's context."""
+    return not view.get("refused") and view.get("requests") is not None and view.get("tokens") == tokens
+
+
+def _engine_headline(plan: dict[str, Any], base: Verdict, lead: str, view: dict[str, Any],
+                     others: dict[str, dict[str, Any]]) -> Verdict:
+    """``base`` (hfkv's count) told with the ``lead`` engine's own count at the same context as the answer."""
+    count, tokens = view["requests"], base.tokens
+    who = view.get("release") or ENGINE_LABELS[lead]
     where, label = _where(plan), layout_label(plan, who)
     if count == 0:
-        reason = f"vLLM's own blocks hold no request at {format_tokens(tokens)} (hfkv's exact count: {base.requests:,})"
+        reason = (f"{ENGINE_LABELS[lead]}'s own pool holds no request at {format_tokens(tokens)} (hfkv's exact "
+                  f"count: {base.requests:,})")
         return Verdict("does-not-fit", f"does NOT fit {where}: {reason} {label}", reason=reason, tokens=tokens,
                        requests=0, counted_by=who, details=base.details)
-    low, high = vllm.get("requests_low"), vllm.get("requests_high")
+    low, high = view.get("requests_low"), view.get("requests_high")
     status = "may-not-start" if low == 0 else "fits"
     text = (f"fits {where}: {count:,} request{'s' if count != 1 else ''} at {format_tokens(tokens)} {label}"
             if status == "fits" else

@@ -108,3 +108,14 @@ def test_brief_prints_the_answer_alone():
     assert lines[1].startswith("weights: ") and lines[2] == "KV budget per GPU: 59.15 GiB"
     assert lines[3] == "requests across the deployment: 4K 118 · 32K 14 · 128K 3"
     assert len(lines[0]) < 160
+
+
+def test_where_vllm_refuses_sglangs_own_count_leads():
+    # Nemotron-H-56B on one H200 at 8K: vLLM (0.34) refuses its default 1,024 sequences for fewer Mamba cache
+    # blocks (config/compilation.py), SGLang starts: its own count is the one the line gives, hfkv's beside it.
+    result = run(str(FIXTURES / "nvidia__Nemotron-H-56B-Base-8K"), "--gpu", "H200", "--context", "8k", "--format", "json")
+    detail = json.loads(result.stdout)["serving"]["verdict_detail"]
+    assert detail["counted_by"] == "SGLang 0.5.23" and detail["status"] in ("fits", "may-not-start")
+    assert detail["engines"]["vLLM"].startswith("would refuse (vLLM 0.34.0 would refuse to start: max_num_seqs (1024) "
+                                                "exceeds available Mamba cache blocks")
+    assert detail["engines"]["hfkv"].endswith("(exact bytes per request)")
