@@ -81,8 +81,8 @@ def deepseek_v4(b: Builder, c: Cfg, mt: str, top: dict | None) -> None:
             b.param(f"{p}.{h}.base", (mix,), role or "other", dtype_bytes=f32)
             b.param(f"{p}.{h}.scale", (3,), role or "other", dtype_bytes=f32)
 
-    for i in range(layers):
-        block(f"model.layers.{i}", ratios[i], hashed[i], None)
+    for p, (ratio, is_hash) in b.layers("model.layers", list(zip(ratios[:layers], hashed[:layers]))):
+        block(p, ratio, is_hash, None)
     for j in range(nextn):
         # V4 MTP (inference code): a block + e_proj/h_proj + enorm/hnorm/norm + its own hc head;
         # embed and head are shared with the main model (the published count fits without copies).
@@ -108,8 +108,8 @@ def gpt_oss(b: Builder, c: Cfg, mt: str, top: dict | None) -> None:
     inter = c.req("intermediate_size", why="expert size")
     bias = c.flag("attention_bias", True)
     embed_head(b, c, vocab, hidden, is_untied(c, False, top))
-    for i in range(layers):
-        p = f"model.layers.{i}"
+    # sliding and full layers hold the same weights: one kind of layer
+    for p, _ in b.layers("model.layers", [0] * layers):
         gqa(b, f"{p}.self_attn", hidden, heads, kv, hd, qkv_bias=bias, o_bias=bias)
         b.param(f"{p}.self_attn.sinks", (heads,), "attention")
         b.add(f"{p}.mlp.router", "other", "router", (experts, hidden))
@@ -129,8 +129,7 @@ def bloom(b: Builder, c: Cfg, mt: str, top: dict | None) -> None:
     b.norm("transformer.ln_f", hidden, bias=True)
     if is_untied(c, True, top):
         b.add("lm_head", "embedding", "lm_head", (vocab, hidden))
-    for i in range(layers):
-        p = f"transformer.h.{i}"
+    for p, _ in b.layers("transformer.h", [0] * layers):
         b.linear(f"{p}.self_attention.query_key_value", 3 * hidden, hidden, "attention", bias=True)
         b.linear(f"{p}.self_attention.dense", hidden, hidden, "attention", bias=True)
         b.linear(f"{p}.mlp.dense_h_to_4h", 4 * hidden, hidden, "dense_mlp", bias=True)
@@ -157,8 +156,7 @@ def opt(b: Builder, c: Cfg, mt: str, top: dict | None) -> None:
         b.norm("model.decoder.final_layer_norm", hidden, bias=True)
     if is_untied(c, True, top):
         b.add("lm_head", "embedding", "lm_head", (vocab, proj))
-    for i in range(layers):
-        p = f"model.decoder.layers.{i}"
+    for p, _ in b.layers("model.decoder.layers", [0] * layers):
         for n in ("q_proj", "k_proj", "v_proj", "out_proj"):
             b.linear(f"{p}.self_attn.{n}", hidden, hidden, "attention", bias)
         b.linear(f"{p}.fc1", ffn, hidden, "dense_mlp", bias)
@@ -197,8 +195,7 @@ def falcon(b: Builder, c: Cfg, mt: str, top: dict | None) -> None:
                    (" in the parameters, not in the bytes: the engines tie it to the word embeddings" if tied else ""))
     n_ln = 2 if new_arch and c.opt("num_ln_in_parallel_attn", default=2) == 2 else (
         1 if c.flag("parallel_attn", True) else 2)
-    for i in range(layers):
-        p = f"transformer.h.{i}"
+    for p, _ in b.layers("transformer.h", [0] * layers):
         b.linear(f"{p}.self_attention.query_key_value", qkv, hidden, "attention", bias)
         b.linear(f"{p}.self_attention.dense", hidden, hidden, "attention", bias)
         b.linear(f"{p}.mlp.dense_h_to_4h", ffn, hidden, "dense_mlp", bias)
@@ -222,8 +219,7 @@ def mpt(b: Builder, c: Cfg, mt: str, top: dict | None) -> None:
     if not attn.get("alibi", False):
         b.add("transformer.wpe", "embedding", "embedding", (c.req("max_seq_len"), hidden))
     b.norm("transformer.norm_f", hidden)
-    for i in range(layers):
-        p = f"transformer.blocks.{i}"
+    for p, _ in b.layers("transformer.blocks", [0] * layers):
         b.linear(f"{p}.attn.Wqkv", (heads + 2 * kv) * hd, hidden, "attention", bias)
         b.linear(f"{p}.attn.out_proj", hidden, hidden, "attention", bias)
         b.linear(f"{p}.ffn.up_proj", int(ratio * hidden), hidden, "dense_mlp", bias)
@@ -272,15 +268,14 @@ def gemma4_text(b: Builder, c: Cfg, mt: str, top: dict | None) -> None:
               (c.opt("vocab_size_per_layer_input", default=vocab), layers * ple))
         b.linear("model.language_model.per_layer_model_projection", layers * ple, hidden, "embedding")
         b.norm("model.language_model.per_layer_projection_norm", ple)
-    for i in range(layers):
-        p = f"model.language_model.layers.{i}"
-        full = types[i] == "full_attention"
+    # a layer's weights: full or sliding attention, and whether it reads shared KV (a wider MLP)
+    kinds = [(types[i] == "full_attention", bool(shared_kv) and i >= layers - shared_kv) for i in range(layers)]
+    for p, (full, reuse) in b.layers("model.language_model.layers", kinds):
         d = ghd if full else hd
         n_kv = gkv if full else kv
         # k/v projections of KV-shared layers are unused by transformers but present in the checkpoint
         gqa(b, f"{p}.self_attn", hidden, heads, n_kv, d, qkv_bias=bias, o_bias=bias, qk_norm=True,
              v=not (k_eq_v and full))
-        reuse = shared_kv and i >= layers - shared_kv
         b.mlp(f"{p}.mlp", hidden, inter * (2 if double and reuse else 1), "dense_mlp")
         b.norm(f"{p}.input_layernorm", hidden, count=4)
         b.add(f"{p}.layer_scalar", "other", "buffer", (1,))

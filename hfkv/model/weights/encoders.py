@@ -33,11 +33,12 @@ def t5(b: Builder, c: Cfg, mt: str, top: dict | None) -> None:
         b.linear(f"{p}.wo", d, dff, "dense_mlp")
 
     for stack, n, parts in (("encoder", layers, 2), ("decoder", dec_layers, 3)):
-        for i in range(n):
-            p = f"{stack}.block.{i}.layer"
+        # the first block alone holds the relative position bias
+        b.add(f"{stack}.block.0.layer.0.SelfAttention.relative_attention_bias", "attention", "embedding",
+              (buckets, heads))
+        for block, _ in b.layers(f"{stack}.block", [0] * n):
+            p = f"{block}.layer"
             attn(f"{p}.0.SelfAttention")
-            if i == 0:
-                b.add(f"{p}.0.SelfAttention.relative_attention_bias", "attention", "embedding", (buckets, heads))
             if stack == "decoder":
                 attn(f"{p}.1.EncDecAttention")
             ff(f"{p}.{parts - 1}.DenseReluDense")
@@ -59,8 +60,7 @@ def bart(b: Builder, c: Cfg, mt: str, top: dict | None) -> None:
         ffn = c.req(f"{stack}_ffn_dim")
         b.add(f"model.{stack}.embed_positions", "embedding", "embedding", (positions + 2, d))
         b.norm(f"model.{stack}.layernorm_embedding", d, bias=True)
-        for i in range(n):
-            p = f"model.{stack}.layers.{i}"
+        for p, _ in b.layers(f"model.{stack}.layers", [0] * n):
             blocks = ("self_attn", "encoder_attn") if stack == "decoder" else ("self_attn",)
             for a in blocks:
                 for nm in ("q_proj", "k_proj", "v_proj", "out_proj"):

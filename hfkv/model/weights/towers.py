@@ -14,8 +14,7 @@ def siglip_tower(b: Builder, v: Cfg, prefix: str):
     b.add(f"{prefix}.embeddings.patch_embedding", "towers", "conv", (h, ch, patch, patch))
     b.add(f"{prefix}.embeddings.patch_embedding.bias", "towers", "bias", (h,))
     b.add(f"{prefix}.embeddings.position_embedding", "towers", "embedding", ((size // patch) ** 2, h))
-    for i in range(layers):
-        p = f"{prefix}.encoder.layers.{i}"
+    for p, _ in b.layers(f"{prefix}.encoder.layers", [0] * layers):
         for n in ("q_proj", "k_proj", "v_proj", "out_proj"):
             b.linear(f"{p}.self_attn.{n}", h, h, "towers", bias=True)
         b.linear(f"{p}.mlp.fc1", inter, h, "towers", bias=True)
@@ -42,8 +41,7 @@ def gemma4_vision(b: Builder, v: Cfg, text_hidden: int):
     pre = "model.vision_tower"
     b.add(f"{pre}.patch_embedder.input_proj", "towers", "linear", (h, 3 * patch * patch))
     b.add(f"{pre}.patch_embedder.position_embedding_table", "towers", "embedding", (2, pos, h))
-    for i in range(layers):
-        p = f"{pre}.encoder.layers.{i}"
+    for p, _ in b.layers(f"{pre}.encoder.layers", [0] * layers):
         gqa(b, f"{p}.self_attn", h, heads, kv, hd, role="towers", qk_norm=True)
         b.mlp(f"{p}.mlp", h, inter, "towers")
         b.norm(f"{p}.input_layernorm", h, "towers", count=4)
@@ -66,8 +64,7 @@ def gemma4_audio(b: Builder, a: Cfg, text_hidden: int):
         b.norm(f"{pre}.subsample_conv_projection.layer{j}.norm", ch, "towers")
         prev, freq = ch, (freq + 1) // 2
     b.linear(f"{pre}.subsample_conv_projection.input_proj_linear", h, prev * freq, "towers")
-    for i in range(layers):
-        p = f"{pre}.layers.{i}"
+    for p, _ in b.layers(f"{pre}.layers", [0] * layers):
         for ff in ("feed_forward1", "feed_forward2"):
             b.linear(f"{p}.{ff}.ffw_layer_1", 4 * h, h, "towers")
             b.linear(f"{p}.{ff}.ffw_layer_2", h, 4 * h, "towers")
@@ -96,8 +93,7 @@ def qwen_vl_tower(b: Builder, v: Cfg, text_hidden: int):
     b.add(f"{pre}.patch_embed.proj.bias", "towers", "bias", (h,))
     if v.opt("num_position_embeddings"):
         b.add(f"{pre}.pos_embed", "towers", "embedding", (v.opt("num_position_embeddings"), h))
-    for i in range(depth):
-        p = f"{pre}.blocks.{i}"
+    for p, _ in b.layers(f"{pre}.blocks", [0] * depth):
         b.linear(f"{p}.attn.qkv", 3 * h, h, "towers", bias=True)
         b.linear(f"{p}.attn.proj", h, h, "towers", bias=True)
         b.linear(f"{p}.mlp.linear_fc1", inter, h, "towers", bias=True)
@@ -146,8 +142,7 @@ def moonvit_tower(b: Builder, v: Cfg, text_hidden: int):
     if "fixed" not in str(v.get("pos_emb_type") or ""):
         b.add(f"{pre}.patch_embed.pos_emb", "towers", "embedding",
               (v.opt("init_pos_emb_height", default=64) * v.opt("init_pos_emb_width", default=64), h))
-    for i in range(layers):
-        p = f"{pre}.encoder.blocks.{i}"
+    for p, _ in b.layers(f"{pre}.encoder.blocks", [0] * layers):
         b.linear(f"{p}.wqkv", 3 * qkv, h, "towers", bias=attn_bias)
         b.linear(f"{p}.wo", h, qkv, "towers", bias=attn_bias)
         b.linear(f"{p}.mlp.fc0", inter, h, "towers", bias=lin_bias)
@@ -169,8 +164,7 @@ def generic_tower(b: Builder, v: Cfg, text_hidden: int, prefix: str):
     layers = v.req("num_hidden_layers", "depth", "layers")
     patch = v.opt("patch_size", default=14)
     b.add(f"{prefix}.patch_embed", "towers", "conv", (h, v.opt("num_channels", "in_channels", default=3), patch, patch))
-    for i in range(layers):
-        p = f"{prefix}.layers.{i}"
+    for p, _ in b.layers(f"{prefix}.layers", [0] * layers):
         b.linear(f"{p}.qkv", 3 * h, h, "towers", bias=True)
         b.linear(f"{p}.proj", h, h, "towers", bias=True)
         b.linear(f"{p}.fc1", inter, h, "towers", bias=True)
