@@ -357,13 +357,14 @@ def _write_json(path: str, text: str) -> bool:
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
                 handle.write(text)
-            os.replace(temporary, name, src_dir_fd=folder, dst_dir_fd=folder)
+            # rename replaces the name atomically on POSIX (the only systems with folder descriptors)
+            os.rename(temporary, name, src_dir_fd=folder, dst_dir_fd=folder)
         except BaseException:
             with contextlib.suppress(OSError):
                 os.unlink(temporary, dir_fd=folder)
             raise
         return True
-    except OSError:
+    except Exception:  # noqa: BLE001 - whatever goes wrong, a store that cannot be written only keeps nothing
         return False
     finally:
         os.close(folder)
