@@ -182,3 +182,29 @@ def test_generic_head_when_tying_is_unstated():
     assert counted.role("embedding").parameters == 2 * 1000 * 64 and any("tie_word_embeddings" in n for n in counted.notes)
     saved = estimate_weights({**bare, "transformers_version": "4.57.0"}, one)  # save_pretrained left it out: tied
     assert saved.role("embedding").parameters == 1000 * 64
+
+
+def test_whisper_large_v3_by_hand():
+    # openai/whisper-large-v3: d 1280, 32 + 32 layers, FFN 5120, 128 mel bins, 1500 / 448 positions, vocab 51866;
+    # per attention q, v, out biased and k not (4 × 1280² + 3 × 1280), biased fc1/fc2 and LayerNorms; tied proj_out
+    attention = 4 * 1280 * 1280 + 3 * 1280
+    ffn = (5120 * 1280 + 5120) + (1280 * 5120 + 1280)
+    encoder = (1280 * 128 * 3 + 1280) + (1280 * 1280 * 3 + 1280) + 1500 * 1280 + 32 * (attention + ffn + 2 * 2560) + 2560
+    decoder = 51866 * 1280 + 448 * 1280 + 32 * (2 * attention + ffn + 3 * 2560) + 2560
+    assert _priced(_load("openai__whisper-large-v3")).total_parameters == encoder + decoder == 1_543_490_560
+    # distil-whisper/distil-large-v3: the same encoder, 2 decoder layers ("756M")
+    distil = encoder + 51866 * 1280 + 448 * 1280 + 2 * (2 * attention + ffn + 3 * 2560) + 2560
+    assert _priced(_load("distil-whisper__distil-large-v3")).total_parameters == distil == 756_405_760
+
+
+@needs_hub
+def test_nemotron_nas_blocks_by_hand():
+    # nvidia/Llama-3_3-Nemotron-Super-49B-v1 (DeciLM): 49 attention blocks (64 heads of 128, 8 KV heads), 31 no-op;
+    # every block's FFN width two thirds of ffn_mult × 8192 rounded up to 256: 5.25 -> 28672 (49 blocks),
+    # 2.625 -> 14336 (6), 1.3125 -> 7168 (10), 1.0 -> 5461 -> 5632 (8), 0.5 -> 2730 -> 2816 (6), 3.28125 -> 17920 (1);
+    # a norm before each attention and each FFN; untied 128,256 × 8,192 embeddings
+    widths = 49 * 28672 + 6 * 14336 + 10 * 7168 + 8 * 5632 + 6 * 2816 + 17920
+    attention = 49 * (2 * 8192 * 8192 + 2 * 1024 * 8192)
+    total = 2 * 128256 * 8192 + 8192 + attention + 3 * 8192 * widths + (49 + 80) * 8192
+    got = _priced(json.loads((HUB / "nvidia__Llama-3_3-Nemotron-Super-49B-v1.json").read_text()))
+    assert got.total_parameters == total == 49_867_145_216  # "49B" (the model card)

@@ -30,7 +30,7 @@ from hfkv.model.weights.builder import Builder, Cfg, Missing
 from hfkv.model.weights.decoders import bloom, deepseek_v4, falcon, gemma4_text, gpt_oss, mpt, opt
 from hfkv.model.weights.more_decoders import gpt2
 from hfkv.model.weights.towers import gemma4_audio, gemma4_vision, generic_tower, minimax_m3_tower, moonvit_tower, qwen25_vl_tower, qwen_vl_tower, siglip_tower
-from hfkv.model.weights.encoders import bart, t5
+from hfkv.model.weights.encoders import bart, t5, whisper
 from hfkv.model.weights.loaded import DOWNCAST_NOTE, PADDED_NOTE, as_loaded, downcast_checkpoint, loaded_base
 from hfkv.model.weights.quantization import base_dtype, Quantization, quantization_config
 from hfkv.model.weights.records import ROLES, RoleWeights, Tensor, Unknown, WeightsEstimate
@@ -45,14 +45,14 @@ __all__ = ["ROLES", "RoleWeights", "Tensor", "Unknown", "WeightsEstimate", "atta
 
 
 # Families whose checkpoint layout no layer spec gives, priced from the config alone: fused or
-# positional blocks (GPT-2, BLOOM, OPT, Falcon, MPT), encoder-decoders (T5, BART: the mappers build
-# decoder-only specs), DeepSeek-V4's compressors and hyper-connections, Gemma 4's per-layer
+# positional blocks (GPT-2, BLOOM, OPT, Falcon, MPT), encoder-decoders (T5, BART, Whisper: the
+# mappers' specs are a decoder's), DeepSeek-V4's compressors and hyper-connections, Gemma 4's per-layer
 # embeddings, gpt-oss's biased fused experts and sinks. Every other family is priced from the layer
 # specs and its style (``stack``, ``styles``).
 _OWN_LAYOUT = {
     "deepseek_v4": deepseek_v4, "gpt_oss": gpt_oss, "bloom": bloom, "opt": opt, "falcon": falcon,
     "RefinedWeb": falcon, "RefinedWebModel": falcon, "mpt": mpt, "gemma4_text": gemma4_text, "t5": t5, "bart": bart,
-    "gpt2": gpt2,
+    "gpt2": gpt2, "whisper": whisper,
 }
 _OWN_WRAPPERS = {"gemma4": "gemma4_text"}  # wrapper model_type -> its text model's
 # wrappers whose tower the config must describe (a text-only count would leave it out)

@@ -70,3 +70,33 @@ def bart(b: Builder, c: Cfg, mt: str, top: dict | None) -> None:
             b.norm(f"{p}.self_attn_layer_norm", d, bias=True, count=len(blocks) + 1)
         if c.flag("add_final_layer_norm"):
             b.norm(f"model.{stack}.layer_norm", d, bias=True)
+
+
+def whisper(b: Builder, c: Cfg, mt: str, top: dict | None) -> None:
+    """Whisper (transformers' WhisperForConditionalGeneration): an encoder of two biased 1-D convs over
+    the mel bins, learned positions and pre-LN blocks (q, v and out biased, k not; fc1/fc2 biased; biased
+    LayerNorms), a decoder of the same blocks with cross-attention, tied proj_out."""
+    dense_only(c, mt)
+    d = c.req("d_model")
+    vocab = c.req("vocab_size")
+    mels = c.req("num_mel_bins")
+    b.add("model.encoder.conv1", "towers", "conv", (d, mels, 3))
+    b.add("model.encoder.conv2", "towers", "conv", (d, d, 3))
+    b.add("model.encoder.conv1.bias", "towers", "bias", (d,), count=2)
+    b.add("model.encoder.embed_positions", "towers", "embedding", (c.req("max_source_positions"), d))
+    b.add("model.decoder.embed_tokens", "embedding", "embedding", (vocab, d))
+    b.add("model.decoder.embed_positions", "embedding", "embedding", (c.req("max_target_positions"), d))
+    if is_untied(c, True, top):
+        b.add("proj_out", "embedding", "lm_head", (vocab, d))
+    for stack, role in (("encoder", "towers"), ("decoder", None)):
+        n, ffn = c.req(f"{stack}_layers"), c.req(f"{stack}_ffn_dim")
+        attentions = ("self_attn", "encoder_attn") if stack == "decoder" else ("self_attn",)
+        for p, _ in b.layers(f"model.{stack}.layers", [0] * n):
+            for a in attentions:
+                for name in ("q_proj", "v_proj", "out_proj"):
+                    b.linear(f"{p}.{a}.{name}", d, d, role or "attention", bias=True)
+                b.linear(f"{p}.{a}.k_proj", d, d, role or "attention")
+            b.linear(f"{p}.fc1", ffn, d, role or "dense_mlp", bias=True)
+            b.linear(f"{p}.fc2", d, ffn, role or "dense_mlp", bias=True)
+            b.norm(f"{p}.self_attn_layer_norm", d, role or "other", bias=True, count=len(attentions) + 1)
+        b.norm(f"model.{stack}.layer_norm", d, role or "other", bias=True)

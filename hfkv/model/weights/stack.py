@@ -183,10 +183,13 @@ def price(b: Builder, c: Cfg, s: Style, mt: str, top: dict | None, specs: Sequen
     return sh.notes
 
 
-def layer(b: Builder, sh: Shapes, p: str, mixer: tuple, ffn: str | None, role: str | None = None) -> None:
+def layer(b: Builder, sh: Shapes, p: str, mixer: tuple, ffn: str | tuple | None, role: str | None = None) -> None:
     """One layer: its mixer, its feed-forward and its norms."""
     s = sh.s
     _mixer(b, sh, p, mixer, role)
+    if isinstance(ffn, tuple):
+        _deci_block(b, sh, p, bool(mixer), ffn, role)
+        return
     b.norm(f"{p}.{s.norm}", sh.hidden, role or "other", bias=s.norm_bias, count=sh.norms)
     if ffn == "dense":
         b.mlp(f"{p}.{s.mlp}", sh.hidden, sh.dense_size, role or "dense_mlp", gated=s.gated,
@@ -452,17 +455,62 @@ def _experts(b: Builder, sh: Shapes, m: str, role: str | None) -> None:
 _MIXERS = {("linear", "gdn"): _gdn, ("linear", "kda"): _kda, ("linear", "lightning"): _lightning,
            ("mamba", 1): _mamba1, ("mamba", 2): _mamba2, ("conv",): _short_conv, ("rwkv",): _time_mix}
 
+def _deci_block(b: Builder, sh: Shapes, p: str, attends: bool, block: tuple, role: str | None) -> None:
+    """The rest of a Nemotron-NAS (DeciLM) block: an attention replaced by one hidden × hidden linear,
+    the FFN of its own width (none for a no-op, a hidden × hidden linear when replaced), a norm before
+    each of the two that is there."""
+    _, linear_attention, width = block
+    hidden = sh.hidden
+    if linear_attention:
+        b.linear(f"{p}.{sh.s.attn}.linear_attn", hidden, hidden, role or "attention")
+    if width > 0:
+        b.mlp(f"{p}.{sh.s.mlp}", hidden, width, role or "dense_mlp", names=sh.s.mlp_names)
+    elif width < 0:
+        b.linear(f"{p}.{sh.s.mlp}.linear_mlp", hidden, hidden, role or "dense_mlp")
+    norms = (attends or linear_attention) + bool(width)
+    b.norm(f"{p}.{sh.s.norm}", hidden, role or "other", count=norms)
+
+
+def _deci_blocks(c: Cfg, n: int, hidden: int) -> list[tuple]:
+    """Per Nemotron-NAS block: ("deci", attention replaced by a linear, FFN width: 0 for a no-op, -1 for a
+    linear), the width from ``ffn_mult`` as DeciLM's _ffn_mult_to_intermediate_size makes it: two thirds
+    of ffn_mult × hidden, rounded up to a multiple of 256."""
+    blocks = c.get("block_configs")
+    if not isinstance(blocks, list) or len(blocks) < n:
+        raise Missing(f"config lacks block_configs for its {n} layers (each block's FFN width)", ["block_configs"])
+    out = []
+    for i, block in enumerate(blocks[:n]):
+        attention = block.get("attention") if isinstance(block, dict) else None
+        ffn = block.get("ffn") if isinstance(block, dict) else None
+        if not isinstance(attention, dict) or not isinstance(ffn, dict):
+            raise Missing(f"block_configs[{i}] lacks its attention or ffn", [f"block_configs[{i}]"])
+        if ffn.get("no_op"):
+            width = 0
+        elif ffn.get("replace_with_linear"):
+            width = -1
+        else:
+            mult = ffn.get("ffn_mult")
+            if isinstance(mult, bool) or not isinstance(mult, (int, float)) or mult <= 0:
+                raise Missing(f"config lacks block_configs[{i}].ffn.ffn_mult", [f"block_configs[{i}].ffn.ffn_mult"])
+            width = -(-int(2 * mult * hidden / 3) // 256) * 256
+        out.append(("deci", bool(attention.get("replace_with_linear")), width))
+    return out
+
+
 _NEMOTRON_FFN = {"M": None, "*": None, "-": "dense", "E": "moe"}
 # transformers >= 5 spells the block types linear_attention (Mamba-2) / full_attention
 _NEMOTRON_TYPES = {"mamba": "M", "linear_attention": "M", "attention": "*", "full_attention": "*", "mlp": "-",
                    "moe": "E"}
 
 
-def _feed_forwards(sh: Shapes, mixers: list[tuple]) -> list[str | None]:
-    """Per layer: "dense", "moe", "rwkv" (channel mixing) or None (a mixer-only layer)."""
+def _feed_forwards(sh: Shapes, mixers: list[tuple]) -> list[str | tuple | None]:
+    """Per layer: "dense", "moe", "rwkv" (channel mixing), None (a mixer-only layer) or a Nemotron-NAS
+    block (``_deci_blocks``)."""
     n = len(mixers)
     if sh.s.ffn == "nemotron":
         return [_NEMOTRON_FFN[ch] for ch in _nemotron_pattern(sh.c, n)]
+    if sh.s.ffn == "deci":
+        return _deci_blocks(sh.c, n, sh.hidden)
     if not sh.s.known and "" in sh.first_kinds:
         # a mapper that gives a layer no cache splits mixers and feed-forwards into layers of their own
         # (Nemotron-H): which layer holds an MLP or experts is the family's pattern, not known here

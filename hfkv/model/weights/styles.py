@@ -43,7 +43,8 @@ class Style:
     attn: str = "self_attn"
     mixer: str | None = None  # the name of a linear-attention or SSM mixer; None: the kind's usual name
     # feed-forward: "auto" (every layer has one: dense, or routed experts where ``moe_flags`` says),
-    # "nemotron" (the hybrid pattern's letters say which layers have a dense MLP or experts)
+    # "nemotron" (the hybrid pattern's letters say which layers have a dense MLP or experts), "deci"
+    # (Nemotron-NAS: each block's own FFN width, no-op or linear, from block_configs)
     ffn: str = "auto"
     gated: bool = True
     mlp: str = "mlp"
@@ -140,6 +141,8 @@ STYLES: dict[str, Style] = {
                   tie=True, dense=True),
     "rwkv": Style(prefix="rwkv", layers="blocks", embed="embeddings", final_norm="ln_out", head="head",
                   norm="ln1", norm_bias=True, mixer="attention", mlp="feed_forward", tie=False),
+    # Nemotron-NAS (DeciLM, remote code): each block's attention and FFN from block_configs
+    **dict.fromkeys(("nemotron-nas", "nemotron_nas", "deci"), Style(ffn="deci", tie=False, dense=True)),
     # Molmo (remote code): a fused ff_proj whose intermediate_size is twice the MLP's width, and a vision
     # backbone the config does not describe
     "molmo": Style(unpriced="molmo's vision backbone is fixed in its remote code, not described by the config"),
