@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any, Iterable
 
 from hfkv.model.weights.records import Tensor
@@ -84,8 +85,8 @@ class Builder:
             for i, kind in enumerate(kinds):
                 yield f"{prefix}.{i}", kind
             return
-        for kind in dict.fromkeys(kinds):
-            self.times = kinds.count(kind)
+        for kind, times in Counter(kinds).items():  # (first-seen order; one pass, in C)
+            self.times = times
             try:
                 yield f"{prefix}.*", kind
             finally:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 import re
-from functools import cached_property, partial
+from functools import partial
 from operator import attrgetter
 from typing import Any, Sequence
 
@@ -66,6 +66,20 @@ def mixer_key(parts: Sequence[Any]) -> tuple:
     return tuple(key)
 
 
+class _once:
+    """A value computed on first read and kept on the instance (functools.cached_property takes a lock
+    on every first read in Python 3.11: a tenth of a small model's estimate)."""
+
+    def __init__(self, fn):
+        self.fn, self.name = fn, fn.__name__
+
+    def __get__(self, obj, cls=None):
+        if obj is None:
+            return self
+        value = obj.__dict__[self.name] = self.fn(obj)
+        return value
+
+
 class Shapes:
     """The config's sizes a stack needs, read once (``Cfg.req`` names a missing key)."""
 
@@ -77,26 +91,26 @@ class Shapes:
         self.norms = s.norms or 2  # per layer; a stack of Mamba blocks alone has one (``price``)
         self.first_kinds: set[str] = set()  # the first part's kind of each distinct layer ("" for none)
 
-    @cached_property
+    @_once
     def heads(self) -> int:
         return self.c.req("num_attention_heads", "n_head", "num_heads", "n_heads")
 
-    @cached_property
+    @_once
     def qkv_bias(self) -> bool:
         return _flag(self.c, self.s.qkv_bias)
 
-    @cached_property
+    @_once
     def o_bias(self) -> bool:
         return _flag(self.c, self.s.o_bias)
 
-    @cached_property
+    @_once
     def qk_norm(self) -> str:
         if self.s.qk_norm is not None:
             return self.s.qk_norm
         on = any(self.c.flag(k) for k in ("use_qk_norm", "qk_norm", "qk_layernorm"))
         return "head" if on else "none"
 
-    @cached_property
+    @_once
     def experts(self) -> int:
         """The routed experts of a MoE layer; 0 for a dense model. A model the family, its names or its
         keys mark as mixture-of-experts without an expert count lacks a shape (never priced as dense)."""
@@ -117,11 +131,11 @@ class Shapes:
         raise Missing(f"config lacks {' / '.join(where + k for k in EXPERT_KEYS)} (routed expert count of a "
                       "mixture-of-experts model)", [where + k for k in EXPERT_KEYS])
 
-    @cached_property
+    @_once
     def expert_size(self) -> int:
         return self.c.req(*self.s.expert_size, why="expert size")
 
-    @cached_property
+    @_once
     def dense_size(self) -> int:
         size = self.c.req("dense_intermediate_size", "intermediate_size_mlp", "intermediate_size", "ffn_hidden_size",
                           "n_inner", why="MLP size")
@@ -135,7 +149,7 @@ class Shapes:
                 size = of * -(-int(multiplier * size) // of)
         return size
 
-    @cached_property
+    @_once
     def router_bias(self) -> bool:
         if self.s.router_bias is not None:
             return self.s.router_bias
