@@ -96,7 +96,8 @@ def _resolve_gpu(gpu: str | GpuPreset | None, gpu_count: int) -> tuple[GpuPreset
         given = ":" in str(gpu) or gpu_count != 1
         count = count if gpu_count == 1 else gpu_count
     if isinstance(count, int) and count > MAX_GPUS:
-        raise UsageError(f"{count:,} GPUs is more than one deployment holds (at most {MAX_GPUS:,})")
+        said = f"{count:,}" if count < 10**15 else f"a {len(str(count))}-digit number of"
+        raise UsageError(f"{said} GPUs is more than one deployment holds (at most {MAX_GPUS:,})")
     return preset, count, given
 
 
