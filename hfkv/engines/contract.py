@@ -209,15 +209,20 @@ WEIGHTS_ESTIMATE_BAND = 100  # an estimate's band: 1/100 of it (33 published cou
 #                              and families outside that table are why the band is wider)
 
 
-def weights_term(weights_per_gpu: int | None, source: str | None) -> Term:
+def weights_term(weights_per_gpu: int | None, source: str | None, band_percent: float | None = None) -> Term:
     """The weights' line of any engine's budget: exact from the checkpoint, else an estimate with its
-    band, else unknown (nothing subtracted, and the budget says so)."""
+    band (``band_percent``, the estimate's own: 1% for a family's own layout, wider for the generic one or
+    a backend-dependent padding), else unknown (nothing subtracted, and the budget says so)."""
     if weights_per_gpu is None:
         return Term("weights", 0, "unknown", note="weights unknown: nothing subtracted for them")
     if source in CHECKPOINT_SOURCES:
         return Term("weights", weights_per_gpu, "checkpoint", note=f"per GPU, from the checkpoint ({source})")
-    return Term("weights", weights_per_gpu, "estimate", error_bytes=max(weights_per_gpu // WEIGHTS_ESTIMATE_BAND, 0),
-                note="per GPU, estimated from the config's shapes (band 1%; 33 published counts within 0.01%)")
+    if band_percent is None or band_percent <= 100 / WEIGHTS_ESTIMATE_BAND:
+        return Term("weights", weights_per_gpu, "estimate", error_bytes=max(weights_per_gpu // WEIGHTS_ESTIMATE_BAND, 0),
+                    note="per GPU, estimated from the config's shapes (band 1%; 33 published counts within 0.01%)")
+    return Term("weights", weights_per_gpu, "estimate", error_bytes=max(int(weights_per_gpu * band_percent / 100), 0),
+                note=f"per GPU, estimated from the config's shapes (band {band_percent:g}%: the report's weights "
+                     "say why)")
 
 
 @dataclass(frozen=True)

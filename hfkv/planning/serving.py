@@ -58,12 +58,13 @@ peak bandwidth; it ignores compute, communication and every overhead.
 from __future__ import annotations
 
 import copy
+import dataclasses
 from fractions import Fraction
 from typing import Any, Callable, Iterable
 
 from hfkv.engines import check_layout, memory_budget
 from hfkv.engines import layout as lay
-from hfkv.engines.contract import EngineInput, EngineKnobs, MemoryBudget
+from hfkv.engines.contract import EngineInput, EngineKnobs, MemoryBudget, weights_term
 from hfkv.errors import UsageError
 from hfkv.model import accounting as acc
 from hfkv.planning import weights as est
@@ -214,6 +215,11 @@ def _memory(report, preset: GpuPreset, layout, engine: str, knobs: EngineKnobs, 
     model = EngineInput.of(report).for_rank(fullest, report.tensor_parallel_size) if layout.pp > 1 else report
     budget = memory_budget("vllm" if engine == "theory" else engine, model, preset.device(), weights_per_gpu,
                            weights_source, knobs, layout)
+    band = (report.extra.get("weights") or {}).get("band_percent") if weights_source == "estimate" else None
+    if band:  # the estimate's own band (a generic layout, a padding the GPU's kernels choose), not the default 1%
+        terms = tuple(weights_term(weights_per_gpu, weights_source, band) if term.name == "weights" else term
+                      for term in budget.terms)
+        budget = dataclasses.replace(budget, terms=terms)
     for term in budget.terms:
         if term.source == "estimate" and term.name != "weights":
             estimates.append(f"{term.name} {term.bytes / (1 << 30):.2f} GiB ± {term.error_bytes / (1 << 30):.2f}: "

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+import hfkv
+
 from hfkv.model.weights import Unknown
 from hfkv.model.weights import attach as attach_weights
 from hfkv.errors import UsageError
@@ -238,3 +240,15 @@ def test_gpu_plans_feed_the_markdown_columns(llama):
     full = gpu_plans(["L4-24GB"], llama, lambda twin, spec: Deployment(gpu=spec, weights_bytes=10**11).apply(twin))
     assert full["L4-24GB"]["weights_fit"] is False and full["L4-24GB"]["verdict"].startswith("does NOT fit")
     assert "| 4K | 512.00 MiB | 512.00 MiB | 0 |" in render_markdown(llama, plans=full)
+
+def test_an_estimate_carries_its_own_band_into_the_budget():
+    # gpt-oss-120b's MXFP4 experts are priced as vLLM's Marlin kernels pad them; other backends pad less, so the
+    # estimate's band is 8% (weights section band_percent), not the 1% of a family's own layout: the budget's
+    # weights term carries int(weights per GPU × 8 / 100).
+    report = hfkv.inspect(str(FIXTURES / "openai__gpt-oss-120b"), gpu="H100", engine="theory")
+    weights = report.extra["weights"]
+    term = next(t for t in report.extra["serving"]["memory"]["terms"] if t["name"] == "weights")
+    assert weights["band_percent"] == 8.0 and term["error_bytes"] == int(term["bytes"] * 8 / 100)
+    llama = hfkv.inspect(str(FIXTURES / "meta-llama__Meta-Llama-3.1-8B"), gpu="H100", engine="theory")
+    term = next(t for t in llama.extra["serving"]["memory"]["terms"] if t["name"] == "weights")
+    assert llama.extra["weights"]["band_percent"] == 1.0 and term["error_bytes"] == term["bytes"] // 100

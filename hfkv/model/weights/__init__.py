@@ -187,6 +187,9 @@ def _refuse_undescribed(config: dict, text: dict) -> None:
                       "estimator does not price", [inner[0] if inner else name])
 
 
+KNOWN_BAND = 1.0  # ± percent: a family's own layout (33 published counts within 0.01%; formats outside that table)
+GENERIC_BAND = 3.0  # the generic layout: within 2.2% of the 23 published counts it was tried on
+PADDED_BAND = 8.0  # MXFP4 as held: Marlin's padding measured −0.1% of a log; other backends pad less (up to 8%)
 GENERIC_ERROR = ("estimated from the layer specs and the config's shapes by the generic decoder layout (model_type "
                  "{model_type!r} has no layout of its own here): on the 23 models of weights-truth.tsv it prices "
                  "as if their families were unknown it lands within 2.2% of the published counts (MTP layers, "
@@ -236,8 +239,12 @@ def estimate_weights(config: dict, layers: Sequence[LayerSpec] | None = None) ->
     if built.known:
         error = ("estimated from the config's shapes: every family here matches its published parameter count "
                  "within 0.01% (docs/deployments.md, weights); ")
+        band = KNOWN_BAND
     else:
         error = GENERIC_ERROR.format(model_type=built.text_type)
+        band = GENERIC_BAND
+    if quant.padded:
+        band = max(band, PADDED_BAND)  # the padding follows the engine's kernel backend, which the GPU picks
     if any("generic ViT" in n for n in notes):
         error += "a tower priced by the generic ViT formula may be off by ±15% of the tower; "
     if quant.label != "none":
@@ -246,7 +253,8 @@ def estimate_weights(config: dict, layers: Sequence[LayerSpec] | None = None) ->
         error += "dtype not stated (a float32 checkpoint is loaded at 16 bits: the bytes stand); "
     return WeightsEstimate(
         total_parameters=total_p, weights_bytes=total_b, breakdown=breakdown, source="estimate",
-        error_note=error.rstrip("; "), architecture=str(config.get("model_type") or built.text_type),
+        error_note=error.rstrip("; "), band_percent=band,
+        architecture=str(config.get("model_type") or built.text_type),
         quantization=quant.label if quant.label != "none" else f"none ({_loaded_name(dtype_name, base, files_base)}, {base} B/param)",
         notes=tuple(notes), tensors=tuple(tensors), stored_bytes=stored if stored != total_b else None,
         skipped_bytes=skipped_bytes)
@@ -290,12 +298,13 @@ def weights_section(estimate: WeightsEstimate | Unknown, checkpoint: dict[str, A
     return {**_EMPTY, "source": "estimate", "total_parameters": estimate.total_parameters,
             "weights_bytes": estimate.weights_bytes, "parameters_exact": False, "roles": roles,
             "quantization": estimate.quantization, "error": estimate.error_note,
-            "note": "; ".join(estimate.notes) or None}
+            "band_percent": estimate.band_percent, "note": "; ".join(estimate.notes) or None}
 
 
 # Every key of the section, in order, null when it does not apply.
 _EMPTY: dict[str, Any] = {"source": None, "total_parameters": None, "weights_bytes": None, "parameters": None,
-                          "parameters_exact": None, "roles": None, "quantization": None, "error": None, "note": None}
+                          "parameters_exact": None, "roles": None, "quantization": None, "error": None,
+                          "band_percent": None, "note": None}
 
 
 UNKNOWN_NOTE = "weights unknown: {reason}; give --weights-bytes, or a model folder with its safetensors files"

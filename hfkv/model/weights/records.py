@@ -61,6 +61,7 @@ class WeightsEstimate:
     # tied head's stored copy); None when the same as ``weights_bytes``
     stored_bytes: int | None = None
     skipped_bytes: int = 0  # of ``stored_bytes``, the tensors the engines do not load (a tied head's copy)
+    band_percent: float = 1.0  # how far off the bytes may be, ± percent (what a deployment's budget carries)
 
     @property
     def loaded_extra(self) -> int:
