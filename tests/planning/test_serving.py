@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 import hfkv
-
 from hfkv.model.weights import Unknown
 from hfkv.model.weights import attach as attach_weights
 from hfkv.errors import UsageError
