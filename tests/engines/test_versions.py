@@ -22,9 +22,10 @@ MIB = 1 << 20
 
 
 @pytest.mark.parametrize("version, label", [
-    ("0.9.2", "0.9–0.19"), ("0.19.1", "0.9–0.19"), ("0.20.0", "0.20.0"), ("0.20.1", "0.20.1–0.25"),
+    ("0.9.2", "0.9–0.16"), ("0.16.0", "0.9–0.16"), ("0.17.0", "0.17–0.19"), ("0.19.1", "0.17–0.19"),
+    ("0.20.0", "0.20.0"), ("0.20.1", "0.20.1–0.25"),
     ("0.20.2rc1", "0.20.1–0.25"), ("0.22.1", "0.20.1–0.25"), ("0.26.0", "0.26"), ("0.27.1", "0.27"),
-    ("0.28.0", "0.28–0.32"), ("0.33.0", "0.33"), ("0.34.0", "0.34"), ("0.10.0", "0.9–0.19"),
+    ("0.28.0", "0.28–0.32"), ("0.33.0", "0.33"), ("0.34.0", "0.34"), ("0.10.0", "0.9–0.16"),
 ])
 def test_vllm_release_picks_its_rule_set(version, label):
     # 0.10.0 sorts after 0.9.2 as a version, not before it as text.
@@ -41,7 +42,7 @@ def test_sglang_release_picks_its_rule_set(version, label):
 
 
 def test_uncovered_and_malformed_releases_are_refused_with_the_list():
-    with pytest.raises(UsageError, match=r"vLLM 0\.8\.5 is not covered .*0\.9–0\.19.*newest modelled 0\.34\.0"):
+    with pytest.raises(UsageError, match=r"vLLM 0\.8\.5 is not covered .*0\.9–0\.16.*newest modelled 0\.34\.0"):
         versions.parse_engine("vllm==0.8.5")
     with pytest.raises(UsageError, match="vLLM 0.35.0 is not covered"):
         versions.parse_engine("vllm==0.35.0")
@@ -108,3 +109,22 @@ def test_sglang_rocm_aiter_factor():
     long = sglang_memory.budget(mi300x, None, None, knobs, layout, sglang_memory.Traits(), context=40960)
     assert short.fraction == 0.867
     assert math.isclose(long.fraction, 0.867 * 0.85)
+
+
+def test_vllm_sampler_warm_up_before_017_keeps_twice_the_bytes():
+    # topk_topp_sampler.py before 0.17 sorts the logits in PyTorch (values and int64 indices besides): 28 B per
+    # logits element; from 0.17 the Triton kernel: 14. Qwen3-8B (vocab 151,936, hidden 4,096) on an H100's
+    # defaults (1,024 sequences, 8,192 tokens): 28 × 1,024 × 151,936 + 8,192 × 4,096 × 2 = 4,356,308,992 +
+    # 67,108,864 = 4,423,417,856 B; 14 × 1,024 × 151,936 + 67,108,864 = 2,245,263,360 B.
+
+    from hfkv.engines import memory_budget
+    from hfkv.engines.layout import Layout
+    from hfkv.planning.gpus import get_gpu
+    from _helpers import fixture_report
+
+    qwen = fixture_report("Qwen__Qwen3-8B")
+    device = get_gpu("H100").device()
+    for release, peak in (("0.16.0", 4_423_417_856), ("0.17.0", 2_245_263_360)):
+        knobs = EngineKnobs.resolve({"max_num_seqs": 1024, "max_num_batched_tokens": 8192})
+        budget = memory_budget(f"vllm=={release}", qwen, device, 16 * GIB, "given", knobs, Layout(tp=1))
+        assert budget.term("peak activation").bytes == peak

@@ -215,16 +215,10 @@ def check_sglang(row: dict[str, str]) -> Check:
 
 # -- the tests -------------------------------------------------------------------------------------
 
-# Rows still outside hfkv's band (+ the allowance), each with why; docs/deployments.md says more.
-OUTSIDE_BAND = {
-    "H2-05": "vLLM 0.9.2: +0.52 GiB against ±0.25; the sampler warm-up's top-k/top-p path (PyTorch's sort "
-             "without FlashInfer) would keep ~28 B per logits element, hfkv models 14",
-    "H2-34": "vLLM 0.13.0: +0.54 GiB against ±0.24; as H2-05 (~32 B per logits element would close it)",
-    "H2-12": "SGLang 0.5.8 on 8 × MI355X: the free memory before loading is 3.0 GiB below hfkv's (ROCm's "
-             "communicators at TP 8; hfkv's TP ≥ 2 figure is from NVIDIA GPUs)",
-    "H2-13": "SGLang 0.5.9 on 8 × MI355X: as H2-12, 7.1 GiB below",
-    "H2-14": "SGLang 0.5.8 on 8 × MI355X: as H2-12, 3.0 GiB below",
-}
+# Rows still outside hfkv's band (+ the allowance), each with why; docs/deployments.md says more. None now: the
+# sampler warm-up of vLLM before 0.17 (28 B per logits element: rules.sampler_peak_bytes) closed H2-05 and H2-34,
+# ROCm's communicators at TP ≥ 2 (sglang/memory.py CONTEXT_PER_TP_ROCM, fitted on H2-12–H2-14) the MI355X rows.
+OUTSIDE_BAND: dict[str, str] = {}
 
 
 def _params(rows: list[dict[str, str]]) -> list:

@@ -36,6 +36,10 @@ MIB = 1 << 20
 GIB = 1 << 30
 CONTEXT_TP1 = int(0.38 * GIB)  # CUDA context and handles before ``pre``: 79.19 − 78.81 GiB on an H100 (R13)
 CONTEXT_PER_TP = int(0.6 * GIB)  # + NCCL, custom all-reduce and symmetric-memory buffers with TP ≥ 2 (estimate)
+# On ROCm with TP ≥ 2, RCCL and aiter's all-reduce take more before the weights load: 3.0–7.1 GiB more than the
+# NVIDIA figure on three 8 × MI355X logs (0.5.8.post1, 0.5.9; tests/planning/engine-log-budgets-sglang.tsv).
+CONTEXT_PER_TP_ROCM = int(5.05 * GIB)
+CONTEXT_PER_TP_ROCM_BAND = int(2.05 * GIB)
 AITER_CONTEXT = 8192  # ROCm: the fraction × 0.85 when aiter attention serves a context above this
 AITER_FACTOR = 0.85
 LOAD_OVERHEAD = int(0.13 * GIB)  # what loading leaves besides the weights' bytes: 15.09 − 14.96 GiB (R13)
@@ -228,13 +232,15 @@ def budget(device: Device, weights_per_gpu: int | None, weights_source: str | No
     if device.vendor == "AMD" and not traits.mla and context and context > AITER_CONTEXT:
         fraction *= AITER_FACTOR
         how += f", × {AITER_FACTOR} on ROCm (aiter attention, context {context:,} > {AITER_CONTEXT:,})"
-    overhead = CONTEXT_TP1 + (CONTEXT_PER_TP if layout.tp * layout.pp > 1 else 0)
+    parallel = layout.tp * layout.pp > 1
+    rocm = parallel and device.vendor == "AMD"
+    overhead = CONTEXT_TP1 + (CONTEXT_PER_TP if parallel else 0) + (CONTEXT_PER_TP_ROCM if rocm else 0)
     pre = device.cuda_total_bytes - overhead
     usable = int(pre * fraction)
     terms = [weights_term(weights_per_gpu, weights_source)]
     terms.append(Term("load leftovers", LOAD_OVERHEAD, "estimate", error_bytes=LOAD_OVERHEAD,
                       note="memory loading keeps besides the weights (0.13 GiB for Llama-3.1-8B on H100)"))
-    band = int(0.2 * GIB) + (int(0.4 * GIB) if overhead > CONTEXT_TP1 else 0)
+    band = int(0.2 * GIB) + (int(0.4 * GIB) if parallel else 0) + (CONTEXT_PER_TP_ROCM_BAND if rocm else 0)
     notes = (f"mem_fraction_static {fraction:.3f} ({how})",
              f"free memory before loading ≈ {pre / GIB:.2f} GiB: the device's {device.cuda_total_bytes / GIB:.2f} GiB "
              f"less the CUDA context{' and communicators' if overhead > CONTEXT_TP1 else ''} (±{band / GIB:.1f} GiB, "

@@ -31,7 +31,6 @@ from hfkv.engines.vllm.rules import RuleSet, rules
 GIB = 1 << 30
 MIB = 1 << 20
 ACTIVATION_BYTES = 2  # the profile run's activations in the model's 16-bit dtype
-SAMPLER_PEAK_BYTES = 14  # per logits element: bf16 logits, an fp32 copy, FlashInfer's masked and softmax copies
 NON_TORCH_TP1 = GIB // 4  # kernel modules and lazily connected buffers after the baseline (0.24–0.27 GiB measured)
 NON_TORCH_NVSWITCH = {2: int(1.82 * GIB), 4: int(1.90 * GIB)}  # + NCCL NVLS and all-reduce fusion buffers, TP ≥ 2
 NON_TORCH_PCIE = int(0.15 * GIB)
@@ -106,7 +105,7 @@ def memory_budget(model: EngineInput, device: Device, weights_per_gpu: int | Non
         terms.append(Term("MoE workspace", workspace, "estimate", error_bytes=workspace // 2,
                           note=f"the Triton fused-MoE workspace at {batched:,} tokens (other MoE kernels differ)"))
     if hidden and vocab:
-        terms.append(_activation(config, rows, batched, hidden, vocab, tp))
+        terms.append(_activation(config, rows, batched, hidden, vocab, tp, release.sampler_peak_bytes))
     else:
         terms.append(Term("peak activation", 0, "unknown", error_bytes=UNSIZED_BAND,
                           note="the config names no hidden_size or vocab_size: the profile run cannot be sized "
@@ -161,11 +160,12 @@ def _extensible(terms: list[Term], device: Device, requested: int) -> tuple[list
                    "(min(requested − used, free − margin))")
 
 
-def _activation(config: dict, rows: int, batched: int, hidden: int, vocab: int, tp: int) -> Term:
+def _activation(config: dict, rows: int, batched: int, hidden: int, vocab: int, tp: int,
+                sampler_bytes: int) -> Term:
     """The profile run's transient peak: the sampler warm-up on ``rows`` full-vocabulary rows (beside the
     batch's hidden states), or one layer's forward intermediates at ``batched`` tokens (residual, the
     2I-wide gate/up output, its activation and a temporary: H + 4·I per token, fitted), the larger."""
-    sampler = SAMPLER_PEAK_BYTES * rows * vocab + batched * hidden * ACTIVATION_BYTES
+    sampler = sampler_bytes * rows * vocab + batched * hidden * ACTIVATION_BYTES
     experts = expert_count(config)
     if experts:
         shared = _int(config, "shared_expert_intermediate_size") or (

@@ -67,6 +67,13 @@ class RuleSet(Span):
     1,024 sequences): from 0.28.0."""
     batch_gb10_excluded: bool
     """GB10 (compute capability 12.1, unified memory) is kept out of the ≥70 GiB tier: from 0.33.0."""
+    sampler_peak_bytes: int
+    """Bytes per full-vocabulary logits element at the sampler warm-up's peak (the profile run's
+    ``_dummy_sampler_run``): 14 from 0.17.0 (bf16 logits, an fp32 copy, the masked and softmax copies;
+    top-k/top-p by the Triton kernel, ``v1/sample/ops/topk_topp_triton.py``, for 8 rows or more), 28
+    before (top-k/top-p sort the logits in PyTorch, ``topk_topp_sampler.py``
+    ``apply_top_k_top_p_pytorch``: sorted values and int64 indices besides; measured on two real logs,
+    0.9.2 and 0.13.0, tests/planning/engine-log-budgets.tsv)."""
     mamba_seqs: str
     """When ``max_num_seqs`` exceeds the Mamba cache blocks under full CUDA graphs: ``cap`` until 0.19 (the
     capture sizes are capped, with a warning: ``CompilationConfig`` "Cap cudagraph capture sizes to available
@@ -85,6 +92,7 @@ PARSERS: dict[str, Callable[[str], Any]] = {
     "kv_tokens": choice("blocks", "concurrency"),
     "batch_tier_160": yes_no,
     "batch_gb10_excluded": yes_no,
+    "sampler_peak_bytes": int,
     "mamba_seqs": choice("cap", "refuse"),
     "source": str,
 }
