@@ -116,7 +116,6 @@ def test_vllm_sampler_warm_up_before_017_keeps_twice_the_bytes():
     # logits element; from 0.17 the Triton kernel: 14. Qwen3-8B (vocab 151,936, hidden 4,096) on an H100's
     # defaults (1,024 sequences, 8,192 tokens): 28 × 1,024 × 151,936 + 8,192 × 4,096 × 2 = 4,356,308,992 +
     # 67,108,864 = 4,423,417,856 B; 14 × 1,024 × 151,936 + 67,108,864 = 2,245,263,360 B.
-
     from hfkv.engines import memory_budget
     from hfkv.engines.layout import Layout
     from hfkv.planning.gpus import get_gpu
