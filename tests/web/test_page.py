@@ -140,8 +140,10 @@ def test_each_engine_says_its_own_verdict(settings, fake_hub):
     assert vllm == ("vLLM refused: vLLM has no --enable-dp-attention: its --data-parallel-size ranks already keep "
                     "their own requests (attention replicated per rank)")
     assert sglang.startswith("fits on 8 × H200-141GB: ") and "(SGLang 0.5.23, TP 8, DP attention 8)" in sglang
+    # The page's own line is what `hfkv …` prints without --engine: vLLM refuses the layout, so SGLang's own
+    # count leads, hfkv's exact one beside it.
     theory = json.loads(text)["serving"]["verdict"]
-    assert "(hfkv, TP 8, DP attention 8)" in theory and "vLLM: would refuse" in theory
+    assert "(SGLang 0.5.23, TP 8, DP attention 8)" in theory and "vLLM: would refuse" in theory and "hfkv: " in theory
     for engine, shown in (("sglang", sglang), ("vllm", vllm)):
         command = by_id(html, f"hfkv-cli-{engine}")
         assert command == f"hfkv Qwen/Qwen3-30B-A3B --tp 8 --dp 8 --enable-dp-attention --gpu H200-141GB:8 --engine {engine}"
