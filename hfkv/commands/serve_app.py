@@ -46,7 +46,9 @@ from hfkv.commands.serve_access import Settings
 from hfkv.commands.serve_form import (DEFAULT_PLAN_GPU, DTYPES, MAX_MODELS, MAX_PLAN_GPUS, NO_GPU, PLAN_DTYPES,
                                       PLAN_ENGINES, QUERY_KEYS, Form, whole)
 
-MISSING_EXTRA = "install hfkv[app] for the web page (pip install 'hfkv[app]')"
+# hfkv is not on the package index yet: 'pip install hfkv[app]' fails there; the README's command works
+MISSING_EXTRA = ("the web page needs the app extra (Gradio): pip install -e '.[app]' in a checkout of hfkv "
+                 "(pip install 'hfkv[app]' once hfkv is released)")
 # Gradio's queue keeps each event's timings for its monitoring dashboard (off here) up to
 # GRADIO_ANALYTICS_MAX_EVENTS, 10,000 by default: ~0.7 kB a request until then (tracemalloc), the
 # slope benchmarks/web_memory.py measured. The page keeps the last few.

@@ -5,7 +5,7 @@ Every figure shown is compared with what the CLI prints for the command the page
 JSON report built here). Screenshots of the Report, Compare and Plan tabs go to /tmp/hfkv-web-*.png.
 The browser may reach 127.0.0.1 only (every other name fails to resolve), and the tests check that the
 page asked for nothing else. They skip with the reason when gradio, selenium or the browser is missing
-(``pip install 'hfkv[app]' selenium``; ``apt-get install chromium chromium-driver``).
+(``pip install -e '.[app]' selenium``; ``apt-get install chromium chromium-driver``).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _browser_missing() -> str | None:
-    for module, hint in (("gradio", "pip install 'hfkv[app]'"), ("selenium", "pip install selenium")):
+    for module, hint in (("gradio", "pip install -e '.[app]'"), ("selenium", "pip install selenium")):
         if importlib.util.find_spec(module) is None:
             return f"{module} is not installed ({hint})"
     for path in (CHROMIUM, CHROMEDRIVER):
