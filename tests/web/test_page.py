@@ -232,7 +232,8 @@ def test_compare_fetches_in_parallel_under_one_deadline(fake_hub):
     html, _ = compare_page(Form(compare="org/a org/slow"), settings)
     took = time.monotonic() - start
     assert took < 3.5, took
-    assert error_line(html) == "hfkv: error: org/slow: no answer within 3 s; retry in a while"
+    # its one request ran out of its own time first (at most half the deadline), and the line says so
+    assert error_line(html) == "hfkv: error: org/slow: the Hub did not answer within 1.5 s; retry in a while"
     assert "<th>a</th>" in html  # org/a is still compared (alone)
 
 
@@ -515,7 +516,18 @@ def test_a_slow_hub_meets_the_deadline(fake_hub):
     start = time.monotonic()
     html, _ = report_page(Form(model="org/slow"), Settings(endpoint=fake_hub.url, deadline=2.0))
     assert time.monotonic() - start < 2.5
-    assert error_line(html) == "hfkv: error: org/slow: no answer within 2 s; retry in a while"
+    assert error_line(html) == "hfkv: error: org/slow: the Hub did not answer within 1 s; retry in a while"
+
+
+def test_a_hub_request_that_times_out_says_its_own_bound(fake_hub):
+    """One Hub request has its own timeout (10 s by default, at most half the deadline); when it runs out the
+    page answered "no answer within 30 s" after 10-12 s. The line says the bound that ran out."""
+    fake_hub.add_fixture("org/slow", folder="meta-llama__Meta-Llama-3.1-8B")
+    fake_hub.faults["org/slow"] = Fault(kind="slow", delay=5.0, where="resolve")
+    start = time.monotonic()
+    html, _ = report_page(Form(model="org/slow"), Settings(endpoint=fake_hub.url, deadline=30.0, hub_timeout=1.0))
+    assert time.monotonic() - start < 4
+    assert error_line(html) == "hfkv: error: org/slow: the Hub did not answer within 1 s; retry in a while"
 
 
 def test_each_request_reads_the_hub_afresh(fake_hub, tmp_path, monkeypatch):
