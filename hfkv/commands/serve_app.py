@@ -152,9 +152,28 @@ class Guard:
             if problem:
                 await _refuse(send, 400, problem)
                 return
-            await self.app(scope, _replay(body), send)
+            await self._forward(scope, _replay(body), send)
             return
-        await self.app(scope, receive, send)
+        await self._forward(scope, receive, send)
+
+    async def _forward(self, scope: dict, receive: Callable, send: Callable) -> None:
+        """The request, on to Gradio; a request Gradio fails on (an event index or API name it does not
+        have: KeyError, FnIndexInferError) is one line in the log, not the traceback the server printed,
+        and one JSON line for the client. The log names the error's kind only: the path is the visitor's."""
+        started = False
+
+        async def sending(message: dict) -> None:
+            nonlocal started
+            started = started or message.get("type") == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, sending)
+        except Exception as err:  # noqa: BLE001 - whatever Gradio raised, one line
+            click.echo(f"hfkv: refused a request ({scope.get('method')}): Gradio failed on it "
+                       f"({type(err).__name__})", err=True)
+            if not started:
+                await _refuse(send, 500, "the page could not take this request")
 
     def file_problem(self, body: bytes) -> str | None:
         """Why the JSON ``body`` may not go on (a file whose ``path``, what Gradio reads or downloads, is a
@@ -312,6 +331,7 @@ def build_app(settings: Settings | None = None) -> Any:
                           mem_fraction_static=mfs, compare=many, requests=requests, plan_context=plan_context,
                           plan_gpu=plan_gpu, plan_engine=plan_engine, max_gpus=max_gpus, plan_kv=plan_kv)
         inputs = [components[name] for name in FIELDS]
+        _one_line_checks(app, [upload, many_files, token, *inputs], gr)
         handlers = Handlers(app, (upload, many_files), settings)
 
         def on_report(request: Any, up: Any, secret: Any, *values: Any) -> tuple:
@@ -386,6 +406,55 @@ def _harden(upload: Any, gr: Any) -> None:
 
     upload._process_single_file = single
     upload.preprocess = preprocess
+
+
+def _one_line_checks(app: Any, fields: list[Any], gr: Any) -> None:
+    """Gradio's own checks of a request's values (a value not among a dropdown's choices, a number that is
+    not one, too few values, a file that is not a file's description) fail before any handler runs, and
+    Gradio printed each one's traceback (two, chained, for a field) to the server's log. Here each is one
+    line in the log and one for the visitor, naming the field but never its value: what a visitor typed
+    does not go into the operator's log."""
+    for field in fields:
+        _name_field_failures(field, gr)
+    original = app.preprocess_data
+
+    async def preprocess_data(block_fn: Any, inputs: list[Any], *args: Any, **kwargs: Any) -> Any:
+        try:
+            return await original(block_fn, inputs, *args, **kwargs)
+        except Exception as err:
+            said = _refusal(err, gr)
+            click.echo(f"hfkv: refused a request ({block_fn.name}): {said}", err=True)
+            raise gr.Error(said, print_exception=False) from None
+
+    app.preprocess_data = preprocess_data
+
+
+def _name_field_failures(field: Any, gr: Any) -> None:
+    """A value ``field`` cannot take fails in one line naming the field (its label), never the value."""
+    original = field.preprocess
+    name = str(getattr(field, "label", None) or type(field).__name__)
+
+    def preprocess(payload: Any) -> Any:
+        try:
+            return original(payload)
+        except gr.Error as err:
+            if not err.print_exception:  # the page's own words already (a refused upload)
+                raise
+        except Exception:  # noqa: BLE001 - Gradio's TypeError, ValueError, pydantic's ValidationError
+            pass
+        raise gr.Error(f"{name}: not a value this field takes", print_exception=False) from None
+
+    field.preprocess = preprocess
+
+
+def _refusal(err: Exception, gr: Any) -> str:
+    """The one line of a request Gradio's checks refused: the page's own words when they are (they name no
+    value), else what kind of request it was."""
+    if isinstance(err, gr.Error) and not err.print_exception:
+        return str(err.message)
+    if isinstance(err, ValueError) and "input values" in str(err):
+        return "the request has fewer values than the page has fields"
+    return f"the request's values are not the page's fields ({type(err).__name__})"
 
 
 def _delete_payload(payload: Any) -> None:

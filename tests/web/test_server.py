@@ -108,6 +108,34 @@ def test_a_file_given_as_a_url_is_refused_without_a_traceback(page, fetches, cap
     assert "Traceback" not in log.out + log.err
 
 
+def test_gradios_own_input_checks_are_one_line_in_the_log(page, capfd):
+    """A value Gradio's own checks refuse (not among a dropdown's choices, a number that is not one, too few
+    values, a file that is no file's description, an event or API name the page does not have) printed a
+    traceback to the server's log (two, chained, for a field), with the visitor's value in it. Now: one
+    line in the log naming the field, never the value, and one line for the visitor."""
+    from webkit import post
+
+    capfd.readouterr()
+    odd = "Zq9-not-a-choice"
+    refused = {"GPU preset": values(gpu=odd), "TP (tensor parallel)": values(tp=odd), "engines": values(plan_engine=odd),
+               "KV dtype": values(kv_cache_dtype=[odd])}
+    for field, data in refused.items():
+        answer = call_api(page.url, "report", [None, ""] + data)
+        assert answer.startswith("event: error") and f'"{field}: not a value this field takes"' in answer, answer[:300]
+    answer = call_api(page.url, "report", [None, ""])
+    assert '"the request has fewer values than the page has fields"' in answer, answer[:300]
+    answer = call_api(page.url, "report", [odd, ""] + values())
+    assert "the request's values are not the page's fields (ValidationError)" in answer, answer[:300]
+    for path, body in (("gradio_api/call/" + odd, {"data": []}),
+                       ("gradio_api/queue/join", {"data": [], "fn_index": 999, "session_hash": odd})):
+        status, text = post(page.url + path, json.dumps(body).encode())
+        assert (status, text) == (500, b'{"error": "hfkv: the page could not take this request"}')
+    log = capfd.readouterr()
+    lines = (log.out + log.err).splitlines()
+    assert "Traceback" not in log.out + log.err and odd not in log.out + log.err
+    assert sum(line.startswith("hfkv: refused a request (") for line in lines) == len(refused) + 4, lines
+
+
 def test_upload_is_deleted_once_read(page, fake_hub):
     status, paths = upload(page.url, "config.json", LLAMA_CONFIG.read_bytes())
     assert status == 200 and Path(paths[0]).is_file() and Path(paths[0]).is_relative_to(page.temp)
