@@ -430,6 +430,14 @@ def release_fraction(row: dict) -> float:
                          Layout(tp=row["tp"], engine="sglang")).fraction
 
 
+def _same(ours: object, theirs: object) -> bool:
+    """Equal, numbers to 1e-12 relative (SGLang's float cells); names and None compared as they are (pytest's
+    approx refuses a non-number from 9.2 on)."""
+    if isinstance(theirs, (int, float)) and not isinstance(theirs, bool) and isinstance(ours, (int, float)):
+        return ours == pytest.approx(theirs, rel=1e-12)
+    return ours == theirs
+
+
 def release_mismatches(row: dict, out: dict) -> list[str]:
     """What differs between a served row of another release and hfkv's answer under that release's rules.
     The rows keep the configurator's own attributes (``configurator_attrs``): DeepSeek V4's bytes per full
@@ -446,7 +454,7 @@ def release_mismatches(row: dict, out: dict) -> list[str]:
         expected.update(full_bytes_per_token=full, swa_bytes_per_token=swa,
                         swa_full_tokens_ratio=attrs["_swa_full_tokens_ratio"])
     diffs = [f"{key}: SGLang {value}, hfkv {out.get(key)}" for key, value in expected.items()
-             if out.get(key) != pytest.approx(value, rel=1e-12)]
+             if not _same(out.get(key), value)]
     allocated = row.get("mla_kv_cache_dim_allocated")  # the latent the pool allocates (DSA fp8: 656 B)
     if allocated == 656 and row["kv_cache_dtype_requested"] == "fp8" \
             and not any("sized with the raw 576 B latent" in note for note in out["assumptions"]):
