@@ -230,10 +230,13 @@ def test_r27_gpt_oss_120b_two_groups():
     assert out["num_blocks"] // len(out["kv_cache_groups"]) * out["block_size"] == 130960
 
 
-@pytest.mark.xfail(strict=True, reason="vLLM 0.11 printed (num_blocks // groups) × 16; 0.33.0 prints "
-                   "int(max_concurrency × max_model_len)")
-def test_r27_gpt_oss_120b_printed_tokens_with_the_033_formula():
-    assert vllm(GPT_OSS, 98304, gpt_oss_blocks() * 18 * 16 * 2048)["kv_cache_tokens"] == 130960
+def test_r27_gpt_oss_120b_printed_tokens_under_its_own_release():
+    # vLLM 0.11.2 printed num_blocks // groups × block: 16,370 // 2 × 16 = 130,960 ("GPU KV cache size: 130,960
+    # tokens"); 0.33.0's int(max_concurrency × max_model_len) does not give it.
+    budget = gpt_oss_blocks() * 18 * 16 * 2048
+    assert simulate(report(GPT_OSS), engine="vllm==0.11.2", budget_bytes=budget,
+                    max_model_len=98304)["kv_cache_tokens"] == 16370 // 2 * 16 == 130960
+    assert vllm(GPT_OSS, 98304, budget)["kv_cache_tokens"] != 130960
 
 
 def test_r28_gemma3_27b_seven_groups_with_padding():
@@ -252,10 +255,12 @@ def test_r28_gemma3_27b_seven_groups_with_padding():
     assert out["num_blocks"] // 7 * 16 == 205696  # what vLLM 0.11 printed
 
 
-@pytest.mark.xfail(strict=True, reason="vLLM 0.11 printed (num_blocks // groups) × 16; 0.33.0 prints "
-                   "int(max_concurrency × max_model_len)")
-def test_r28_gemma3_27b_printed_tokens_with_the_033_formula():
-    assert vllm(GEMMA3_27B, 4096, 89994 * 10 * 16 * 8192)["kv_cache_tokens"] == 205696
+def test_r28_gemma3_27b_printed_tokens_under_its_own_release():
+    # vLLM 0.11 printed num_blocks // groups × block: 89,994 // 7 × 16 = 205,696; 0.33.0's formula does not.
+    budget = 89994 * 10 * 16 * 8192
+    assert simulate(report(GEMMA3_27B), engine="vllm==0.11.2", budget_bytes=budget,
+                    max_model_len=4096)["kv_cache_tokens"] == 89994 // 7 * 16 == 205696
+    assert vllm(GEMMA3_27B, 4096, budget)["kv_cache_tokens"] != 205696
 
 
 def test_r33_granite_4_h_small_block_size_and_padding():
