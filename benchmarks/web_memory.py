@@ -12,8 +12,10 @@ sessions), ``--requests`` more go through ``--clients`` threads, a mix of what v
     10%  Compare of two models; and every 100th request a Plan (2 GPUs at most)
 
 The server's RSS (``/proc/PID/status``) is sampled every ``--sample`` requests; the figure is the RSS
-after all requests against the RSS after the warm-up (the target: within 10%). Also counted: files left
-in Gradio's temporary folder and ``hfkv-page-*`` folders left in the temporary directory.
+after all requests against the RSS after the warm-up (the target: within 10%). Each request's work runs
+in a worker process forked by the server's helper (hfkv.runtime.worker); the memory of the helper and
+its workers is sampled too (their PSS: a worker shares most of the helper's pages). Also counted: files left in Gradio's temporary folder and
+``hfkv-page-*`` folders left in the temporary directory, the server's own folder included.
 
     python benchmarks/web_memory.py [--requests 10000] [--warmup 1000] [--clients 4] [--sample 500]
 
@@ -90,6 +92,45 @@ def threads(pid: int) -> int:
     return len(os.listdir(f"/proc/{pid}/task"))
 
 
+def pss(pid: int) -> int:
+    """A process's proportional set size in bytes: its pages, those it shares counted in part (a worker
+    shares most of its parent's: their RSS summed would count those once per worker)."""
+    for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+        if line.startswith("Pss:"):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError("no Pss")
+
+
+def helper_rss(pid: int) -> int:
+    """The memory of the server's descendants (their PSS: see ``pss``), its workers' parent and the
+    workers then running (0 where there is none)."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                parents[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):  # gone meanwhile
+                continue
+    family, grew = {pid}, True
+    while grew:
+        more = {child for child, parent in parents.items() if parent in family} - family
+        family |= more
+        grew = bool(more)
+    total = 0
+    for member in family - {pid}:
+        try:
+            total += pss(member)
+        except (OSError, RuntimeError):
+            continue
+    return total
+
+
+def page_folders() -> set[str]:
+    """``hfkv-page-*`` folders in the temporary directory, and in the servers' own folders there."""
+    temp = Path(tempfile.gettempdir())
+    return {str(p) for pattern in ("hfkv-page-*", "hfkv-serve-*/pages/hfkv-page-*") for p in temp.glob(pattern)}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--requests", type=int, default=10_000)
@@ -111,12 +152,12 @@ def main() -> int:
     command = [sys.executable, "-m", "hfkv", "serve", "--port", str(port), "--concurrency", str(args.clients)]
     try:
         with webkit.started(command, env, port, work / "serve.log", wait=120) as (server, proc):
-            before_tmp = {p.name for p in Path(tempfile.gettempdir()).glob("hfkv-page-*")}
+            before_tmp = page_folders()
             counter = iter(range(args.warmup + args.requests))
             lock = threading.Lock()
             failures: list[int] = []
             done = [0]
-            samples: list[tuple[int, int, int, float]] = []
+            samples: list[tuple[int, int, int, float, int]] = []
             start = [time.monotonic()]
 
             def worker() -> None:
@@ -138,9 +179,11 @@ def main() -> int:
                             hub.log.clear()
                             start[0] = time.monotonic()
                         if n >= args.warmup and (n - args.warmup) % args.sample == 0:
-                            samples.append((n - args.warmup, rss(proc.pid), threads(proc.pid), time.monotonic()))
+                            samples.append((n - args.warmup, rss(proc.pid), threads(proc.pid), time.monotonic(),
+                                            helper_rss(proc.pid)))
                             print(f"{n - args.warmup:>6} requests after warm-up: RSS {samples[-1][1] / 2**20:7.1f} MiB, "
-                                  f"{samples[-1][2]} threads", flush=True)
+                                  f"{samples[-1][2]} threads; workers' parent {samples[-1][4] / 2**20:.1f} MiB",
+                                  flush=True)
                         if n % 1000 == 0:
                             hub.log.clear()
 
@@ -153,7 +196,7 @@ def main() -> int:
             first, last = samples[0][1], samples[-1][1]
             peak = max(s[1] for s in samples)
             left_uploads = [p for p in gradio_temp.rglob("*") if p.is_file()]
-            left_pages = {p.name for p in Path(tempfile.gettempdir()).glob("hfkv-page-*")} - before_tmp
+            left_pages = page_folders() - before_tmp
             growth = (last - first) / first
             print()
             print(f"requests: {args.warmup:,} warm-up + {args.requests:,} measured, {args.clients} clients, "
@@ -162,6 +205,8 @@ def main() -> int:
                   f"({growth:+.1%}); peak {peak / 2**20:.1f} MiB; median {statistics.median(s[1] for s in samples) / 2**20:.1f} MiB")
             print(f"threads {samples[0][2]} → {samples[-1][2]}; files left in Gradio's folder: {len(left_uploads)}; "
                   f"hfkv-page-* folders left: {len(left_pages)}")
+            print(f"the workers' parent (and any worker then running): {samples[0][4] / 2**20:.1f} → "
+                  f"{samples[-1][4] / 2**20:.1f} MiB")
             return 0 if abs(growth) <= 0.10 and not failures else 1
     finally:
         hub.stop()

@@ -7,13 +7,14 @@ verdict (or its refusal in its own words), hfkv's exact report, a link that repr
 the ``hfkv`` commands that print the same figures. The Compare tab puts 2 to 8 models side by side; the
 Plan tab answers the inverse question (``hfkv plan``).
 
-The page is split in four modules, each testable on its own:
+The page is split in five modules, each testable on its own:
 
 * ``serve_form``: what the page asks (``Form``), its query string, the commands; pure.
 * ``serve_access``: Hub access for a visitor (the server's token for public repos only unless the
   operator opts in, a visitor's token for their request only, a cache per request, one deadline per
   request, error lines that name neither the server's endpoint nor its paths).
 * ``serve_pages``: the three tabs as HTML, from hfkv's own report, planning and rendering code.
+* ``serve_work``: each request's work in a worker process, killed at the deadline, its memory bounded.
 * ``serve_app``: the Gradio app, its hardening (no URL fetched but the Hub's, uploads deleted once
   read, no session keeps a token), and ``serve``.
 

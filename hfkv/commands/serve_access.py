@@ -18,8 +18,8 @@ The page is a public service: whoever reaches it chooses the repo ids. So:
   the visitor cannot see read the same (``NOT_VISIBLE``); no line names the server's endpoint, its
   host or its paths (``Scrubber``), and no line is built from a traceback.
 * Every request has one deadline (``Settings.deadline``): the page answers by then, with
-  ``hfkv: error: … no answer within N s`` if it must; each Hub request made for it is bounded too,
-  so the work left behind ends on its own.
+  ``hfkv: error: … no answer within N s`` if it must, and its work, in a worker process
+  (``serve_pages``), is killed then; each Hub request made for it is bounded too.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from typing import Any, Callable, TypeVar
 from urllib.parse import quote, urlsplit
 
 from hfkv.errors import ConfigError, HfkvError, SourceError, UsageError, shorten
+from hfkv.runtime.worker import WorkerCrashed, WorkerOutOfMemory, WorkerTimeout
 from hfkv.text import add_secret, forget_secret, one_line
 from hfkv.commands.serve_form import check_repo
 
@@ -43,6 +44,7 @@ T = TypeVar("T")
 
 NOT_VISIBLE = "no such repo, or not one this page can read"
 UNREACHABLE = "the Hub did not answer this server usefully; retry in a while"
+NO_BOUND = "hfkv on the command line has no such bound"
 DEFAULT_DEADLINE = 30.0
 DEFAULT_CONCURRENCY = 4
 TRUE = ("1", "true", "yes", "on")
@@ -57,7 +59,9 @@ class Settings:
     token (``HF_TOKEN``), None for none. ``allow_private``: the server's token may read private repos
     too. ``deadline``: seconds a request may take, fetching and computing. ``hub_timeout``: seconds
     per Hub request (None: ``HF_HUB_DOWNLOAD_TIMEOUT``, else 10), at most half the deadline.
-    ``concurrency``: requests served at once (Gradio's queue)."""
+    ``concurrency``: requests served at once (Gradio's queue). ``work_folder``: where each request's
+    cache folder is made (None: the system's temporary folder); ``hfkv serve`` gives a folder of its own,
+    removed when it stops, so that a request cut short by a stop leaves nothing behind."""
 
     endpoint: str | None = None
     server_token: str | None = None
@@ -65,6 +69,7 @@ class Settings:
     deadline: float = DEFAULT_DEADLINE
     hub_timeout: float | None = None
     concurrency: int = DEFAULT_CONCURRENCY
+    work_folder: str | None = None
 
     @classmethod
     def from_env(cls, env: Any = None, **overrides: Any) -> "Settings":
@@ -193,9 +198,10 @@ class Session:
     visitor's token forgotten, once the last fetch it started (``submit``) has ended too: a fetch left
     running past the deadline would otherwise write into a removed folder, which then stays."""
 
-    def __init__(self, settings: Settings, token: str | None = None) -> None:
+    def __init__(self, settings: Settings, token: str | None = None, *, cache_dir: str | None = None) -> None:
         self.settings = settings
         self.visitor_token = (token or "").strip() or None
+        self._given_cache = cache_dir  # made by the caller, who removes it too (a worker killed at its deadline cannot)
         self.cache_dir: str | None = None
         self.endpoint = settings.base_endpoint()
         self._lock = threading.Lock()
@@ -206,7 +212,7 @@ class Session:
         if self.visitor_token and not TOKEN_SHAPE.fullmatch(self.visitor_token):
             raise PageError("hfkv: error: that is not a Hub token (hf_ followed by letters and digits); it was "
                             "not used")
-        self.cache_dir = tempfile.mkdtemp(prefix="hfkv-page-")
+        self.cache_dir = self._given_cache or tempfile.mkdtemp(prefix="hfkv-page-", dir=self.settings.work_folder)
         if self.visitor_token:
             _hold(self.visitor_token)
         return self
@@ -379,9 +385,13 @@ def failure_line(err: BaseException, *, deadline: float | None = None, what: str
     a config or a usage problem, and a bug is still one line, with no detail that could leak."""
     if isinstance(err, PageError):
         return str(err)
-    if isinstance(err, DeadlineExceeded):
-        where = f"{shorten(one_line(what))}: " if what else ""
+    where = f"{shorten(one_line(what))}: " if what else ""
+    if isinstance(err, (DeadlineExceeded, WorkerTimeout)):  # the worker was killed at the deadline
         return f"hfkv: error: {where}no answer within {deadline or 0:g} s; retry in a while"
+    if isinstance(err, WorkerOutOfMemory):  # "needed more than its memory bound of 512 MiB"
+        return f"hfkv: error: {where}stopped: it {err}, which this page gives one request; {NO_BOUND}"
+    if isinstance(err, WorkerCrashed):  # its words may carry a class's text: none shown
+        return f"hfkv: error: {where}stopped before its answer (this page's CPU or memory bound, most likely); {NO_BOUND}"
     if isinstance(err, SourceError) and err.kind not in ("bad-revision", "no-config", "invalid-json", "too-large",
                                                          "not-found", "unreadable"):
         return f"hfkv: error: {shorten(one_line(err.source or what))}: {UNREACHABLE}"

@@ -17,7 +17,8 @@ Hub access, this module makes Gradio itself keep to it:
 * The token box's value lives only in its request: Gradio keeps each session's last inputs in memory
   (``SessionState``), so every handler drops its session when it is done (the page keeps no state).
 * Requests are served ``Settings.concurrency`` at a time (one queue for the three tabs), each under
-  its deadline; the queue is bounded, and its bookkeeping of finished sessions is swept (Gradio keeps
+  its deadline, its work in a worker process (``serve_work``) started by ``serve`` and stopped with
+  it; the queue is bounded, and its bookkeeping of finished sessions is swept (Gradio keeps
   it for every API call otherwise: memory grew by 3.6 kB a request).
 * ``serve``: a busy port is one line, found before Gradio is imported; Gradio is imported without the
   work it does only for its developers (rewriting its ``.pyi`` stubs on every import: ~1 s of CPU
@@ -623,6 +624,7 @@ def serve(host: str, port: int, settings: Settings | None = None) -> None:
     """Serve the page on ``host:port`` until interrupted (what ``hfkv serve`` and the Space run). Exits
     with one line: 1 when the port cannot be used, 2 without the ``hfkv[app]`` extra."""
     from hfkv.commands.options import fail
+    from hfkv.commands.serve_work import start_workers, stop_workers
 
     try:
         check_port(host, port)
@@ -645,6 +647,7 @@ def serve(host: str, port: int, settings: Settings | None = None) -> None:
             if "port" in str(err).lower():  # taken between the check and the launch
                 fail(f"port {port} on {host} is already in use; stop what listens there or pick another with --port", 1)
             fail(f"cannot serve on {host}:{port} ({type(err).__name__})", 1)
+        start_workers()  # the workers' parent, in the background: the first request need not wait for it
         previous = signal.signal(signal.SIGTERM, _interrupt)  # before the line: a signal may follow it at once
         try:
             click.echo(f"hfkv: serving the calculator page on http://{host}:{port}/ (Ctrl-C stops it)", err=True)
@@ -654,6 +657,7 @@ def serve(host: str, port: int, settings: Settings | None = None) -> None:
         finally:
             signal.signal(signal.SIGTERM, previous)
     finally:
+        stop_workers(None)
         if own_temp:
             shutil.rmtree(own_temp, ignore_errors=True)
 

@@ -27,8 +27,10 @@ The protocol: per call, this process makes a pipe for the answer and hands its w
 zygote with the pickled request (``socket.send_fds`` on a Unix socket pair; calls from several threads
 take turns for that exchange only); the zygote forks, the child answers on the pipe, and the zygote
 replies with the child's pid. Children are reaped by the kernel (the zygote ignores SIGCHLD), each
-is killed with the zygote (Linux ``PR_SET_PDEATHSIG``), and the zygote ends when this process closes
-its socket or dies. The caller kills a child only while the answer pipe is open: until then the pid is
+is killed with the zygote (Linux ``PR_SET_PDEATHSIG``), and the zygote ends when its socket reaches
+end of file: this process closed it, or died (its descriptors close with it). Not ``PR_SET_PDEATHSIG``
+for the zygote: it fires when the *thread* that started a process ends, and a server starts the zygote
+from whichever thread asks first (a request's, or a start-up thread that ends at once). The caller kills a child only while the answer pipe is open: until then the pid is
 certainly its child's. POSIX only (``os.fork`` and ``socket.send_fds``): elsewhere ``available()`` is
 False and ``run`` raises ``WorkerCrashed``.
 
@@ -115,8 +117,11 @@ _ZYGOTE_LOCK = threading.Lock()
 
 def preload(modules: Sequence[str]) -> None:
     """Modules the zygote imports once, before its first child (the report stack: every child then
-    starts with it imported). Takes effect when the zygote starts (the first ``run``, or after
-    ``stop``)."""
+    starts with it imported). ``module:function`` also calls ``function()`` once after the import: what
+    fills the process-wide caches each call would otherwise fill again from cold (a child starts from
+    the zygote's memory: lazy imports, a library's user agent). It runs in the zygote's only thread and
+    must leave no other running (a fork copies a held lock). Takes effect when the zygote starts (the
+    first ``run``, or after ``stop``)."""
     for module in modules:
         if module not in _preload:
             _preload.append(module)
@@ -297,10 +302,9 @@ def _serve(fd: int, modules: list[str]) -> None:
     sock = socket.socket(fileno=fd)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the caller's to handle
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
-    _die_with_parent()
     for module in modules:
         with contextlib.suppress(Exception):  # a module that fails to import is imported (and fails) in the call
-            importlib.import_module(module)
+            _load(module)
     _send(sock, "ready")
     while True:
         try:
@@ -329,9 +333,17 @@ def _serve(fd: int, modules: list[str]) -> None:
     os._exit(0)
 
 
+def _load(entry: str) -> None:
+    """Import ``module``; for ``module:function``, call ``function()`` after (``preload``)."""
+    module, _, function = entry.partition(":")
+    loaded = importlib.import_module(module)
+    if function:
+        getattr(loaded, function)()
+
+
 def _die_with_parent() -> None:
-    """Be killed when the parent dies (Linux ``prctl(PR_SET_PDEATHSIG, SIGKILL)``). A fork clears it, so
-    the zygote sets it for the caller and each child again for the zygote: the caller's death ends all."""
+    """Be killed when the parent dies (Linux ``prctl(PR_SET_PDEATHSIG, SIGKILL)``): a child, for the zygote
+    (its only thread, so its death). The zygote itself ends at its socket's end of file (module docstring)."""
     with contextlib.suppress(Exception):
         import ctypes
 

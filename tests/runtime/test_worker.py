@@ -55,6 +55,17 @@ def report_alpha(path: str) -> int:
     return inspect_config(json.loads(Path(path).read_text())).alpha_bytes_per_token
 
 
+WARMED: list[int] = []
+
+
+def note_warm() -> None:
+    WARMED.append(os.getpid())
+
+
+def warmed() -> list[int]:
+    return list(WARMED)
+
+
 def gone(pid: int, within: float = 5.0) -> bool:
     end = time.monotonic() + within
     while time.monotonic() < end:
@@ -158,6 +169,58 @@ def test_eight_uploads_of_a_huge_config_cost_the_server_nothing(tmp_path):
     # a small config in the same way: the answer, as in process (4 layers × 2 × 4 KV heads × 256 × 2 B)
     path.write_text(json.dumps(dict(config, num_hidden_layers=4, sliding_window=None)))
     assert worker.run(report_alpha, str(path), limits=Limits(seconds=60)) == 4 * 2 * 4 * 256 * 2 == 16384
+
+
+def test_a_zygote_started_from_a_thread_that_ends_keeps_serving():
+    """The kernel's parent-death signal fires when the *thread* that started a process ends: a zygote
+    started from a server's start-up thread (or a request's) was killed with it, and a call at that moment
+    failed ("the worker helper failed (EOFError)": the page's first request in the browser tests). It ends
+    with its socket instead: the same zygote serves the next call."""
+    worker.stop()
+    first: list[tuple[int, int]] = []
+    starter = threading.Thread(target=lambda: first.append(worker.run(pids, limits=Limits(seconds=60))))
+    starter.start()
+    starter.join(60)
+    time.sleep(0.5)
+    zygote = first[0][1]
+    assert not gone(zygote, within=0.1) and worker.run(pids, limits=Limits(seconds=30))[1] == zygote
+
+
+def test_the_zygote_ends_with_its_caller(tmp_path):
+    """Without the parent-death signal, the zygote still ends when its caller dies (even by SIGKILL): its
+    socket reaches end of file. And so do the children, with the zygote."""
+    import signal
+    import subprocess
+    import sys
+
+    code = ("import os, sys, time; from hfkv.runtime import worker; from test_worker import sleep_after_noting; "
+            "import threading; threading.Thread(target=worker.run, args=(sleep_after_noting, sys.argv[1], 60), "
+            "kwargs={'limits': worker.Limits(seconds=60)}, daemon=True).start(); time.sleep(60)")
+    noted = tmp_path / "pid"
+    caller = subprocess.Popen([sys.executable, "-c", code, str(noted)], cwd=tmp_path,
+                              env={**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent), *sys.path])})
+    try:
+        end = time.monotonic() + 60
+        while not (noted.exists() and noted.read_text()) and time.monotonic() < end:
+            time.sleep(0.05)
+        child = int(noted.read_text())
+        zygote = int(Path(f"/proc/{child}/stat").read_text().rsplit(")", 1)[1].split()[1])  # its parent
+    finally:
+        caller.send_signal(signal.SIGKILL)
+        caller.wait()
+    assert gone(zygote) and gone(child)
+
+
+def test_preload_calls_a_function_once_in_the_zygote(monkeypatch):
+    """``module:function`` in preload: called once after the import, in the zygote, so every child starts
+    with what it filled (the page warms its caches so)."""
+    monkeypatch.setattr(worker, "_preload", [f"{__name__}:note_warm"])
+    worker.stop()
+    try:
+        zygote = worker.run(pids, limits=Limits(seconds=60))[1]
+        assert worker.run(warmed, limits=Limits(seconds=30)) == worker.run(warmed, limits=Limits(seconds=30)) == [zygote]
+    finally:
+        worker.stop()
 
 
 def test_a_stopped_zygote_is_replaced():

@@ -1,4 +1,4 @@
-"""The calculator page's logic, without Gradio (hfkv.commands.serve_form, serve_access, serve_pages).
+"""The calculator page's logic, without Gradio (hfkv.commands.serve_form, serve_access, serve_pages, serve_work).
 
 Against the fake Hub on 127.0.0.1 (tests/fakehub.py). Expected figures are derived by hand beside each
 assertion, or are what the command the page prints gives (run here through the real CLI). The page as
@@ -528,6 +528,101 @@ def test_a_hub_request_that_times_out_says_its_own_bound(fake_hub):
     html, _ = report_page(Form(model="org/slow"), Settings(endpoint=fake_hub.url, deadline=30.0, hub_timeout=1.0))
     assert time.monotonic() - start < 4
     assert error_line(html) == "hfkv: error: org/slow: the Hub did not answer within 1 s; retry in a while"
+
+
+# -- each request's work in a worker process (issue 31: the deadline answered, the work ran on) -----------
+
+# The issue's kind of upload: a config of ~750 bytes with 100,000 layers (~9 s of work, in process)
+HUGE = {"architectures": ["Gemma3ForCausalLM"], "model_type": "gemma3_text", "hidden_size": 2560,
+        "num_hidden_layers": 100_000, "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256,
+        "sliding_window": 1024, "max_position_embeddings": 131072, "vocab_size": 262144, "torch_dtype": "bfloat16"}
+
+
+def rss() -> int:
+    """This process's resident memory in bytes (Linux)."""
+    import os
+
+    with open("/proc/self/statm", encoding="ascii") as handle:
+        return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/statm")
+def test_eight_huge_uploads_stop_at_the_deadline_and_cost_the_server_nothing(fake_hub, tmp_path):
+    """Eight uploads at once of a 100,000-layer config took the server from 282 MiB to 7.2 GiB and another
+    visitor's report from 3 s to 24-32 s: the page answered at the deadline while each request's thread
+    computed on. Each request's work is a worker process now, killed at the deadline: the answers come
+    by then, nothing computes after them, the server keeps its memory, the next visitor is served at once."""
+    import threading
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(HUGE))
+    assert len(path.read_bytes()) < 1024
+    report_page(Form(model=LLAMA), Settings(endpoint=fake_hub.url))  # warm: the workers' parent started
+    before = rss()
+    answers: list[str] = []
+    form, settings = Form(gpu="H200-141GB", tp=8), Settings(endpoint=fake_hub.url, deadline=2.0)
+    threads = [threading.Thread(target=lambda: answers.append(report_page(form, settings, upload=str(path))[0]))
+               for _ in range(8)]
+    start = time.monotonic()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert time.monotonic() - start < 4.5
+    assert [error_line(a) for a in answers] == ["hfkv: error: config.json: no answer within 2 s; retry in a while"] * 8
+    cpu = time.process_time()  # this process's CPU time, every thread's: none works on
+    time.sleep(1.0)
+    assert time.process_time() - cpu < 0.2
+    assert rss() - before < 64 * 2**20
+    start = time.monotonic()
+    html, _ = report_page(Form(model=LLAMA, gpu="H200-141GB"), Settings(endpoint=fake_hub.url))
+    assert time.monotonic() - start < 2 and by_id(html, "hfkv-verdict-vllm").startswith("fits on 1 × H200-141GB")
+
+
+def test_a_request_past_its_memory_bound_is_one_line(tmp_path, settings, monkeypatch):
+    """A request's worker may add ``PAGE_MEMORY`` to its address space (512 MiB; 64 here): a config that
+    needs more is stopped, in one line, and the server's memory is not what it used."""
+    from hfkv.commands import serve_work
+
+    monkeypatch.setattr(serve_work, "PAGE_MEMORY", 64 * 2**20)
+    path = tmp_path / "config.json"  # 8 MiB of empty objects: ~150 MiB once read
+    path.write_text(json.dumps(dict(json.loads((Path(__file__).resolve().parents[2] / "fixtures" / LLAMA_DIR /
+                                                "config.json").read_text()), extra=[{}] * 2_000_000)))
+    html, text = report_page(Form(), settings, upload=str(path))
+    assert text == "" and error_line(html) == (
+        "hfkv: error: config.json: stopped: it needed more than its memory bound of 64 MiB, which this page gives "
+        "one request; hfkv on the command line has no such bound")
+
+
+def test_the_workers_parent_warms_up_without_a_thread():
+    """The workers' parent imports the report stack and warms it once (``serve_work.warm``, then a page of
+    each tab: ``serve_pages.warm``), so that every worker starts warm; it must start no thread doing so
+    (a fork copies a held lock)."""
+    code = ("import importlib, threading; from hfkv.commands.serve_work import PRELOAD\n"
+            "for entry in PRELOAD:\n"
+            "    module, _, function = entry.partition(':')\n"
+            "    loaded = importlib.import_module(module)\n"
+            "    if function: getattr(loaded, function)(); print(entry)\n"
+            "print(threading.active_count())")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.stdout.split() == ["hfkv.commands.serve_work:warm", "hfkv.commands.serve_pages:warm", "1"], \
+        out.stderr[-2000:]
+
+
+def test_without_worker_processes_the_page_works_as_before(fake_hub, tmp_path, monkeypatch):
+    """Where there are no worker processes (Windows: no fork), the work runs in a thread as before: the
+    page answers, and at the deadline (its work then runs on: ~1 s here, 20,000 layers)."""
+    from hfkv.runtime import worker
+
+    monkeypatch.setattr(worker, "available", lambda: False)
+    html, _ = report_page(Form(model=LLAMA), Settings(endpoint=fake_hub.url))
+    assert cells(html, "alpha_bytes_per_token") == ["131,072 B (128.00 KiB)"]
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(dict(HUGE, num_hidden_layers=20_000)))
+    start = time.monotonic()
+    html, _ = report_page(Form(), Settings(endpoint=fake_hub.url, deadline=0.3), upload=str(path))
+    assert time.monotonic() - start < 0.8
+    assert error_line(html) == "hfkv: error: config.json: no answer within 0.3 s; retry in a while"
 
 
 def test_each_request_reads_the_hub_afresh(fake_hub, tmp_path, monkeypatch):
