@@ -12,8 +12,8 @@ Hub access, this module makes Gradio itself keep to it:
 * Uploads are read, then deleted (the file, its folder, Gradio's record of it, and no empty file left
   behind as Gradio's file box leaves one per file); uploads never sent are deleted within
   ``CACHE_SWEEP`` seconds; Gradio's whole temporary folder is the server's own
-  (``GRADIO_TEMP_DIR``) and removed when it stops. The upload limit is hfkv's own config limit
-  (``hfkv.sources.MAX_CONFIG_BYTES``, 32 MiB).
+  (``GRADIO_TEMP_DIR``) and removed when it stops, with the requests' Hub caches (``_server_folder``).
+  The upload limit is hfkv's own config limit (``hfkv.sources.MAX_CONFIG_BYTES``, 32 MiB).
 * The token box's value lives only in its request: Gradio keeps each session's last inputs in memory
   (``SessionState``), so every handler drops its session when it is done (the page keeps no state).
 * Requests are served ``Settings.concurrency`` at a time (one queue for the three tabs), each under
@@ -27,6 +27,8 @@ Hub access, this module makes Gradio itself keep to it:
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import errno
 import importlib.abc
 import importlib.machinery
@@ -38,7 +40,7 @@ import socket
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 from urllib.parse import unquote
 
 import click
@@ -572,7 +574,6 @@ async def _sweep_sessions(app: Any) -> None:
 def _lifespan(app: Any) -> Any:
     """The page's own part of the server's life: the session sweep (``_sweep_sessions``)."""
     import asyncio
-    import contextlib
 
     @contextlib.asynccontextmanager
     async def run(app: Any) -> Any:
@@ -624,16 +625,13 @@ def serve(host: str, port: int, settings: Settings | None = None) -> None:
     """Serve the page on ``host:port`` until interrupted (what ``hfkv serve`` and the Space run). Exits
     with one line: 1 when the port cannot be used, 2 without the ``hfkv[app]`` extra."""
     from hfkv.commands.options import fail
-    from hfkv.commands.serve_work import start_workers, stop_workers
+    from hfkv.commands.serve_work import start_workers
 
     try:
         check_port(host, port)
     except PortBusy as err:
         fail(str(err), 1)
-    own_temp = None
-    if not os.environ.get("GRADIO_TEMP_DIR"):  # uploads in a folder of this server's own, removed at exit
-        own_temp = os.environ["GRADIO_TEMP_DIR"] = tempfile.mkdtemp(prefix="hfkv-serve-")
-    try:
+    with _server_folder(settings) as settings:
         try:
             import_gradio(lean=True)
         except ImportError:
@@ -648,24 +646,56 @@ def serve(host: str, port: int, settings: Settings | None = None) -> None:
                 fail(f"port {port} on {host} is already in use; stop what listens there or pick another with --port", 1)
             fail(f"cannot serve on {host}:{port} ({type(err).__name__})", 1)
         start_workers()  # the workers' parent, in the background: the first request need not wait for it
-        previous = signal.signal(signal.SIGTERM, _interrupt)  # before the line: a signal may follow it at once
+        stop = _interrupt(settings.work_folder)
+        # before the line: a signal may follow it at once
+        previous = {signum: signal.signal(signum, stop) for signum in (signal.SIGTERM, signal.SIGINT)}
         try:
             click.echo(f"hfkv: serving the calculator page on http://{host}:{port}/ (Ctrl-C stops it)", err=True)
             app.block_thread()  # until Ctrl-C or SIGTERM (Gradio then closes the server), as launch() would have
         except KeyboardInterrupt:  # one that came before Gradio's own wait: the same ending
             app.close()
         finally:
-            signal.signal(signal.SIGTERM, previous)
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+
+
+@contextlib.contextmanager
+def _server_folder(settings: Settings | None) -> Iterator[Settings]:
+    """``settings`` with a folder of this server's own (``hfkv-serve-*``) for what it writes: uploads
+    (``uploads``: Gradio's temporary folder, unless ``GRADIO_TEMP_DIR`` is set) and each request's Hub
+    cache (``pages``: not inside the uploads, which a request may name). Removed when the server stops,
+    after its workers are killed: requests cut short by a stop (SIGTERM) left their ``hfkv-page-*``
+    folders behind."""
+    from hfkv.commands.serve_work import stop_workers
+
+    folder = tempfile.mkdtemp(prefix="hfkv-serve-")
+    own_uploads = not os.environ.get("GRADIO_TEMP_DIR")
+    if own_uploads:
+        os.environ["GRADIO_TEMP_DIR"] = os.path.join(folder, "uploads")
+        os.mkdir(os.environ["GRADIO_TEMP_DIR"])
+    pages = os.path.join(folder, "pages")
+    os.mkdir(pages)
+    try:
+        yield dataclasses.replace(settings or Settings.from_env(), work_folder=pages)
     finally:
-        stop_workers(None)
-        if own_temp:
-            shutil.rmtree(own_temp, ignore_errors=True)
+        stop_workers(pages)
+        shutil.rmtree(folder, ignore_errors=True)
+        if own_uploads:
+            os.environ.pop("GRADIO_TEMP_DIR", None)
 
 
-def _interrupt(signum: int, frame: Any) -> None:
-    """SIGTERM (docker stop, systemd, a Space's restart) stops the page as Ctrl-C does: Gradio closes the
-    server and ``serve`` removes its temporary folder (Python's default would end the process at once)."""
-    raise KeyboardInterrupt
+def _interrupt(work_folder: str | None) -> Callable[[int, Any], None]:
+    """The handler of SIGTERM (docker stop, systemd, a Space's restart) and Ctrl-C: the page stops as for
+    Ctrl-C (Python's default for SIGTERM ended the process at once, leaving its folder), Gradio closes the
+    server and ``serve`` removes its folder. The requests' workers are killed first: the requests in
+    flight then answer at once, where Gradio's close waited for them (5 s, measured)."""
+    from hfkv.commands.serve_work import stop_workers
+
+    def interrupt(signum: int, frame: Any) -> None:
+        stop_workers(work_folder)
+        raise KeyboardInterrupt
+
+    return interrupt
 
 
 def main() -> None:

@@ -283,6 +283,46 @@ def test_sigterm_stops_the_page_and_removes_its_folder(tmp_path):
     assert not [p for p in tmp_path.iterdir() if p.name.startswith("hfkv-serve-")]
 
 
+def test_sigterm_during_requests_leaves_no_folder(fake_hub, tmp_path):
+    """SIGTERM while requests wait on the Hub left their ``hfkv-page-*`` cache folders behind (the process
+    ended with their threads mid-request). Each request's cache is now in the server's own folder, removed
+    at the stop after the requests' workers are killed: nothing is left, and the stop is quick."""
+    import signal
+
+    from webkit import server_env
+
+    for name in ("a", "b", "c"):
+        fake_hub.add_fixture(f"org/slow-{name}", folder="meta-llama__Meta-Llama-3.1-8B")
+        fake_hub.faults[f"org/slow-{name}"] = Fault(kind="slow", delay=40.0, where="resolve", file="config.json")
+    port = free_port()
+    env = server_env(fake_hub.url, tmp_path / "hf", TMPDIR=str(tmp_path))
+    proc = subprocess.Popen([sys.executable, "-m", "hfkv", "serve", "--port", str(port), "--deadline", "60"], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    killer = threading.Timer(90, proc.kill)
+    killer.start()
+    try:
+        assert proc.stderr.readline().startswith("hfkv: serving the calculator page")
+        url = f"http://127.0.0.1:{port}/"
+        for name in ("a", "b", "c"):
+            threading.Thread(target=call_api, args=(url, "report", [None, ""] + values(model=f"org/slow-{name}")),
+                             daemon=True).start()
+        end = time.monotonic() + 30
+        while len(fake_hub.requests(file="config.json")) < 3 and time.monotonic() < end:
+            time.sleep(0.05)
+        assert len(fake_hub.requests(file="config.json")) == 3  # the three requests wait on the Hub
+        start = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+        took = time.monotonic() - start
+    finally:
+        killer.cancel()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("hfkv-")) == []
+    assert proc.returncode == 0 and took < 5, took  # Gradio's close waited 5 s for the requests in flight
+
+
 def test_serve_binds_what_it_is_told(monkeypatch):
     import hfkv.commands.serve_app as web
     from hfkv.commands.serve import serve_command
