@@ -30,8 +30,8 @@ replies with the child's pid. Children are reaped by the kernel (the zygote igno
 is killed with the zygote (Linux ``PR_SET_PDEATHSIG``), and the zygote ends when its socket reaches
 end of file: this process closed it, or died (its descriptors close with it). Not ``PR_SET_PDEATHSIG``
 for the zygote: it fires when the *thread* that started a process ends, and a server starts the zygote
-from whichever thread asks first (a request's, or a start-up thread that ends at once). The caller kills a child only while the answer pipe is open: until then the pid is
-certainly its child's. POSIX only (``os.fork`` and ``socket.send_fds``): elsewhere ``available()`` is
+from whichever thread asks first (a request's, or a start-up thread that ends at once). The caller
+kills a child only while the answer pipe is open: until then the pid is certainly its child's. POSIX only (``os.fork`` and ``socket.send_fds``): elsewhere ``available()`` is
 False and ``run`` raises ``WorkerCrashed``.
 
 ``fn`` and its arguments cross a pipe: ``fn`` must be a module-level function, the arguments
