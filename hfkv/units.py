@@ -90,6 +90,11 @@ def parse_token_list(text: str) -> list[int]:
     return sorted({parse_tokens(t) for t in items})
 
 
+def format_gib(n: float | int | Fraction) -> str:
+    """'79.19 GiB': always GiB, two decimals, thousands separated (as the engines print a memory figure)."""
+    return f"{float(n) / (1 << 30):,.2f} GiB"
+
+
 def format_bytes(n: float | int | Fraction | None) -> str:
     """'1.50 GiB' style, binary units; exact integers below 1 KiB."""
     if n is None:

@@ -36,6 +36,7 @@ from hfkv.errors import HfkvError, UsageError
 from hfkv.planning.gpus import GpuPreset, custom_gpu, get_gpu, parse_gpu
 from hfkv.planning.weights import per_gpu, shares
 from hfkv.sources.startup_log import Figure, StartupLog, first_rank
+from hfkv.units import format_gib
 
 if TYPE_CHECKING:  # for annotations only: no import at run time
     from hfkv.model.report import Report
@@ -218,9 +219,6 @@ def engine_for(parsed: StartupLog) -> str:
 
 # -- the exact checks ----------------------------------------------------------------------------
 
-def _gib(value: int | float) -> str:
-    return f"{value / GIB:,.2f} GiB"
-
 
 def _inside(value: float, low: float, high: float) -> bool:
     return low <= value <= high
@@ -338,7 +336,7 @@ def weights_check(parsed: StartupLog, report: Report) -> Comparison | None:
                               "buffers beside the weights, and a quantised checkpoint the log loads may not be "
                               "the one hfkv read")
     difference = f"{diff / GIB:+.2f} GiB ({diff / mine:+.1%})" if mine else ""
-    return Comparison("weights per GPU", "weights_bytes", printed.printed, printed.value, _gib(mine), mine,
+    return Comparison("weights per GPU", "weights_bytes", printed.printed, printed.value, format_gib(mine), mine,
                       difference, status, reason, line=printed.line)
 
 
@@ -474,14 +472,14 @@ def _row(term: str, field_name: str, printed: Figure | None, computed: int, band
     ``slack`` (the rounding of the printed inputs the computation used) it is "exact" (no band) or
     "estimate", else "differs"."""
     if printed is None:
-        return Comparison(term, field_name, None, None, _gib(computed), computed, "", "not printed", reason,
+        return Comparison(term, field_name, None, None, format_gib(computed), computed, "", "not printed", reason,
                           check="prediction", source=source, band=band)
     allowed = band + (printed.step or 0) // 2 + slack
     diff = printed.value - computed
     within = abs(diff) <= allowed
     status = ("estimate" if band else "exact") if within else "differs"
     difference = f"{diff / GIB:+.2f} GiB ({'within' if within else 'outside'} ±{allowed / GIB:.2f})"
-    return Comparison(term, field_name, printed.printed, printed.value, _gib(computed), computed, difference, status,
+    return Comparison(term, field_name, printed.printed, printed.value, format_gib(computed), computed, difference, status,
                       reason, check="prediction", line=printed.line, source=source, band=band)
 
 
@@ -605,7 +603,7 @@ def _available_row(parsed: StartupLog, replay: Replay, budget: MemoryBudget, sla
     available = _printed_available(parsed)
     if parsed.figure("initial_free_bytes") is not None or parsed.args.get("kv_cache_memory_bytes"):
         return Comparison("available KV cache memory", "available_kv_bytes", available and available.printed,
-                          available and available.value, _gib(budget.kv_bytes), budget.kv_bytes, "", "not checked",
+                          available and available.value, format_gib(budget.kv_bytes), budget.kv_bytes, "", "not checked",
                           "the log fixed the KV memory (--kv-cache-memory): vLLM did not size it from the budget",
                           check="prediction", line=available and available.line)
     reason = (f"requested − every term above, as {versions.described(*versions.split(replay.engine))} sizes it; "
@@ -761,7 +759,7 @@ def pool_counts(parsed: StartupLog, report: Report, replay: Replay, budget: Memo
         return [Comparison("KV cache tokens (predicted)", "kv_cache_tokens", None, None, None, None, "",
                            "not checked", f"the engine refuses the start as hfkv replays it: {_refusal(at_low)}",
                            check="prediction")]
-    what = f"the predicted KV memory {_gib(kv)}" + (f" ±{band / GIB:.2f}" if band else "")
+    what = f"the predicted KV memory {format_gib(kv)}" + (f" ±{band / GIB:.2f}" if band else "")
     rows = [_count_row("KV cache tokens (predicted)", "kv_cache_tokens", _printed_tokens(parsed),
                        at_low.get("kv_cache_tokens"), at_high.get("kv_cache_tokens"), band, what, "{:,}")]
     if replay.name == "vllm":
@@ -881,7 +879,7 @@ def requests_answer(parsed: StartupLog, report: Report, replay: Replay, budget: 
         source, base = "the log", f"the printed {printed.printed}"
     else:
         low, high = budget.kv_bytes - budget.error_bytes, budget.kv_bytes + budget.error_bytes
-        source, base = "estimate", f"hfkv's predicted {_gib(budget.kv_bytes)} ±{budget.error_bytes / GIB:.2f} GiB"
+        source, base = "estimate", f"hfkv's predicted {format_gib(budget.kv_bytes)} ±{budget.error_bytes / GIB:.2f} GiB"
     counts = [_requests_in(_fit(report, replay, kv, parsed), length, replay.name) if kv > 0 else 0 for kv in (low, high)]
     unit = "blocks ÷ blocks per request" if replay.name == "vllm" else "pool tokens ÷ length (capped by running requests)"
     return Answer(f"requests of {length:,} tokens that fit at once", "requests_fit", counts if counts[0] != counts[1]
@@ -917,7 +915,7 @@ def longest_answer(parsed: StartupLog, report: Report, replay: Replay, budget: M
                       + cap)
     if printed is None or not printed.bounds():
         low = high = budget.kv_bytes
-        source, base = "estimate", f"hfkv's predicted {_gib(budget.kv_bytes)}"
+        source, base = "estimate", f"hfkv's predicted {format_gib(budget.kv_bytes)}"
     else:
         (low, high), source, base = printed.bounds(), "the log", f"the printed {printed.printed}"
     fits = [_fit(report, replay, kv, parsed).get("max_model_len_fit") for kv in (low, high)]
@@ -962,8 +960,8 @@ def setting_answer(parsed: StartupLog, report: Report, replay: Replay, budget: M
 
     chosen = _smallest(fits, wanted, min(max(first, 1), 100))
     flag = "--" + name.replace("_", "-")
-    how = (f"{wanted:,} × {_gib(need / wanted)} a request + the other terms ({others}), over "
-           f"{_gib(base)}, rounded up to 2 decimals; checked by running the budget again")
+    how = (f"{wanted:,} × {format_gib(need / wanted)} a request + the other terms ({others}), over "
+           f"{format_gib(base)}, rounded up to 2 decimals; checked by running the budget again")
     question = f"{flag} that fits {wanted:,} requests of {length:,} tokens ({why})"
     if chosen is not None:
         effective = replay.budget(report, **{name: chosen / 100})
@@ -982,7 +980,7 @@ def _calibration(parsed: StartupLog, budget: MemoryBudget) -> tuple[int, str, st
     if printed is None:
         return 0, "estimate", f"hfkv's estimate, ±{budget.error_bytes / GIB:.2f} GiB"
     return (printed.value - budget.kv_bytes, "the log",
-            f"as the engine measured them: {_gib(budget.usable_bytes)} less the printed {printed.printed}")
+            f"as the engine measured them: {format_gib(budget.usable_bytes)} less the printed {printed.printed}")
 
 
 def _request_bytes(found: dict[str, Any], length: int, engine: str) -> int:
@@ -1024,10 +1022,10 @@ def newest_answer(parsed: StartupLog, report: Report, replay: Replay, budget: Me
     kv = theirs.kv_bytes + ((printed.value - budget.kv_bytes) if printed is not None else 0)
     found = _fit(report, later, kv, parsed) if kv > 0 else {}
     tokens, conc = found.get("kv_cache_tokens"), found.get("max_concurrency")
-    text = (f"{_gib(kv)} ±{theirs.error_bytes / GIB:.2f}, {tokens or 0:,} tokens"
+    text = (f"{format_gib(kv)} ±{theirs.error_bytes / GIB:.2f}, {tokens or 0:,} tokens"
             + (f", {conc:.2f}x" if isinstance(conc, float) else ""))
-    how = (f"{versions.described(replay.name, None)}: its budget {_gib(theirs.kv_bytes)} against "
-           f"{_gib(budget.kv_bytes)} for {versions.described(*versions.split(replay.engine))}"
+    how = (f"{versions.described(replay.name, None)}: its budget {format_gib(theirs.kv_bytes)} against "
+           f"{format_gib(budget.kv_bytes)} for {versions.described(*versions.split(replay.engine))}"
            + (f", moved onto the printed {printed.printed}" if printed is not None else "") + "; " + "; ".join(theirs.notes[-1:]))
     return Answer(f"the same start on {ENGINE_NAMES[replay.name]} {newest}", "newest",
                   {"kv_bytes": kv, "kv_cache_tokens": tokens, "max_concurrency": conc}, text, "estimate", how)

@@ -54,7 +54,7 @@ from fractions import Fraction
 from hfkv.engines.contract import Device
 from hfkv.errors import UsageError
 from hfkv.text import one_line
-from hfkv.units import parse_size
+from hfkv.units import format_gib, parse_size
 
 GIB = 1 << 30
 GB = 10**9
@@ -662,9 +662,6 @@ def _local(count: int | None) -> tuple[GpuPreset, int]:
 # -- docs/gpus.md ----------------------------------------------------------------------------------
 
 
-def _gib(value: int) -> str:
-    return f"{value / GIB:,.2f} GiB"
-
 
 def gpus_markdown() -> str:
     """The presets as Markdown (docs/gpus.md): one row each, then each figure's source and the names accepted."""
@@ -673,7 +670,7 @@ def gpus_markdown() -> str:
     notes = []
     for p in PRESETS:
         reported = f"{p.reported_bytes // _MIB:,} MiB" if p.reported_bytes else "no public record"
-        cuda = _gib(p.cuda_total_bytes) + ("" if p.cuda_total is not None else " (estimate)")
+        cuda = format_gib(p.cuda_total_bytes) + ("" if p.cuda_total is not None else " (estimate)")
         rows.append(f"| {p.name} | {p.vendor} | {p.memory_quoted} (= {p.memory_bytes:,} B, read as {p.memory_unit}) "
                     f"| {reported} | {cuda} | {p.compute_capability or '—'} | {p.bandwidth_quoted or '—'} "
                     f"| {p.interconnect} |")
