@@ -45,8 +45,9 @@ Result keys (besides ``name``, ``version``, ``assumptions``):
 from __future__ import annotations
 
 import importlib
+from contextlib import contextmanager
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Iterator
 
 from hfkv.engines import layout as lay
 from hfkv.engines.contract import ENGINES, Device, EngineInput, EngineKnobs, MemoryBudget
@@ -95,23 +96,18 @@ def release_knobs(knobs: EngineKnobs, version: str | None) -> EngineKnobs:
     return knobs.replace(engine_version=version)
 
 
-class named_release:
-    """Context in which an engine's refusal is renamed to the release whose rules decided
+@contextmanager
+def named_release(name: str, version: str | None) -> Iterator[None]:
+    """An engine's refusal raised inside is renamed to the release whose rules decided
     ("vLLM would refuse …" -> "vLLM 0.22.1 would refuse …")."""
+    from hfkv.engines import versions
 
-    def __init__(self, name: str, version: str | None) -> None:
-        from hfkv.engines import versions
-
-        self.label = versions.ENGINE_LABELS[name]
-        self.release = f"{self.label} {version or versions.newest(name)}"
-
-    def __enter__(self) -> named_release:
-        return self
-
-    def __exit__(self, kind: type | None, error: BaseException | None, trace: object) -> bool:
-        if isinstance(error, UnsupportedModelError):
-            error.at_release(self.label, self.release)
-        return False
+    label = versions.ENGINE_LABELS[name]
+    try:
+        yield
+    except UnsupportedModelError as error:
+        error.at_release(label, f"{label} {version or versions.newest(name)}")
+        raise
 
 
 def _simulate(report: Report, name: str, resolved: EngineKnobs, budget_bytes: int | None,
