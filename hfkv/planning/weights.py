@@ -5,15 +5,17 @@ estimate from the config: ``hfkv.model.weights``). How they split over a layout 
 role, which only the estimate gives: routed experts are divided by the expert shards (EP or TP),
 attention by the attention TP (TP / DP under DP attention), everything else by TP, and each stage
 of a pipeline holds its share of the layers. With exact bytes from the checkpoint the estimate's
-role shares split them; with neither, no split is claimed.
+role shares split them; with neither, no split is claimed. Experts an engine pads per rank (MXFP4 under
+vLLM's Marlin backend) grow again when TP slices them: each rank pads its own slice
+(``hfkv.model.weights.shards``), which an even split of the whole-model bytes does not show.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from hfkv.engines.layout import Layout, expert_count
 
@@ -27,6 +29,8 @@ class Shares:
 
     experts: Fraction  # routed experts (an MTP block's experts count with the rest: it is not sharded here)
     attention: Fraction
+    # bytes one of N TP ranks holds beyond 1/N of the padded experts (each rank pads its own slice), by N
+    shard_padding: Callable[[int], int] = field(default=lambda shards: 0, compare=False)
 
     @property
     def rest(self) -> Fraction:
@@ -40,8 +44,15 @@ def shares(report: Report) -> Shares | None:
     total = sum(role["bytes"] for role in roles.values())
     if not total:
         return None
-    return Shares(experts=Fraction(roles.get("routed_experts", {}).get("bytes", 0), total),
-                  attention=Fraction(roles.get("attention", {}).get("bytes", 0), total))
+    split = Shares(experts=Fraction(roles.get("routed_experts", {}).get("bytes", 0), total),
+                   attention=Fraction(roles.get("attention", {}).get("bytes", 0), total))
+    estimate = report.weights_estimate
+    if getattr(estimate, "padding", 0):
+        from hfkv.model.weights.shards import shard_padding  # only a padded format (MXFP4) needs it
+
+        config = report.root_config or {}
+        split = Shares(split.experts, split.attention, lambda shards: shard_padding(estimate, config, shards))
+    return split
 
 
 def per_gpu(weights_bytes: int, layout: Layout, split: Shares | None) -> tuple[int, str]:
@@ -49,8 +60,12 @@ def per_gpu(weights_bytes: int, layout: Layout, split: Shares | None) -> tuple[i
     attention TP, the rest ÷ TP, all ÷ PP. With one divisor for everything the split is exact:
     ceil(w / (TP × PP)); otherwise it needs ``split`` (without one, every byte is divided by TP: an
     under-count the text says)."""
+    padding = _rank_padding(layout, split)
+    padded = (f"; plus {padding:,} B of padded experts a rank holds beyond its share (each of the {layout.tp} TP "
+              "ranks pads its own slice of every expert, as vLLM's Marlin MXFP4 backend does)") if padding else ""
     if layout.expert_shards == layout.attention_tp == layout.tp:
-        return -(-int(weights_bytes) // (layout.tp * layout.pp)), "weights per GPU = weights / (TP × PP)"
+        return (-(-int(weights_bytes) // (layout.tp * layout.pp)) + padding,
+                "weights per GPU = weights / (TP × PP)" + padded)
     if split is None:
         return (-(-int(weights_bytes) // (layout.tp * layout.pp)),
                 "weights per GPU = weights / (TP × PP): the split by role is unknown (the estimate could not "
@@ -62,7 +77,15 @@ def per_gpu(weights_bytes: int, layout: Layout, split: Shares | None) -> tuple[i
            f"{float(split.attention):.1%} ÷ {layout.attention_tp} + the rest ÷ {layout.tp}) ÷ PP {layout.pp}: the "
            "shares from the estimate's split by role; replicated norms and the embeddings' placement on the "
            "first and last stage are not modelled")
-    return math.ceil(bytes_), how
+    return math.ceil(bytes_) + padding, how + padded
+
+
+def _rank_padding(layout: Layout, split: Shares | None) -> int:
+    """Padded experts' bytes one GPU holds beyond its even share: TP slices every expert (no EP), and
+    each rank pads its slice; under EP the experts go whole, padded as at TP 1."""
+    if split is None or layout.expert_parallel or layout.tp <= 1:
+        return 0
+    return -(-split.shard_padding(layout.tp) // layout.pp)
 
 
 def active_bytes(weights_bytes: int, report: Report) -> tuple[int, str] | None:
