@@ -164,10 +164,16 @@ def _deployment_gpus(count: int, layout, notes: list[str], given: bool = False) 
     return count
 
 
-def _weights(report, weights_bytes: int | None, layout, estimates: list[str]) -> tuple[int | None, int | None, str | None]:
+def _weights(report, weights_bytes: int | None, layout, estimates: list[str],
+             knobs: EngineKnobs) -> tuple[int | None, int | None, str | None]:
     """(whole-model weights, weights per GPU, source): the given bytes, else the report's ``weights``
     section (the checkpoint's figures or the estimate from the config), else unknown."""
     section = report.extra.get("weights") or {}
+    if section.get("mtp_bytes") and weights_bytes is None and (
+            knobs.num_speculative_tokens or knobs.speculative_draft_layers):
+        estimates.append(f"weights leave out the checkpoint's MTP layers ({section['mtp_bytes']:,} B): a speculative "
+                         "draft that uses them (MTP, SGLang's NEXTN) loads them too, sharing the target's embeddings "
+                         "and head; give --weights-bytes to count them")
     source = "given" if weights_bytes is not None else section.get("source")
     if weights_bytes is None:
         weights_bytes = section.get("weights_bytes")
@@ -263,7 +269,7 @@ def plan_serving(
     explicit = kv_cache_memory_bytes if kv_cache_memory_bytes is not None else report.budget_bytes
     if explicit is not None and explicit <= 0:
         raise UsageError(f"kv_cache_memory_bytes must be positive, got {explicit}")
-    weights_bytes, per_gpu_weights, weights_source = _weights(report, weights_bytes, layout, estimates)
+    weights_bytes, per_gpu_weights, weights_source = _weights(report, weights_bytes, layout, estimates, knobs)
 
     memory = budget = source = weights_fit = usable = None
     if explicit is not None:

@@ -31,6 +31,9 @@ class Shares:
     attention: Fraction
     # bytes one of N TP ranks holds beyond 1/N of the padded experts (each rank pads its own slice), by N
     shard_padding: Callable[[int], int] = field(default=lambda shards: 0, compare=False)
+    # (role, the most ranks that split them, share of the bytes): tensors TP splits fewer ways than it
+    # has ranks (held whole: 1; a key/value projection of K heads: K)
+    limited: tuple[tuple[str, int, Fraction], ...] = ()
 
     @property
     def rest(self) -> Fraction:
@@ -47,12 +50,16 @@ def shares(report: Report) -> Shares | None:
     split = Shares(experts=Fraction(roles.get("routed_experts", {}).get("bytes", 0), total),
                    attention=Fraction(roles.get("attention", {}).get("bytes", 0), total))
     estimate = report.weights_estimate
-    if getattr(estimate, "padding", 0):
-        from hfkv.model.weights.shards import shard_padding  # only a padded format (MXFP4) needs it
+    if not hasattr(estimate, "tensors"):  # the estimate could not price the config: the roles came from elsewhere
+        return split
+    from hfkv.model.weights.shards import limited_splits, shard_padding
 
-        config = report.root_config or {}
-        split = Shares(split.experts, split.attention, lambda shards: shard_padding(estimate, config, shards))
-    return split
+    config = report.root_config or {}
+    whole = sum(role.bytes for role in estimate.breakdown.values())
+    limited = tuple((role, most, Fraction(size, whole)) for (role, most), size in
+                    sorted(limited_splits(estimate, config).items())) if whole else ()
+    padding = (lambda shards: shard_padding(estimate, config, shards)) if estimate.padding else split.shard_padding
+    return Shares(split.experts, split.attention, padding, limited)
 
 
 def per_gpu(weights_bytes: int, layout: Layout, split: Shares | None) -> tuple[int, str]:
@@ -61,10 +68,15 @@ def per_gpu(weights_bytes: int, layout: Layout, split: Shares | None) -> tuple[i
     ceil(w / (TP × PP)); otherwise it needs ``split`` (without one, every byte is divided by TP: an
     under-count the text says)."""
     padding = _rank_padding(layout, split)
+    held = _held_beyond_share(int(weights_bytes), layout, split)
     padded = (f"; plus {padding:,} B of padded experts a rank holds beyond its share (each of the {layout.tp} TP "
               "ranks pads its own slice of every expert, as vLLM's Marlin MXFP4 backend does)") if padding else ""
+    if held:
+        padded += (f"; plus {held:,} B of tensors TP does not split {layout.tp} ways (norms, routers, MLA's "
+                   "down-projections and DSA's indexer held whole by every rank; key/value heads replicated when "
+                   "TP exceeds them)")
     if layout.expert_shards == layout.attention_tp == layout.tp:
-        return (-(-int(weights_bytes) // (layout.tp * layout.pp)) + padding,
+        return (-(-int(weights_bytes) // (layout.tp * layout.pp)) + padding + held,
                 "weights per GPU = weights / (TP × PP)" + padded)
     if split is None:
         return (-(-int(weights_bytes) // (layout.tp * layout.pp)),
@@ -77,7 +89,21 @@ def per_gpu(weights_bytes: int, layout: Layout, split: Shares | None) -> tuple[i
            f"{float(split.attention):.1%} ÷ {layout.attention_tp} + the rest ÷ {layout.tp}) ÷ PP {layout.pp}: the "
            "shares from the estimate's split by role; replicated norms and the embeddings' placement on the "
            "first and last stage are not modelled")
-    return math.ceil(bytes_) + padding, how + padded
+    return math.ceil(bytes_) + padding + held, how + padded
+
+
+def _held_beyond_share(weights_bytes: int, layout: Layout, split: Shares | None) -> int:
+    """Bytes one GPU holds beyond its even share of the tensors TP splits fewer ways than its ranks:
+    a tensor split at most m ways, in a role split d ways, costs w × share × (1/min(d, m) − 1/d)."""
+    if split is None or not split.limited:
+        return 0
+    divisors = {"routed_experts": layout.expert_shards, "attention": layout.attention_tp}
+    extra = Fraction(0)
+    for role, most, share in split.limited:
+        d = divisors.get(role, layout.tp)
+        if d > most:
+            extra += weights_bytes * share * (Fraction(1, most) - Fraction(1, d))
+    return math.ceil(extra / layout.pp)
 
 
 def _rank_padding(layout: Layout, split: Shares | None) -> int:

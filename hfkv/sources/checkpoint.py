@@ -51,6 +51,16 @@ SINGLE = "model.safetensors"
 # The output head's weight as transformers names it (``lm_head.weight``, under a wrapper
 # ``language_model.lm_head.weight``): vLLM's load_weights skips the prefix "lm_head." when the config ties it.
 HEAD = re.compile(r"(^|\.)lm_head\.weight$")
+# A tensor's group: its name up to the first all-digit part (``model.layers.61``), else its first part
+# (``mtp``); the model picks the groups an engine skips (MTP layers) by the same function.
+_GROUP = re.compile(r"^(.*?\.\d+)(?:\.|$)|^([^.]+)")
+
+
+def tensor_group(name: str) -> str:
+    """The group of a tensor name: ``model.layers.61.mlp.gate.weight`` -> ``model.layers.61``,
+    ``mtp.fc.weight`` -> ``mtp``."""
+    found = _GROUP.match(name)
+    return (found.group(1) or found.group(2)) if found else name
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
@@ -131,6 +141,7 @@ def _summary(paths: list[Path], roots: tuple[Path, ...], expected: dict[Path, se
     payload = 0
     seen: set[str] = set()
     heads: list[Span] = []
+    groups: dict[str, int] = {}
     for path in paths:
         spans = read_header(path, roots)
         names = {span.name for span in spans}
@@ -145,6 +156,8 @@ def _summary(paths: list[Path], roots: tuple[Path, ...], expected: dict[Path, se
         for span in spans:
             counts[span.dtype] = counts.get(span.dtype, 0) + span.numel
             payload += span.end - span.start
+            group = tensor_group(span.name)
+            groups[group] = groups.get(group, 0) + span.end - span.start
         heads += [span for span in spans if HEAD.search(span.name)]
     summary = weights_summary(counts, None, source="headers", payload_bytes=payload)
     if summary is None:
@@ -152,6 +165,8 @@ def _summary(paths: list[Path], roots: tuple[Path, ...], expected: dict[Path, se
     # the output head's own tensors (none: zeros), which an engine skips when the config ties it to the
     # embeddings; the model decides (``hfkv.model.weights.attach``), the section does not carry the key
     summary["lm_head"] = {"elements": sum(h.numel for h in heads), "bytes": sum(h.end - h.start for h in heads)}
+    # bytes by tensor group, from which the model takes the layers an engine skips (MTP); not carried either
+    summary["groups"] = groups
     return summary
 
 

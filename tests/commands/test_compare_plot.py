@@ -402,13 +402,14 @@ LLAMA_DIR = str(FIXTURES / "meta-llama__Meta-Llama-3.1-8B")
 VLLM_28_HEADS = "Total number of attention heads (28) must be divisible by tensor parallel size (8)"
 SGLANG_28_HEADS = "total_num_heads (28) % tp_size (8) == 0"
 # Llama-3.1-8B on 8 × H100 at TP 8, vLLM 0.34's budget (hfkv's own count), by hand:
-#   weights from the config's shapes: 8,030,261,248 parameters × 2 B / 8 GPUs = 2,007,565,312 B per GPU
+#   weights from the config's shapes: 8,030,261,248 parameters × 2 B / 8 GPUs = 2,007,565,312 B per GPU, plus
+#   7/8 of the 65 norms every rank holds whole (65 × 4,096 × 2 B = 532,480 → 465,920): 2,008,031,232 B
 #   kept besides (tests/planning/test_serving.py's terms, TP 8 on NVSwitch): sampler 558,170,112 + peak
 #   1,905,786,880 + non-torch 2^30 / 4 + int(1.90 × 2^30) = 2,308,544,921 + graphs 835,504,051 + slack
 #   53,687,091 + CUDA context 408,021,893 + margin 0.75 × 1,905,786,880 = 1,429,340,160 → 7,499,055,108
-#   KV budget 85,029,158,912 − 2,007,565,312 − 7,499,055,108 = 75,522,538,492 B per GPU
+#   KV budget 85,029,158,912 − 2,008,031,232 − 7,499,055,108 = 75,522,072,572 B per GPU
 #   one KV head per GPU: 32 × 1 × 128 × 2 × 2 = 16,384 B/token; one replica (TP 8 on 8 GPUs)
-#   4K: 75,522,538,492 / 67,108,864 = 1,125.4 → 1,125; 32K: / 536,870,912 = 140.7 → 140;
+#   4K: 75,522,072,572 / 67,108,864 = 1,125.4 → 1,125; 32K: / 536,870,912 = 140.7 → 140;
 #   128K: / 2,147,483,648 = 35.2 → 35
 LLAMA_H100_TP8 = {4096: 1125, 32768: 140, 131072: 35}
 
@@ -420,7 +421,7 @@ def test_compare_ranks_only_models_that_serve():
     assert qwen["serving"]["verdict_detail"]["status"] == "refused"
     assert VLLM_28_HEADS in qwen["serving"]["engines"]["vllm"]["refused"]
     assert SGLANG_28_HEADS in qwen["serving"]["engines"]["sglang"]["refused"]
-    assert llama["serving"]["kv_budget_bytes"] == 75_522_538_492
+    assert llama["serving"]["kv_budget_bytes"] == 75_522_072_572
     assert data["ranking"] == [{"tokens": t, "models": [{"model": LLAMA_DIR, "requests": n}]}
                                for t, n in LLAMA_H100_TP8.items()]
     assert data["not_ranked"] == [{"model": QWEN25_DIR, "status": "refused"}]

@@ -77,6 +77,14 @@ def _at(plan: dict, tokens: int) -> dict:
 
 # -- DeepSeek-V3.2 fp8 on 8 × H200 ----------------------------------------------------------------
 
+# What every TP rank holds whole (vLLM's ReplicatedLinear / disable_tp, norms, routers), fp8 128 × 128 blocks with
+# a 4 B scale each, bf16 norms. Attention, per layer: q_a_proj 1536 × 7168 + 4 × 12 × 56 = 11,012,736;
+# kv_a_proj_with_mqa 576 × 7168 + 4 × 5 × 56 = 4,129,888; indexer wq_b 8192 × 1536 + 4 × 64 × 12 = 12,585,984,
+# wk 128 × 7168 + 4 × 56 = 917,728, weights_proj 64 × 7168 + 4 × 56 = 458,976; norms 3,072 + 1,024 + 256 + 256:
+# 29,109,920 × 61 layers. Other: 123 norms × 14,336 + 58 routers × (256 × 7168 × 2 + a 1,024 B fp32 bias).
+DS_WHOLE_ATTENTION = 61 * 29_109_920
+DS_WHOLE_OTHER = 123 * 14_336 + 58 * (3_670_016 + 1_024)
+
 
 def _roles(report) -> tuple[int, int, int]:
     """(whole weights W, routed experts E, attention A) in bytes, from the report's weights section."""
@@ -91,9 +99,12 @@ def test_deepseek_tp8_one_copy_of_the_latents():
     report = _ds(8)
     W, _, _ = _roles(report)
     plan = plan_serving(report, gpu="H200:8")
-    # One divisor for every role: ceil(W / 8) per GPU; the KV budget is what vLLM's budget leaves.
-    assert plan["weights_bytes_per_gpu"] == -(-W // 8) and plan["weights_source"] == "estimate"
-    budget = H200_REQUESTED - -(-W // 8) - DS_RESERVE_TP8
+    # One divisor for every role, ceil(W / 8) per GPU, plus 7/8 of what every rank holds whole; the KV budget is
+    # what vLLM's budget leaves.
+    held = -(-(DS_WHOLE_ATTENTION + DS_WHOLE_OTHER) * 7 // 8)
+    assert held == 1_741_590_172
+    assert plan["weights_bytes_per_gpu"] == -(-W // 8) + held and plan["weights_source"] == "estimate"
+    budget = H200_REQUESTED - -(-W // 8) - held - DS_RESERVE_TP8
     assert plan["kv_budget_bytes"] == budget
     # Every GPU of the TP group holds every request's latent: budget / 7,875,461,120 per 160K request, 1 rank.
     ctx = _at(plan, 163840)
@@ -106,7 +117,8 @@ def test_deepseek_tp8_dp8_dp_attention():
                         layout_knobs={"data_parallel_size": 8, "enable_dp_attention": True})
     # Attention at TP 8 / 8 = 1 is replicated on every GPU; experts and the rest stay ÷ 8: W/8 + (1 − 1/8)·A.
     W, _, A = _roles(_ds(8))
-    expected = math.ceil(Fraction(W, 8) + Fraction(7, 8) * A)
+    # ... and 7/8 of the other roles' whole-held tensors (the attention's are whole already)
+    expected = math.ceil(Fraction(W, 8) + Fraction(7, 8) * A) + DS_WHOLE_OTHER * 7 // 8
     assert plan["weights_bytes_per_gpu"] == expected
     # SGLang's budget: mem_fraction_static by its ServerArgs rule on an H200 (nvidia-smi 143,771 MiB) at
     # TP 8 with DP attention 8, an MLA model: chunk 8,192, decode graphs up to 512, reserve 512 + 1.5 ×

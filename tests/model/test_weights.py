@@ -144,9 +144,19 @@ def test_deepseek_v3_bytes_match_dtype_breakdown():
     # tsv: BF16 3,918,786,560 + F8_E4M3 680,571,043,840 + F32 41,555,600 (block scales + router biases)
     published = 2 * 3918786560 + 680571043840 + 4 * 41555600
     est = estimate(_config("deepseek-ai__DeepSeek-V3.json"))
-    assert abs(est.weights_bytes - published) / published < 0.001
+    assert abs(est.weights_bytes + est.mtp_bytes - published) / published < 0.001  # the files
     # the MTP layer (one MoE layer + eh_proj + its own embed/head copies) is in the checkpoint: ~13.5B
     assert 13.0e9 < est.role("mtp").parameters < 14.0e9
+    # ... but vLLM's load_weights skips it (get_spec_layer_idx_from_weight_name) unless a draft uses it. Its
+    # bytes by hand (fp8, 128 × 128 blocks with a 4 B scale each): attention q_a 11,012,736 + q_b 37,757,952 +
+    # kv_a 4,129,888 + kv_b 16,781,312 + o 117,469,184; 256 × 3 experts and 3 shared matrices of
+    # 2048 × 7168 + 4 × 16 × 56 = 14,683,648 each; router 256 × 7168 × 2 + an fp32 bias 1,024; eh_proj bf16
+    # 7168 × 14336 × 2 = 205,520,896; embed and head copies 2 × 129,280 × 7168 × 2 = 3,706,716,160; norms
+    # 3,072 + 1,024 + 28,672 + 28,672 + 14,336.
+    mtp = (11_012_736 + 37_757_952 + 4_129_888 + 16_781_312 + 117_469_184 + 771 * 14_683_648 + 3_670_016 + 1_024
+           + 205_520_896 + 3_706_716_160 + 3_072 + 1_024 + 28_672 + 28_672 + 14_336)
+    assert est.mtp_bytes == mtp == 15_424_227_552
+    assert est.role("mtp").bytes == 0
 
 
 # ----------------------------------------------------------------------------------------------- hand-derived

@@ -107,3 +107,61 @@ def test_a_hub_count_one_embedding_over_a_tied_estimate():
     assert attach(report, section).extra["weights"]["weights_bytes"] == 2 * 3_212_749_824
     other = weights_summary({"BF16": twice + 1}, twice + 1, source="metadata")  # not exactly one matrix: as counted
     assert attach(report, other).extra["weights"]["weights_bytes"] == 2 * (twice + 1)
+
+
+def _folder(tmp_path, config: dict, tensors: dict[str, int]) -> Path:
+    """A model folder: ``config`` and one model.safetensors holding bf16 tensors of ``tensors``' element counts."""
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    header, offset = {}, 0
+    for name, numel in tensors.items():
+        header[name] = {"dtype": "BF16", "shape": [numel], "data_offsets": [offset, offset + 2 * numel]}
+        offset += 2 * numel
+    raw = json.dumps(header).encode()
+    (tmp_path / "model.safetensors").write_bytes(struct.pack("<Q", len(raw)) + raw + b"\0" * offset)
+    return tmp_path
+
+
+DEEPSEEK_V3 = SHARED / "hub-configs" / "deepseek-ai__DeepSeek-V3.json"
+
+
+@pytest.mark.skipif(not DEEPSEEK_V3.exists(), reason="../shared/hub-configs absent")
+def test_a_folders_mtp_layer_is_in_the_files_but_not_loaded(tmp_path):
+    # DeepSeek-V3: 61 layers, the MTP layer is model.layers.61 (num_nextn_predict_layers 1); vLLM's
+    # load_weights skips it (get_spec_layer_idx_from_weight_name). The headers' own bytes decide:
+    # 3 × 1,000 + 500 elements at 2 B = 7,000 B in the files, 1,000 of them layer 61's.
+    config = json.loads(DEEPSEEK_V3.read_text())
+    folder = _folder(tmp_path, config, {"model.layers.0.mlp.gate.weight": 1000, "model.layers.60.mlp.gate.weight": 1000,
+                                        "model.layers.61.eh_proj.weight": 400, "model.layers.61.enorm.weight": 100,
+                                        "model.norm.weight": 1000})
+    weights = hfkv.inspect(str(folder)).to_dict()["weights"]
+    assert weights["source"] == "headers"
+    assert weights["mtp_bytes"] == 2 * 500 == 1000
+    assert weights["weights_bytes"] == 2 * 3500 - 1000 == 6000
+    assert "MTP layers: 1,000 B" in weights["note"]
+
+
+@pytest.mark.skipif(not DEEPSEEK_V3.exists(), reason="../shared/hub-configs absent")
+def test_a_checkpoint_without_its_mtp_layer_loses_nothing(tmp_path):
+    # a community checkpoint that dropped layer 61: nothing is taken off the headers' 4,000 B
+    config = json.loads(DEEPSEEK_V3.read_text())
+    folder = _folder(tmp_path, config, {"model.layers.0.mlp.gate.weight": 1000, "model.norm.weight": 1000})
+    weights = hfkv.inspect(str(folder)).to_dict()["weights"]
+    assert weights["weights_bytes"] == 4000 and weights["mtp_bytes"] is None
+
+
+@pytest.mark.skipif(not DEEPSEEK_V3.exists(), reason="../shared/hub-configs absent")
+def test_the_hubs_count_loses_the_estimated_mtp_layer_when_it_holds_one():
+    # the Hub's dtype counts for DeepSeek-V3 (weights-truth.tsv): BF16 3,918,786,560 + F8_E4M3 680,571,043,840 +
+    # F32 41,555,600 = 684,531,386,000 parameters, which include layer 61: its bytes (15,424,227,552, by hand in
+    # test_weights.py) come off the files' 688,656,052,960 B.
+    from hfkv.model.weights import attach
+
+    report = hfkv.inspect_config(json.loads(DEEPSEEK_V3.read_text()))
+    counts = {"BF16": 3_918_786_560, "F8_E4M3": 680_571_043_840, "F32": 41_555_600}
+    files = 2 * 3_918_786_560 + 680_571_043_840 + 4 * 41_555_600
+    weights = attach(report, weights_summary(counts, None, source="metadata")).extra["weights"]
+    assert weights["weights_bytes"] == files - 15_424_227_552 and weights["mtp_bytes"] == 15_424_227_552
+    # without layer 61 (its ~13.5B parameters gone) the count is nearer the estimate's without it: nothing off
+    fewer = {**counts, "F8_E4M3": counts["F8_E4M3"] - 13_000_000_000}
+    weights = attach(report, weights_summary(fewer, None, source="metadata")).extra["weights"]
+    assert weights["mtp_bytes"] is None

@@ -111,14 +111,15 @@ def test_llama_8b_on_h100(llama):
 def test_tensor_parallel_and_replicas():
     report = _report("meta-llama__Meta-Llama-3.1-8B", tensor_parallel_size=2)
     plan = plan_serving(report, gpu="H100:8", weights_bytes=LLAMA_WEIGHTS, layout_knobs=V033)
-    # Weights per GPU: 16,060,522,496 / 2 = 8,030,261,248. At TP 2 on an NVSwitch board vLLM's non-torch
+    # Weights per GPU: 16,060,522,496 / 2 = 8,030,261,248, plus half of the 65 norms every rank holds whole
+    # (65 × 4,096 × 2 B = 532,480; half: 266,240) = 8,030,527,488. At TP 2 on an NVSwitch board vLLM's non-torch
     # memory grows by NCCL's buffers: 2^30 / 4 + int(1.82 × 2^30) = 2,222,645,575 (the other terms as at TP 1:
     # the sampler sees the gathered vocabulary, and it outweighs the forward pass at 8,192 × (4,096 +
     # 4 × 14,336 / 2) × 2): reserve 3,621,583,590 − 268,435,456 + 2,222,645,575 = 5,575,793,709.
-    assert plan["weights_bytes_per_gpu"] == 8_030_261_248
-    assert plan["kv_budget_bytes"] == H100_REQUESTED - 8_030_261_248 - 5_575_793_709 == 64_620_771_243
+    assert plan["weights_bytes_per_gpu"] == 8_030_261_248 + 266_240
+    assert plan["kv_budget_bytes"] == H100_REQUESTED - 8_030_527_488 - 5_575_793_709 == 64_620_505_003
     # Per GPU 4 of the 8 KV heads: 32 × 4 × 128 × 2 × 2 = 65,536 B/token; 32K → 2,147,483,648 B;
-    # 64,620,771,243 / 2,147,483,648 = 30.09 → 30 per replica; 8 GPUs / TP 2 = 4 replicas → 120.
+    # 64,620,505,003 / 2,147,483,648 = 30.09 → 30 per replica; 8 GPUs / TP 2 = 4 replicas → 120.
     ctx = next(c for c in plan["contexts"] if c["tokens"] == 32768)
     assert ctx["bytes_per_request"] == 2_147_483_648
     assert (ctx["max_concurrency"], plan["replicas"], ctx["max_concurrency_total"]) == (30, 4, 120)

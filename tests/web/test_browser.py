@@ -309,7 +309,7 @@ def test_browser_compare_with_a_dropped_file_on_a_deployment(server, driver, fak
                                                              monkeypatch):
     """Issue 28's case typed and dropped: Qwen2.5-7B (typed) and Llama-3.1-8B (a dropped config.json) at TP 8
     on 8 × H100. Both engines refuse Qwen's 28 heads at TP 8: it is ranked and drawn nowhere. Llama by hand
-    (tests/commands/test_compare_plot.py): 75,522,538,492 B of KV per GPU, 16,384 B/token → 1,125 at 4K,
+    (tests/commands/test_compare_plot.py): 75,522,072,572 B of KV per GPU, 16,384 B/token → 1,125 at 4K,
     140 at 32K, 35 at 128K. The table, the ranking and the chart are what the printed command's JSON says."""
     from webkit import chart_points
 

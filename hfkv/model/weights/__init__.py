@@ -31,7 +31,7 @@ from hfkv.model.weights.decoders import bloom, deepseek_v4, falcon, gemma4_text,
 from hfkv.model.weights.more_decoders import gpt2
 from hfkv.model.weights.towers import gemma4_audio, gemma4_vision, generic_tower, minimax_m3_tower, moonvit_tower, qwen25_vl_tower, qwen_vl_tower, siglip_tower
 from hfkv.model.weights.encoders import bart, t5, whisper
-from hfkv.model.weights.loaded import DOWNCAST_NOTE, PADDED_NOTE, as_loaded, downcast_checkpoint, loaded_base
+from hfkv.model.weights.loaded import DOWNCAST_NOTE, MTP_NOTE, PADDED_NOTE, as_loaded, downcast_checkpoint, loaded_base
 from hfkv.model.weights.quantization import base_dtype, Quantization, quantization_config
 from hfkv.model.weights.records import ROLES, RoleWeights, Tensor, Unknown, WeightsEstimate
 from hfkv.model.weights.styles import style_for
@@ -215,7 +215,9 @@ def estimate_weights(config: dict, layers: Sequence[LayerSpec] | None = None) ->
     text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
     if str(text.get("expert_dtype") or config.get("expert_dtype") or "").lower() in ("fp4", "mxfp4"):
         quant.fp4_experts()
-    tensors = built.builder.tensors
+    # MTP layers ship with the checkpoint, but the engines load them only as a speculative-decoding draft
+    # (vLLM's load_weights skips get_spec_layer_idx_from_weight_name's layers; SGLang's too)
+    tensors = [t._replace(loaded=False) if t.role == "mtp" and t.loaded else t for t in built.builder.tensors]
     params: dict[str, int] = {r: 0 for r in ROLES}
     for t in tensors:
         params[t.role] += t.numel
@@ -230,6 +232,10 @@ def estimate_weights(config: dict, layers: Sequence[LayerSpec] | None = None) ->
     else:
         stored, skipped_bytes = total_b, 0
     notes = list(built.builder.notes) + quant.notes
+    mtp = [t for t in tensors if t.role == "mtp"]
+    mtp_bytes = math.ceil(sum(_role_bytes(mtp, quant.stored_bytes_of).values())) if mtp else 0
+    if mtp_bytes:
+        notes.append(MTP_NOTE.format(bytes=mtp_bytes))
     if quant.padded and total_b - stored + skipped_bytes:
         notes.append(PADDED_NOTE.format(extra=total_b - stored + skipped_bytes, files=stored))
     if base != files_base:
@@ -257,7 +263,7 @@ def estimate_weights(config: dict, layers: Sequence[LayerSpec] | None = None) ->
         architecture=str(config.get("model_type") or built.text_type),
         quantization=quant.label if quant.label != "none" else f"none ({_loaded_name(dtype_name, base, files_base)}, {base} B/param)",
         notes=tuple(notes), tensors=tuple(tensors), stored_bytes=stored if stored != total_b else None,
-        skipped_bytes=skipped_bytes)
+        skipped_bytes=skipped_bytes, mtp_bytes=mtp_bytes)
 
 
 def _role_bytes(tensors: Sequence[Tensor], bytes_of) -> dict[str, Fraction | int]:
@@ -291,11 +297,13 @@ def weights_section(estimate: WeightsEstimate | Unknown, checkpoint: dict[str, A
     neither is known (the caller says why, from ``estimate.reason``)."""
     known = isinstance(estimate, WeightsEstimate)
     roles = {role: {"parameters": w.parameters, "bytes": w.bytes} for role, w in estimate.breakdown.items()} if known else None
+    mtp = {"mtp_bytes": estimate.mtp_bytes or None} if known else {}
     if checkpoint is not None and checkpoint.get("weights_bytes") is not None:
-        return {**_EMPTY, **checkpoint, "roles": roles, "quantization": estimate.quantization if known else None}
+        return {**_EMPTY, **mtp, **checkpoint, "roles": roles,
+                "quantization": estimate.quantization if known else None}
     if not known:
         return None
-    return {**_EMPTY, "source": "estimate", "total_parameters": estimate.total_parameters,
+    return {**_EMPTY, **mtp, "source": "estimate", "total_parameters": estimate.total_parameters,
             "weights_bytes": estimate.weights_bytes, "parameters_exact": False, "roles": roles,
             "quantization": estimate.quantization, "error": estimate.error_note,
             "band_percent": estimate.band_percent, "note": "; ".join(estimate.notes) or None}
@@ -304,7 +312,7 @@ def weights_section(estimate: WeightsEstimate | Unknown, checkpoint: dict[str, A
 # Every key of the section, in order, null when it does not apply.
 _EMPTY: dict[str, Any] = {"source": None, "total_parameters": None, "weights_bytes": None, "parameters": None,
                           "parameters_exact": None, "roles": None, "quantization": None, "error": None,
-                          "band_percent": None, "note": None}
+                          "band_percent": None, "mtp_bytes": None, "note": None}
 
 
 UNKNOWN_NOTE = "weights unknown: {reason}; give --weights-bytes, or a model folder with its safetensors files"
@@ -323,7 +331,7 @@ def attach(report: Report, checkpoint: dict[str, Any] | None = None) -> Any:
         if isinstance(estimate, WeightsEstimate):
             checkpoint = as_loaded(checkpoint, estimate)
         else:
-            checkpoint = {k: v for k, v in checkpoint.items() if k != "lm_head"}
+            checkpoint = {k: v for k, v in checkpoint.items() if k not in ("lm_head", "groups")}
     if checkpoint is not None and checkpoint.get("untrusted"):
         report.warnings.append(UNTRUSTED_WARNING.format(reason=checkpoint["untrusted"]))
     section = weights_section(estimate, checkpoint)

@@ -61,6 +61,9 @@ def downcast_checkpoint(section: dict[str, Any], base: int, stated: bool) -> dic
             "note": "; ".join(n for n in (section.get("note"), note) if n)}
 
 
+MTP_NOTE = ("MTP layers: {bytes:,} B of the files, which the engines load only as a speculative-decoding draft "
+            "(vLLM's load_weights skips the layers get_spec_layer_idx_from_weight_name names; SGLang's too): not "
+            "counted as loaded")
 TIED_NOTE = ("{bytes:,} B of the files are a head tied to the embeddings, which the engines do not load (vLLM's "
              "load_weights skips 'lm_head.' when tie_word_embeddings is set; it holds one copy)")
 
@@ -73,6 +76,7 @@ def as_loaded(section: dict[str, Any], estimate: WeightsEstimate) -> dict[str, A
     exceeds the estimate's by exactly one embedding matrix."""
     section = dict(section)
     head = section.pop("lm_head", None)
+    groups = section.pop("groups", None)
     files = section["weights_bytes"]
     extra, notes = estimate.padding, []
     if extra:
@@ -82,15 +86,38 @@ def as_loaded(section: dict[str, Any], estimate: WeightsEstimate) -> dict[str, A
         if head is not None:
             skip = head["bytes"]
         elif estimate.stores_head:
-            skip = estimate.skipped_bytes
+            skip = estimate.skipped_bytes - estimate.mtp_bytes
         elif section.get("total_parameters"):
             skip = _counted_twice(section["total_parameters"], estimate)
     if skip:
         notes.append(TIED_NOTE.format(bytes=skip))
-    if not extra and not skip:
+    mtp = _mtp_in_files(section, groups, estimate)
+    section["mtp_bytes"] = mtp or None
+    if mtp:
+        notes.append(MTP_NOTE.format(bytes=mtp))
+    if not extra and not skip and not mtp:
         return section
-    return {**section, "weights_bytes": files + extra - skip,
+    return {**section, "weights_bytes": files + extra - skip - mtp,
             "note": "; ".join(n for n in (section.get("note"), *notes) if n)}
+
+
+def _mtp_in_files(section: dict[str, Any], groups: dict[str, int] | None, estimate: WeightsEstimate) -> int:
+    """Bytes of the files' MTP layers (which the engines do not load): from the headers' tensor groups the
+    estimate's MTP tensors fall in (exact; 0 for a checkpoint that dropped them), else the estimate's own
+    figure where the files' parameter count says they hold them (nearer the estimate's count with its MTP
+    layers than without)."""
+    if not estimate.mtp_bytes:
+        return 0
+    if groups is not None:
+        from hfkv.sources.checkpoint import tensor_group
+
+        wanted = {tensor_group(t.name) for t in estimate.tensors if t.role == "mtp"}
+        return sum(groups.get(g, 0) for g in wanted)
+    total = section.get("total_parameters")
+    if not isinstance(total, int):
+        return estimate.mtp_bytes
+    without = estimate.total_parameters - estimate.role("mtp").parameters
+    return estimate.mtp_bytes if abs(total - estimate.total_parameters) <= abs(total - without) else 0
 
 
 def _counted_twice(total: int, estimate: WeightsEstimate) -> int:

@@ -60,7 +60,9 @@ class WeightsEstimate:
     # the bytes the checkpoint's files hold, where the engine holds them otherwise (padded MXFP4 experts, a
     # tied head's stored copy); None when the same as ``weights_bytes``
     stored_bytes: int | None = None
-    skipped_bytes: int = 0  # of ``stored_bytes``, the tensors the engines do not load (a tied head's copy)
+    skipped_bytes: int = 0  # of ``stored_bytes``, the tensors the engines do not load (a tied head's copy, MTP)
+    # of ``skipped_bytes``, the MTP layers' (loaded only as a speculative-decoding draft)
+    mtp_bytes: int = 0
     band_percent: float = 1.0  # how far off the bytes may be, ± percent (what a deployment's budget carries)
 
     @property
