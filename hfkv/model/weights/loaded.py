@@ -23,7 +23,11 @@ where its files hold 65,248,815,744 B; vLLM 0.11.2 printed "Model loading took 6
 ../shared/docs/engine-logs.tsv R27), the rest its RoPE cache and workspaces. Other backends hold other
 sizes: Blackwell's FlashInfer pads both to 256 (+4% over Marlin for gpt-oss-120b), Hopper with
 triton_kernels keeps I at a multiple of 64 and H as it is (the files' sizes). Each TP shard pads its own
-slice of I, so at TP > 1 the experts grow by up to another 128 columns a shard.
+slice of I, so at TP > 1 the experts grow by up to another 128 columns a shard (``shards``: per GPU).
+
+MTP layers are in the files but not loaded: vLLM's ``load_weights`` skips the layers
+``get_spec_layer_idx_from_weight_name`` names (vllm/model_executor/models/utils.py, 0.34.0), and only a
+speculative draft that uses them loads them.
 """
 
 from __future__ import annotations
