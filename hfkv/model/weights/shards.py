@@ -74,7 +74,13 @@ def shard_padding(estimate: WeightsEstimate, config: dict, shards: int) -> int:
 # What every TP rank holds whole: by kind, and by the end of the tensor's name.
 WHOLE_KINDS = frozenset({"norm", "router"})
 WHOLE_NAMES = ("q_a_proj", "kv_a_proj_with_mqa", "e_score_correction_bias", "indexer.wq_b", "indexer.wk",
-               "indexer.weights_proj", "router.bias", "gate.bias")
+               "indexer.weights_proj", "router.bias", "gate.bias",
+               # DeepSeek-V4 (vllm/models/deepseek_v4, 0.34.0): wkv fused with wq_a and the compressors' wkv/wgate
+               # (disable_tp), the indexer's wq_b (a ReplicatedLinear), the hyper-connection parameters, the
+               # compressors' position biases and the hash router's tid2eid (plain parameters, whole on each rank)
+               "self_attn.kv_proj", "compressor.kv_proj", "compressor.gate_proj", "indexer.q_b_proj",
+               "indexer.kv_proj", "indexer.gate_proj", "position_bias", "_hc.fn", "_hc.base", "_hc.scale",
+               "hc_head.hc_fn", "hc_head.hc_base", "hc_head.hc_scale", "tid2eid")
 # a row-parallel projection's bias is whole on every rank (vLLM's RowParallelLinear: rank 0 adds it after
 # the all-reduce); an expert's is the padded experts' (``shard_padding``) or goes whole with its expert
 ROW_BIASES = ("o_proj.bias", "down_proj.bias", "dense.bias", "out_proj.bias")
