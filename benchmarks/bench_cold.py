@@ -3,7 +3,8 @@
 Each run is a fresh interpreter (what a user or a cron job pays). Runs are paired: every case is run
 right after its own ``python -c pass``, so a change in the machine's load hits both; the figure is
 the median over the pairs of case / baseline, in wall time and in CPU time (user + system: less
-sensitive to other load on the machine). The targets of the project are a local report within
+sensitive to other load on the machine). The first case is the floor: a process that only imports click
+and pydantic's ``BaseModel``, which every report needs; hfkv's own share is a case less the floor. The targets of the project are a local report within
 6 × ``python -c pass`` and ``hfkv --help`` within 3 ×, in wall time.
 
     python benchmarks/bench_cold.py [--runs 15] [--case NAME ...] [--imports] [--install]
@@ -35,8 +36,15 @@ BASELINE = [sys.executable, "-c", "pass"]
 HFKV = [sys.executable, "-m", "hfkv"]
 
 
-def cases(hfkv: list[str]) -> dict[str, list[str]]:
+# What any report must import whatever hfkv does (the spec classes are pydantic models, the command line is
+# click), in a process of its own: the floor a local report's ratio cannot go below.
+FLOOR = ("import os; os.environ['PYDANTIC_DISABLE_PLUGINS'] = '__all__'\n"
+         "import click\nfrom pydantic import BaseModel, Field, ValidationError")
+
+
+def cases(hfkv: list[str], python: str = sys.executable) -> dict[str, list[str]]:
     return {
+        "floor: click + pydantic's BaseModel, no hfkv": [python, "-c", FLOOR],
         "hfkv --help": hfkv + ["--help"],
         "hfkv Llama-3.1-8B --format json": hfkv + [str(ROOT / "fixtures/meta-llama__Meta-Llama-3.1-8B"), "--format", "json"],
         "hfkv DeepSeek-V3.2 --format json": hfkv + [str(ROOT / "fixtures/deepseek-ai__DeepSeek-V3.2"), "--format", "json"],
@@ -107,9 +115,11 @@ def main() -> None:
         subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
         subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-deps", str(ROOT)], check=True,
                        env={**os.environ, "PYTHONDONTWRITEBYTECODE": ""})
-        todo, baseline = cases([str(venv / "bin" / "hfkv")]), [str(venv / "bin" / "python"), "-c", "pass"]
+        python = str(venv / "bin" / "python")
+        todo, baseline = cases([str(venv / "bin" / "hfkv")], python), [python, "-c", "pass"]
     elif args.hfkv:  # another install, e.g. an earlier version in its own venv, for a before/after
-        todo, baseline = cases([args.hfkv]), [str(Path(args.hfkv).parent / "python"), "-c", "pass"]
+        python = str(Path(args.hfkv).parent / "python")
+        todo, baseline = cases([args.hfkv], python), [python, "-c", "pass"]
     print(f"load average {os.getloadavg()[0]:.1f}")
     print(f"{'case':55s} {'python -c pass':>14s} {'case':>8s} {'wall':>6s} {'CPU':>6s}")
     for name, cmd in todo.items():
