@@ -80,10 +80,9 @@ def _mappers_beside_the_sources() -> None:
     if os.path.isdir(os.path.join(here, "mappings")) or not os.path.isfile(os.path.join(beside, "__init__.py")):
         return
 
-    import importlib.abc
     import importlib.util
 
-    class CheckoutMappings(importlib.abc.MetaPathFinder):
+    class CheckoutMappings:  # a meta path finder by its find_spec alone: importing importlib.abc (~5 ms) is left to pydantic
         def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
             if fullname != "hfkv.mappings":
                 return None
