@@ -82,7 +82,8 @@ def _mappers_beside_the_sources() -> None:
 
     import importlib.util
 
-    class CheckoutMappings:  # a meta path finder by its find_spec alone: importing importlib.abc (~5 ms) is left to pydantic
+    # a meta path finder by its find_spec alone: importlib.abc (~5 ms) is left to what needs it (pydantic)
+    class CheckoutMappings:
         def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
             if fullname != "hfkv.mappings":
                 return None
