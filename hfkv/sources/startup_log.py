@@ -17,7 +17,9 @@ read; ``notes`` says so).
 from __future__ import annotations
 
 import ast
+import json
 import re
+import shlex
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any, Callable, Iterator
@@ -217,6 +219,11 @@ def _logical_lines(text: str) -> Iterator[_Line]:
     for number, raw in enumerate(text.splitlines(), 1):
         cleaned = _clean(raw)
         line = _split(number, cleaned)
+        if pending is not None and line.prefix is None and cleaned.strip() and _continued(pending):
+            # a shell command's next line (the previous ended in a backslash): joined without the backslash
+            pending = _Line(pending.number, pending.text[:-1].rstrip() + " " + cleaned.strip(),
+                            pending.msg[:-1].rstrip() + " " + cleaned.strip())
+            continue
         if pending is not None and line.prefix is None and cleaned.strip() and _open(pending) \
                 and not _recognised(line):
             glue = " " if raw[:1].isspace() or pending.msg.endswith(",") else ""
@@ -229,6 +236,11 @@ def _logical_lines(text: str) -> Iterator[_Line]:
         pending = line
     if pending is not None:
         yield pending
+
+
+def _continued(line: _Line) -> bool:
+    """True when ``line`` is a pasted engine command that goes on on the next line (a trailing backslash)."""
+    return line.prefix is None and line.msg.endswith("\\") and _COMMAND.match(line.msg) is not None
 
 
 def _open(line: _Line) -> bool:
@@ -449,6 +461,16 @@ _PASTED_VERSION = re.compile(r"^[\W_]*(?P<engine>vllm|sglang)[\W_]*?(?:\s+versio
 _GPU = re.compile(r"^(?:GPU )?(?P<index>\d+)[:,]?\s+(?P<name>(?:NVIDIA|AMD|Tesla|Quadro)\b[^(]*?)\s*(?:\(UUID.*)?$")
 _MESSAGE_HEAD = re.compile(r"^(?:Mamba Cache is allocated|KV Cache is allocated|non-default args|server_args=|"
                            r"max_total_num_tokens=|Initializing a)")
+# The command that started the engine, pasted above its log: ``vllm serve MODEL --flag ...``,
+# ``python -m vllm.entrypoints.openai.api_server``, ``python -m sglang.launch_server``, ``sglang serve``.
+_COMMAND = re.compile(r"^(?:[$#>]\s*)?(?:\S*=\S*\s+)*(?:(?:\S*/)?python3?(?:\.\d+)?\s+-m\s+)?"
+                      r"(?P<prog>vllm serve|vllm\.entrypoints\.openai\.api_server|sglang\.launch_server|sglang serve)"
+                      r"(?P<rest>(?:\s.*)?)$")
+# SGLang's short and alternative spellings, as its ServerArgs.add_cli_args names them (dest on the right)
+_SGLANG_FLAGS = {"tp": "tp_size", "tensor_parallel_size": "tp_size", "dp": "dp_size", "data_parallel_size": "dp_size",
+                 "pp": "pp_size", "pipeline_parallel_size": "pp_size", "ep": "ep_size", "model": "model_path"}
+_VLLM_FLAGS = {"tp": "tensor_parallel_size", "pp": "pipeline_parallel_size", "dp": "data_parallel_size",
+               "O": "compilation_config", "q": "quantization"}
 
 _SERVER_KEYS = (("model", "model_path"), ("tensor_parallel_size", "tp_size"),
                 ("pipeline_parallel_size", "pp_size"), ("data_parallel_size", "dp_size"),
@@ -586,6 +608,19 @@ def _read_special(line: _Line, start: _Start, notes: list[str]) -> str | None:
         args, was_cut = _salvaged(server["call"], ")", _call_arguments)
         _take_args(start, args, was_cut, line, "sglang", "ServerArgs", notes)
         return "args"
+    command = _COMMAND.match(msg) if line.prefix is None else None
+    if command:
+        engine = "sglang" if command["prog"].startswith("sglang") else "vllm"
+        args = _command_args(command["rest"], engine, command["prog"] == "vllm serve")
+        if args is None:
+            notes.append(f"line {line.number}: the {command['prog']} command is not a shell line hfkv can split; "
+                         "not read")
+            return "line"
+        start.engines.add(engine)
+        for key, value in args.items():  # what the engine printed itself (non-default args) wins
+            start.args.setdefault(key, value)
+        start.figures.append(Figure("command", args, line.text, line.number, None, None, None))
+        return "line"
     if _SUMMARY.match(msg):
         start.engines.add("sglang")
         start.figures.extend(_pairs(msg, line, _SUMMARY_FIELDS))
@@ -617,6 +652,63 @@ def _take_args(start: _Start, args: dict[str, Any] | None, was_cut: bool, line: 
         notes.append(f"line {line.number}: the {what} line is cut; its first {len(args)} arguments were read")
     start.args.update(args)
     start.figures.append(Figure("args", args, line.text, line.number, line.rank, None, None))
+
+
+def _command_args(rest: str, engine: str, positional_model: bool) -> dict[str, Any] | None:
+    """The arguments of a pasted engine command, under the names the engine's own argument list uses
+    (``--tensor-parallel-size 2`` and vLLM's ``-tp 2`` → ``tensor_parallel_size``; SGLang's ``--tp 2`` →
+    ``tp_size``); a bare flag is True, ``--no-X`` sets X False, a JSON value is read as JSON. None when
+    the line does not split as a shell line would."""
+    try:
+        words = shlex.split(rest, comments=True)
+    except ValueError:
+        return None
+    aliases = _SGLANG_FLAGS if engine == "sglang" else _VLLM_FLAGS
+    args: dict[str, Any] = {}
+    i = 0
+    if positional_model and words and not words[0].startswith("-"):
+        args["model"] = words[0]
+        i = 1
+    while i < len(words):
+        word = words[i]
+        i += 1
+        if not word.startswith("-") or word in ("-", "--"):
+            continue
+        name, eq, value = word.lstrip("-").partition("=")
+        name = name.replace("-", "_")
+        name = aliases.get(name, name)
+        if not eq:
+            if i < len(words) and not (words[i].startswith("-") and not _looks_numeric(words[i])):
+                value = words[i]
+                i += 1
+            elif name.startswith("no_"):
+                args[name[3:]] = False
+                continue
+            else:
+                args[name] = True
+                continue
+        args[name] = _command_value(value)
+    return args
+
+
+def _looks_numeric(word: str) -> bool:
+    return re.fullmatch(r"-\d+(?:\.\d+)?", word) is not None
+
+
+def _command_value(text: str) -> Any:
+    """A flag's value as the engine would read it: an int, a float, True/False, JSON, else the text."""
+    if re.fullmatch(r"-?\d+", text):
+        return int(text)
+    if re.fullmatch(r"-?\d*\.\d+(?:[eE]-?\d+)?", text):
+        return float(text)
+    if text.lower() in ("true", "false"):
+        return text.lower() == "true"
+    if text[:1] in "{[":
+        try:
+            return json.loads(text)
+        except ValueError:
+            return text
+    return text
 
 
 def _quoted(line: _Line) -> list[_Line]:

@@ -401,3 +401,53 @@ def test_pytorch_total_capacity_beside_an_engine_line_and_alone():
         parse_log(oom)
     with pytest.raises(NotAStartupLog):
         parse_log("0 NVIDIA A100-SXM4-80GB")  # a GPU listing alone
+
+
+# -- a pasted engine command -----------------------------------------------------------------------
+
+VLLM_KV = ("INFO 09-01 13:05:04 [gpu_worker.py:298] Available KV cache memory: 10.5 GiB\n"
+           "INFO 09-01 13:05:04 [kv_cache_utils.py:864] GPU KV cache size: 76,432 tokens\n")
+
+
+def test_a_pasted_vllm_serve_command_gives_its_arguments():
+    # the command as users paste it above the log: continued lines, vLLM's flag names, a bare flag, a
+    # --no- flag and a JSON value
+    log = ("$ vllm serve Qwen/Qwen3-8B \\\n"
+           "    --tensor-parallel-size 2 --gpu-memory-utilization 0.85 \\\n"
+           "    --max-model-len 32768 --enforce-eager --no-enable-prefix-caching \\\n"
+           "    --speculative-config '{\"method\": \"mtp\", \"num_speculative_tokens\": 1}'\n" + VLLM_KV)
+    got = parse_log(log)
+    assert (got.engine, got.model, got.tensor_parallel_size, got.max_model_len) == ("vllm", "Qwen/Qwen3-8B", 2, 32768)
+    assert got.args["gpu_memory_utilization"] == 0.85 and got.args["enforce_eager"] is True
+    assert got.args["enable_prefix_caching"] is False
+    assert got.args["speculative_config"] == {"method": "mtp", "num_speculative_tokens": 1}
+
+
+def test_vllm_short_flags_and_the_module_form():
+    got = parse_log("python3 -m vllm.entrypoints.openai.api_server --model meta-llama/Llama-3.1-8B -tp 4 "
+                    "--max-model-len=8192\n" + VLLM_KV)
+    assert (got.model, got.tensor_parallel_size, got.max_model_len) == ("meta-llama/Llama-3.1-8B", 4, 8192)
+
+
+def test_a_pasted_sglang_command_uses_its_server_args_names():
+    log = ("CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7 python -m sglang.launch_server --model-path deepseek-ai/DeepSeek-V3 "
+           "--tp 8 --mem-fraction-static 0.85 --context-length 65536 --trust-remote-code\n"
+           "[2025-08-01 10:00:00 TP0] KV Cache is allocated. #tokens: 524288, KV size: 17.16 GB\n")
+    got = parse_log(log)
+    assert (got.engine, got.model, got.tensor_parallel_size, got.max_model_len) == (
+        "sglang", "deepseek-ai/DeepSeek-V3", 8, 65536)
+    assert got.args["mem_fraction_static"] == 0.85 and got.args["tp_size"] == 8
+
+
+def test_what_the_engine_printed_wins_over_the_pasted_command():
+    # the command says TP 4; vLLM's own non-default args say 2 (the user changed it before this run)
+    log = ("vllm serve Qwen/Qwen3-8B --tensor-parallel-size 4\n"
+           "INFO 09-01 13:04:39 [utils.py:326] non-default args: {'model': 'Qwen/Qwen3-8B', 'tensor_parallel_size': 2}\n"
+           + VLLM_KV)
+    assert parse_log(log).tensor_parallel_size == 2
+
+
+def test_a_command_that_does_not_split_is_said_and_skipped():
+    got = parse_log("vllm serve Qwen/Qwen3-8B --served-model-name 'unclosed\n" + VLLM_KV)
+    assert got.tensor_parallel_size is None
+    assert any("not a shell line" in note for note in got.notes)
