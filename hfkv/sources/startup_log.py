@@ -609,7 +609,7 @@ def _read_special(line: _Line, start: _Start, notes: list[str]) -> str | None:
         _take_args(start, args, was_cut, line, "sglang", "ServerArgs", notes)
         return "args"
     command = _COMMAND.match(msg) if line.prefix is None else None
-    if command:
+    if command and _commandlike(command["rest"]):
         engine = "sglang" if command["prog"].startswith("sglang") else "vllm"
         args = _command_args(command["rest"], engine, command["prog"] == "vllm serve")
         if args is None:
@@ -689,6 +689,13 @@ def _command_args(rest: str, engine: str, positional_model: bool) -> dict[str, A
                 continue
         args[name] = _command_value(value)
     return args
+
+
+def _commandlike(rest: str) -> bool:
+    """True when what follows the program reads as its arguments (a flag, or a repo id or path first),
+    not as prose ("vllm serve crashes when ...")."""
+    first = rest.split(maxsplit=1)[0] if rest.strip() else ""
+    return " -" in f" {rest}" or "/" in first
 
 
 def _looks_numeric(word: str) -> bool:

@@ -451,3 +451,8 @@ def test_a_command_that_does_not_split_is_said_and_skipped():
     got = parse_log("vllm serve Qwen/Qwen3-8B --served-model-name 'unclosed\n" + VLLM_KV)
     assert got.tensor_parallel_size is None
     assert any("not a shell line" in note for note in got.notes)
+
+
+def test_prose_that_names_the_command_is_not_a_command():
+    got = parse_log("vllm serve crashes when the cache is full\n" + VLLM_KV)
+    assert got.model is None and "command" not in {f.field for f in got.figures}
