@@ -12,6 +12,11 @@ bytes its quantisation method stores (``quantization``: scales and zero points i
 total is split by role (embedding, attention, mixers, dense MLP, shared and routed experts, MTP,
 towers, other) so that a parallel layout can split it. What is counted is what the checkpoint holds:
 MTP layers that ship with the weights, Falcon's separate ``lm_head``, saved buffers; tied embeddings once.
+A key a hand-written config (or a sub-config save_pretrained diffed) leaves out takes the value of
+transformers' own config class for its model type (``builder.ClassValues``), which is what transformers and
+the engines build: Qwen3MoeConfig's expert width, Gemma3Config's vision tower. Checked against
+transformers' own count of the model built on the meta device, for every fixture and hub config it builds
+(``tests/model/test_weights_transformers.py``).
 
 It fails closed: a missing shape (a MoE without its expert count), a layer whose parts no layout
 describes, a module the config describes and nothing prices, is ``Unknown(reason, missing_keys)``,
@@ -24,12 +29,14 @@ import math
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, NamedTuple, Sequence
 
-from hfkv.model.config import ConfigView
+from hfkv.model.config import TEXT_KEYS, ConfigView
 from hfkv.model.weights import stack
-from hfkv.model.weights.builder import Builder, Cfg, Missing
+from hfkv.model.weights.builder import Builder, Cfg, ClassValues, Missing
 from hfkv.model.weights.decoders import bloom, deepseek_v4, falcon, gemma4_text, gpt_oss, mpt, opt
-from hfkv.model.weights.more_decoders import gpt2
-from hfkv.model.weights.towers import gemma4_audio, gemma4_vision, generic_tower, minimax_m3_tower, moonvit_tower, qwen25_vl_tower, qwen_vl_tower, siglip_tower
+from hfkv.model.weights.more_decoders import gpt2, gpt_neo, recurrent_gemma
+from hfkv.model.weights.towers import (gemma4_audio, gemma4_vision, generic_tower, glm4v_tower, llama4_tower,
+                                      minimax_m3_tower, moonvit_tower, qwen2_vl_tower, qwen25_vl_tower, qwen_vl_tower,
+                                      siglip_tower)
 from hfkv.model.weights.encoders import bart, t5, whisper
 from hfkv.model.weights.loaded import DOWNCAST_NOTE, MTP_NOTE, PADDED_NOTE, as_loaded, downcast_checkpoint, loaded_base
 from hfkv.model.weights.quantization import base_dtype, Quantization, quantization_config
@@ -45,53 +52,68 @@ __all__ = ["ROLES", "RoleWeights", "Tensor", "Unknown", "WeightsEstimate", "atta
 
 
 # Families whose checkpoint layout no layer spec gives, priced from the config alone: fused or
-# positional blocks (GPT-2, BLOOM, OPT, Falcon, MPT), encoder-decoders (T5, BART, Whisper: the
-# mappers' specs are a decoder's), DeepSeek-V4's compressors and hyper-connections, Gemma 4's per-layer
+# positional blocks (GPT-2, GPT-Neo, BLOOM, OPT, Falcon, MPT), encoder-decoders (T5, BART, Whisper: the
+# mappers' specs are a decoder's), RecurrentGemma's RG-LRU blocks (its mapper's state spec holds no projection
+# shapes), DeepSeek-V4's compressors and hyper-connections, Gemma 4's per-layer
 # embeddings, gpt-oss's biased fused experts and sinks. Every other family is priced from the layer
 # specs and its style (``stack``, ``styles``).
 _OWN_LAYOUT = {
     "deepseek_v4": deepseek_v4, "gpt_oss": gpt_oss, "bloom": bloom, "opt": opt, "falcon": falcon,
     "RefinedWeb": falcon, "RefinedWebModel": falcon, "mpt": mpt, "gemma4_text": gemma4_text, "t5": t5, "bart": bart,
-    "gpt2": gpt2, "whisper": whisper,
+    "gpt2": gpt2, "gpt_neo": gpt_neo, "whisper": whisper,
+    "recurrent_gemma": recurrent_gemma,
 }
 _OWN_WRAPPERS = {"gemma4": "gemma4_text"}  # wrapper model_type -> its text model's
 # wrappers whose tower the config must describe (a text-only count would leave it out)
 _TOWER_WRAPPERS = ("gemma3", "gemma4", "kimi_k3", "qwen3_5", "qwen3_5_moe", "llama4", "qwen2_5_vl", "minimax_m3_vl")
 
 
-def _own_layout(config: dict) -> tuple[str, Cfg, dict] | None:
+def _own_layout(config: dict, klass: ClassValues) -> tuple[str, Cfg, dict] | None:
     """(text model type, its config view, its dict) for a family priced from the config alone, else None."""
     mt = str(config.get("model_type") or "")
     text = config.get("text_config") if isinstance(config.get("text_config"), dict) else None
     if mt in _OWN_WRAPPERS:
         text_mt = str((text or {}).get("model_type") or _OWN_WRAPPERS[mt])
         data = dict(text) if text is not None else {**config, "model_type": text_mt}
-        return text_mt, Cfg(data, where="text_config" if text is not None else ""), data
+        # (the wrapper's class keeps its text model's values under text_config, a flat config's too)
+        return text_mt, Cfg(data, where="text_config" if text is not None else "", klass=klass.at("text_config")), data
     if mt in _OWN_LAYOUT:
-        return mt, Cfg(config), config
+        return mt, Cfg(config, klass=klass.at()), config
     if text is not None and str(text.get("model_type") or "") in _OWN_LAYOUT:
-        return str(text["model_type"]), Cfg(text, where="text_config"), text
+        return str(text["model_type"]), Cfg(text, where="text_config", klass=klass.at("text_config")), text
     return None
 
 
-def _towers(b: Builder, config: dict, text_hidden: int) -> None:
+def _sub_config(config: dict, key: str, klass: ClassValues) -> Any:
+    """``config[key]``, or where the config leaves the key out, the sub-config transformers' class builds."""
+    return config[key] if key in config else klass.missing(key)
+
+
+def _towers(b: Builder, config: dict, text_hidden: int, klass: ClassValues) -> None:
     mt = str(config.get("model_type") or "")
-    vision = config.get("vision_config")
-    audio = config.get("audio_config")
-    if mt in _TOWER_WRAPPERS and not (isinstance(vision, dict) and vision):
+    vision = _sub_config(config, "vision_config", klass)
+    audio = _sub_config(config, "audio_config", klass)
+    if mt in _TOWER_WRAPPERS and not (isinstance(vision, dict) and vision) and not klass.builds_none("vision_config"):
         raise Missing(f"{mt} has a vision tower but the config does not describe it", ["vision_config"])
     if isinstance(vision, dict) and vision:
-        v = Cfg(vision, where="vision_config")
+        v = Cfg(vision, where="vision_config", klass=klass.at("vision_config"))
         vmt = str(vision.get("model_type") or "")
         if mt == "gemma3":
-            h = siglip_tower(b, Cfg(vision, {"image_size": 896, "vision_use_head": False}, "vision_config"),
+            h = siglip_tower(b, Cfg(vision, {"image_size": 896, "vision_use_head": False}, "vision_config",
+                                     klass.at("vision_config")),
                               "model.vision_tower")
             b.param("model.multi_modal_projector.mm_input_projection_weight", (h, text_hidden), "towers")
             b.norm("model.multi_modal_projector.mm_soft_emb_norm", h, "towers")
         elif mt == "gemma4" or vmt == "gemma4_vision":
             gemma4_vision(b, v, text_hidden)
-        elif mt == "qwen2_5_vl":
+        elif mt == "qwen2_vl" or vmt == "qwen2_vl_vision":
+            qwen2_vl_tower(b, v, text_hidden)
+        elif mt in ("qwen2_5_vl", "exaone4_5"):
             qwen25_vl_tower(b, v, text_hidden)
+        elif mt == "glm4v" or vmt == "glm4v_vision":
+            glm4v_tower(b, v, text_hidden)
+        elif mt == "llama4":
+            llama4_tower(b, v, text_hidden)
         elif mt == "minimax_m3_vl":
             minimax_m3_tower(b, v, config, text_hidden)
         elif mt.startswith("qwen3_5") or mt.startswith("qwen3_vl"):
@@ -105,7 +127,7 @@ def _towers(b: Builder, config: dict, text_hidden: int) -> None:
         else:
             generic_tower(b, v, text_hidden, "model.vision_tower")
     if isinstance(audio, dict) and audio:
-        a = Cfg(audio, where="audio_config")
+        a = Cfg(audio, where="audio_config", klass=klass.at("audio_config"))
         if mt == "gemma4" or audio.get("model_type") == "gemma4_audio":
             gemma4_audio(b, a, text_hidden)
         else:
@@ -134,7 +156,10 @@ def _build(config: dict, layers: Sequence[LayerSpec] | None, collapse: bool = Fa
     if not isinstance(config, dict):
         raise Missing("config is not a JSON object")
     b = Builder(collapse)
-    own = _own_layout(config)
+    where, data = ConfigView._select_text(config)
+    # what transformers' config class gives the keys the config leaves out (sparse or diffed configs only)
+    klass = ClassValues(config, data is not config or "transformers_version" not in config)
+    own = _own_layout(config, klass)
     if own is not None:
         text_mt, c, data = own
         _OWN_LAYOUT[text_mt](b, c, text_mt, config if data is not config else None)
@@ -142,7 +167,6 @@ def _build(config: dict, layers: Sequence[LayerSpec] | None, collapse: bool = Fa
         if isinstance(config.get("text_config"), dict):
             data = config["text_config"]  # (the wrapper's own text config, which the family read a copy of)
     else:
-        where, data = ConfigView._select_text(config)
         mt = str(config.get("model_type") or "")
         text_mt = str(data.get("model_type") or mt)
         if not layers:
@@ -150,7 +174,7 @@ def _build(config: dict, layers: Sequence[LayerSpec] | None, collapse: bool = Fa
                           "(hfkv.inspect_config builds them)", ["model_type"])
         # mamba_ssm's own config format names no model type (its keys say it: ssm_cfg)
         style = style_for(text_mt, mt, "mamba_ssm" if not text_mt and "ssm_cfg" in data else None)
-        c = Cfg(data, style.defaults, where or "")
+        c = Cfg(data, style.defaults, where or "", klass.at(where or ""))
         architectures = [a for a in config.get("architectures") or [] if isinstance(a, str)]
         b.notes += stack.price(b, c, style, text_mt, config if data is not config else None, layers, architectures)
         known = style.known
@@ -158,9 +182,9 @@ def _build(config: dict, layers: Sequence[LayerSpec] | None, collapse: bool = Fa
             unread = stack.unread_size_keys(c)
             if unread:
                 b.notes.append(f"generic layout: keys it did not read, which may shape weights: {', '.join(unread)}")
-    if data is not config or config.get("vision_config") or config.get("audio_config"):
-        _towers(b, config, c.req("hidden_size", "d_model"))
-    _refuse_undescribed(config, data)
+    if data is not config or _sub_config(config, "vision_config", klass) or _sub_config(config, "audio_config", klass):
+        _towers(b, config, c.req("hidden_size", "d_model"), klass)
+    _refuse_undescribed(config, data, klass)
     return _Built(b, known, text_mt)
 
 
@@ -170,14 +194,17 @@ _MODULE_KEYS = frozenset(("hidden_size", "d_model", "num_hidden_layers", "num_la
 _PRICED_SUBCONFIGS = ("vision_config", "audio_config")  # at the top level: ``_towers``
 
 
-def _refuse_undescribed(config: dict, text: dict) -> None:
+def _refuse_undescribed(config: dict, text: dict, klass: ClassValues) -> None:
     """Fail closed on a module the config describes and no pricer counts (Qwen2.5-Omni's talker, a
-    thinker's own towers, Molmo 2's adapter): a figure without it would be too small."""
+    thinker's own towers, Molmo 2's adapter), or that transformers' class builds where the config leaves
+    its sub-config out: a figure without it would be too small."""
     def modules(node: dict, where: str):
         for key, value in node.items():
             if type(value) is dict and value is not text and not _MODULE_KEYS.isdisjoint(value):
                 yield where + key, value
-    for name, sub in modules(config, ""):
+    built = {k: v for k, v in (klass.values() if klass.may_omit else {}).items()
+             if k not in config and k not in TEXT_KEYS}  # (a flat config's text keys: the class's text_config)
+    for name, sub in modules({**built, **config}, ""):
         if name in _PRICED_SUBCONFIGS:
             continue
         inner = [n for n, v in modules(sub, name + ".")]

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from hfkv.model.weights.records import Tensor
 
@@ -18,17 +18,37 @@ class Missing(Exception):
 
 
 class Cfg:
-    """Read-only view of a (text) config with explicit defaults; ``req`` raises ``Missing``."""
+    """Read-only view of a (text) config with explicit defaults; ``req`` raises ``Missing``.
 
-    def __init__(self, data: dict, defaults: dict | None = None, where: str = ""):
+    A key is the config's value, else the family's ``defaults`` (a style's), else the value transformers'
+    config class gives a key the config leaves out (``klass``: a dict, or a function giving one on first
+    use, see ``ClassValues``): what transformers, and so the engines, build where a hand-written config
+    or ``save_pretrained``'s diff omits a key. A key written as null is the author's and is never replaced."""
+
+    def __init__(self, data: dict, defaults: dict | None = None, where: str = "",
+                 klass: "dict | Callable[[], dict] | None" = None):
         self.data = data
         self.defaults = defaults or {}
         self.where = where
         self.read: set[str] = set()  # the keys asked for (a generic layout says which size keys it left)
+        self._klass = klass
+
+    @property
+    def klass(self) -> dict:
+        """The config class's values (looked up on the first key the config and the defaults lack)."""
+        if callable(self._klass):
+            self._klass = self._klass() or {}
+        return self._klass or {}
+
+    def class_value(self, key: str) -> Any:
+        """The config class's value of a key the config does not write; None when it writes it (even as null)."""
+        if self._klass is None or key in self.data:
+            return None
+        return self.klass.get(key)
 
     def has(self, key: str) -> bool:
         self.read.add(key)
-        return self.data.get(key) is not None
+        return self.data.get(key) is not None or self.class_value(key) is not None
 
     def get(self, *keys: str, default: Any = None) -> Any:
         self.read.update(keys)
@@ -38,6 +58,10 @@ class Cfg:
         for key in keys:
             if self.defaults.get(key) is not None:
                 return self.defaults[key]
+        for key in keys:
+            found = self.class_value(key)
+            if found is not None:
+                return found
         return default
 
     def req(self, *keys: str, why: str = "") -> int:
@@ -59,6 +83,51 @@ class Cfg:
     def flag(self, key: str, default: bool = False) -> bool:
         value = self.get(key)
         return default if value is None else bool(value)
+
+
+class ClassValues:
+    """transformers' config class's view of a whole config.json (``hfkv.model.defaults.lookup``: the
+    class its model_type names, never repo code), looked up on first use, and the view of each
+    sub-config in it (``at``). Only where a config may leave class keys out: a hand-written config (no
+    ``transformers_version``) or one with a text sub-config (``save_pretrained`` diffs a sub-config
+    against its own class); a flat config save_pretrained wrote has every key of its class, and needs
+    no import of transformers (the mappers' rule: ``ConfigView.may_omit_class_keys``)."""
+
+    def __init__(self, config: dict, may_omit: bool) -> None:
+        self.config = config
+        self.may_omit = may_omit and isinstance(config.get("model_type"), str)
+        self._values: dict | None = None
+
+    def values(self) -> dict:
+        if self._values is None:
+            from hfkv.model import defaults as tfdefaults  # here: transformers is imported only for a sparse config
+
+            found = tfdefaults.lookup([(self.config["model_type"], False)], self.config)
+            self._values = found if isinstance(found, dict) else {}
+        return self._values
+
+    def at(self, path: str = "") -> "Callable[[], dict] | None":
+        """A function giving the class's values of the sub-config at ``path`` (dotted; "" the root)."""
+        if not self.may_omit:
+            return None
+
+        def values() -> dict:
+            node: Any = self.values()
+            for part in path.split(".") if path else ():
+                node = node.get(part) if isinstance(node, dict) else None
+            return node if isinstance(node, dict) else {}
+        return values
+
+    def builds_none(self, key: str) -> bool:
+        """True when the config leaves ``key`` out and the class's value of it is null: transformers builds no
+        such module (Gemma4Config without a vision_config builds the text model alone)."""
+        return self.may_omit and key not in self.config and key in self.values() and self.values()[key] is None
+
+    def missing(self, key: str) -> Any:
+        """The class's value of a root key the config does not write (None when it does, or has none)."""
+        if not self.may_omit or key in self.config:
+            return None
+        return self.values().get(key)
 
 
 class Builder:
@@ -133,8 +202,9 @@ def gqa(b: Builder, p: str, hidden: int, heads: int, kv: int, hd: int, role="att
 
 def moe_flags(c: Cfg, layers: int) -> list[bool]:
     """Per layer: does it carry routed experts? ``mlp_layer_types`` > ``moe_layer_freq`` as a list >
-    Llama 4's ``moe_layers`` / ``interleave_moe_layer_step`` > ``first_k_dense_replace`` /
-    ``moe_layer_freq`` > ``decoder_sparse_step`` / ``mlp_only_layers`` > every layer."""
+    Llama 4's ``moe_layers`` / ``interleave_moe_layer_step`` > Jamba's ``expert_layer_period`` /
+    ``expert_layer_offset`` > ``first_k_dense_replace`` (AFMoE's ``num_dense_layers``) / ``moe_layer_freq``
+    > ``decoder_sparse_step`` / ``mlp_only_layers`` > every layer."""
     types = c.get("mlp_layer_types")
     if isinstance(types, list) and len(types) >= layers:
         return [str(t).lower() not in ("dense", "mlp") for t in types[:layers]]
@@ -148,9 +218,13 @@ def moe_flags(c: Cfg, layers: int) -> list[bool]:
     if c.has("interleave_moe_layer_step"):
         step = c.opt("interleave_moe_layer_step", default=1)
         return [(i + 1) % step == 0 for i in range(layers)]
+    if c.has("expert_layer_period"):  # Jamba: layer i has experts when i % period == offset
+        period = c.opt("expert_layer_period", default=1)
+        offset = c.opt("expert_layer_offset")
+        return [i % period == offset for i in range(layers)]
     only = set(c.get("mlp_only_layers") or [])
-    if c.has("first_k_dense_replace") or c.has("moe_layer_freq"):
-        k = c.opt("first_k_dense_replace")
+    if c.has("first_k_dense_replace") or c.has("num_dense_layers") or c.has("moe_layer_freq"):
+        k = c.opt("first_k_dense_replace", "num_dense_layers")
         f = c.opt("moe_layer_freq", default=1)
         return [i >= k and i % f == 0 and i not in only for i in range(layers)]
     step = c.opt("decoder_sparse_step", default=1)
@@ -169,7 +243,7 @@ def dense_only(c: Cfg, mt: str) -> None:
 
 
 def require_present(c: Cfg, key: str, why: str) -> None:
-    if key not in c.data:
+    if key not in c.data and c.class_value(key) is None:
         where = f"{c.where}." if c.where else ""
         raise Missing(f"config lacks {where}{key} ({why})", [where + key])
 

@@ -108,7 +108,7 @@ class Shapes:
         if self.s.qk_norm is not None:
             return self.s.qk_norm
         on = any(self.c.flag(k) for k in ("use_qk_norm", "qk_norm", "qk_layernorm"))
-        return "head" if on else "none"
+        return self.s.qk_norm_width if on else "none"
 
     @_once
     def experts(self) -> int:
@@ -183,14 +183,16 @@ def price(b: Builder, c: Cfg, s: Style, mt: str, top: dict | None, specs: Sequen
     # what the stack holds, from its distinct mixers: the first part's kind of each ("" for none)
     sh.first_kinds = {k[0][0] if k else "" for k in keys.values()}
     ffns = _feed_forwards(sh, mixers)
-    embed_head(b, c, vocab, hidden, untied(c, s, top, architectures, sh.notes), prefix=s.prefix, embed=s.embed,
-               norm=s.final_norm, head=s.head)
+    head = untied(c, s, top, architectures, sh.notes)
+    embed_head(b, c, vocab, hidden, head, prefix=s.prefix, embed=s.embed, norm=s.final_norm, head=s.head)
+    if head and c.flag("lm_head_bias"):  # (PhiMoE)
+        b.add(f"{s.head}.bias", "embedding", "bias", (vocab,))
     if s.norm_bias and s.final_norm:
         b.add(f"{s.prefix}.{s.final_norm}.bias", "other", "norm", (hidden,))
     if "rwkv" in sh.first_kinds:
         b.norm(f"{s.prefix}.{s.layers}.0.pre_ln", hidden, bias=True)  # RWKV: the first block's own LayerNorm
     if s.norms is None:
-        sh.norms = 1 if sh.first_kinds == {"mamba"} else 2
+        sh.norms = 1 if sh.first_kinds == {"mamba"} and not s.ssm_ffn else 2  # (a feed-forward has its own norm)
     for p, (mixer, ffn) in b.layers(f"{s.prefix}.{s.layers}", list(zip(mixers, ffns))):
         layer(b, sh, p, mixer, ffn)
     _mtp(b, sh, mixers, len(specs), vocab)
@@ -248,6 +250,8 @@ def _gqa(b: Builder, sh: Shapes, a: str, key: tuple, role: str) -> None:
         if vd:
             b.linear(f"{a}.v_proj", kv * vd, hidden, role, sh.qkv_bias)
     b.linear(f"{a}.o_proj", hidden, heads * vd, role, sh.o_bias)
+    if s.sinks:
+        b.param(f"{a}.sinks", (heads,), role)
     if sh.qk_norm == "head":
         b.norm(f"{a}.q_norm", hd, role)
         if not shared:
@@ -377,6 +381,9 @@ def _mamba1(b: Builder, sh: Shapes, p: str, key: tuple, role: str) -> None:
     b.param(f"{m}.A_log", (inner, n), role)
     b.param(f"{m}.D", (inner,), role)
     b.linear(f"{m}.out_proj", hidden, inner, role, bias)
+    if sh.s.mamba_norms:
+        b.norm(f"{m}.dt_layernorm", rank, role)
+        b.norm(f"{m}.b_layernorm", n, role, count=2)  # and c_layernorm
 
 
 def _mamba2(b: Builder, sh: Shapes, p: str, key: tuple, role: str) -> None:
@@ -530,7 +537,7 @@ def _feed_forwards(sh: Shapes, mixers: list[tuple]) -> list[str | tuple | None]:
         # (Nemotron-H): which layer holds an MLP or experts is the family's pattern, not known here
         raise Missing(f"{sum(1 for k in mixers if not k)} of {n} layers keep no cache: which of model_type "
                       f"{sh.mt!r}'s layers hold an MLP or experts is not known here", ["model_type"])
-    if sh.first_kinds == {"mamba"}:  # a pure state-space model: mixer blocks only
+    if sh.first_kinds == {"mamba"} and not sh.s.ssm_ffn:  # a pure state-space model: mixer blocks only
         return [None] * n
     if sh.first_kinds == {"rwkv"}:
         return ["rwkv"] * n
@@ -597,14 +604,20 @@ def _mtp(b: Builder, sh: Shapes, mixers: list[tuple], n: int, vocab: int) -> Non
 
 def untied(c: Cfg, s: Style, top: dict | None, architectures: Sequence[str], notes: list[str]) -> bool:
     """Whether the checkpoint holds a head apart from the embeddings: the config's tie_word_embeddings
-    (or LFM2's tie_embedding, mamba_ssm's tie_embeddings), else the family's default; else, for a config save_pretrained wrote
+    (or LFM2's tie_embedding, mamba_ssm's tie_embeddings; a wrapper's own before its text config's), else
+    the config class's value where the config leaves it out, else the family's default; else, for a config save_pretrained wrote
     (transformers_version), tied (it leaves the key out only when it is true: PretrainedConfig's
     default); else no head for a bare model class (``…Model``, nothing ``For…`` in auto_map); else a head
     of its own is counted, the larger figure, and said."""
-    for source in (c.data, top or {}):
+    # a wrapper's own key first: the model that holds the head reads it (transformers' get_expanded_tied_weights_keys
+    # reads the ForConditionalGeneration's config), whatever its text_config says
+    for source in (top or {}, c.data):
         for key in ("tie_word_embeddings", "tie_embedding", "tie_embeddings"):
             if source.get(key) is not None:
                 return not bool(source[key])
+    for key in ("tie_word_embeddings", "tie_embedding", "tie_embeddings"):
+        if c.class_value(key) is not None:  # the config leaves it out: what transformers' class ties
+            return not bool(c.class_value(key))
     if s.tie is not None:
         return not s.tie
     if "transformers_version" in c.data or "transformers_version" in (top or {}):

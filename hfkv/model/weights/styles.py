@@ -22,9 +22,15 @@ class Style:
     qkv_bias: Flag = (("attention_bias", "qkv_bias"), False)
     o_bias: Flag = (("attention_bias",), False)
     qk_norm: str | None = None
+    qk_norm_width: str = "head"  # how wide the config's flag makes them: "head", or "full" (Cohere: heads × dim)
     q_gate: bool = False
+    sinks: bool = False  # one learned attention sink per query head on every attention layer (GraniteSWA)
     # per layer: norms beside the q/k norms, and their name; the first layer's own norms (RWKV's pre_ln)
     norms: int | None = None  # None: two, or one in a stack of Mamba blocks alone
+    # the family's Mamba layers carry a feed-forward too (Jamba, Bamba, GraniteMoeHybrid): a config whose every
+    # layer is Mamba is not a pure state-space model then
+    ssm_ffn: bool = False
+    mamba_norms: bool = False  # Jamba's Mamba mixer normalises dt, B and C (dt_layernorm, b_ and c_layernorm)
     norm: str = "input_layernorm"
     norm_bias: bool = False
     # None: the config's tie_word_embeddings, else the rule in ``stack.untied``
@@ -103,13 +109,36 @@ STYLES: dict[str, Style] = {
     "gemma3_text": replace(_GEMMA, norms=4, qk_norm="head", defaults={
         "vocab_size": 262208, "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256}),
     **dict.fromkeys(("smollm3", "granite"), _GEMMA),
+    # GraniteSWA (transformers' GraniteSWAAttention): a learned sink per query head on every layer
+    "granite_swa": replace(_GEMMA, sinks=True),
+    # Cohere (Command R) and Cohere2: one LayerNorm (weight only) before the parallel attention and MLP; Cohere's
+    # optional q/k norms (use_qk_norm) are LayerNorms over (heads, head_dim)
+    **dict.fromkeys(("cohere", "cohere2"), Style(norms=1, qk_norm_width="full", tie=True, dense=True)),
+    # GLM-4 (transformers' GlmAttention): q/k/v biased as attention_bias says, o_proj never
+    "glm": Style(qkv_bias=(("attention_bias",), True), o_bias=((), False), tie=False, dense=True),
+    # GLM-4.1V's text model (transformers' Glm4vTextDecoderLayer): q/k/v always biased, o_proj not, four norms
+    **dict.fromkeys(("glm4v", "glm4v_text"), Style(qkv_bias=((), True), o_bias=((), False), norms=4, tie=False,
+                                                   dense=True)),
+    # Jais-2: a plain (ungated) MLP, LayerNorms with biases; biases as attention_bias and mlp_bias say
+    "jais2": Style(gated=False, norm_bias=True, tie=False, dense=True),
+    # PhiMoE: LayerNorms with biases (and the final norm), lm_head biased when lm_head_bias says so
+    "phimoe": Style(norm_bias=True, tie=False, sparse=True, expert_size=("intermediate_size",)),
+    # Kolibri-1 (transformers' Kolibri1DecoderLayer): q/k norms one head wide, four norms a layer (sandwich),
+    # an fp32 e_score_correction_bias on its router
+    "kolibri1": Style(qk_norm="head", norms=4, router_bias=True, tie=False, sparse=True),
+    # AFMoE (Trinity): q/k norms one head wide, a sigmoid gate as wide as q (gate_proj), four norms a layer, the
+    # first num_dense_layers dense, an expert_bias beside the router
+    "afmoe": Style(qk_norm="head", q_gate=True, norms=4, router_bias=True, tie=False, sparse=True,
+                   expert_size=_MOE_WIDTH),
     # Seed-OSS: q/k/v biased unless attention_bias says otherwise, o only with attention_out_bias
     "seed_oss": Style(qkv_bias=(("attention_bias",), True), o_bias=(("attention_out_bias",), False), tie=False,
                       dense=True),
     # OLMo 2/3: q_norm and k_norm over all heads, not one head
-    **dict.fromkeys(("olmo2", "olmo3"), Style(qk_norm="full", tie=False, dense=True)),
-    **dict.fromkeys(("deepseek_v2", "glm_moe_dsa"), _DEEPSEEK),
-    **dict.fromkeys(("deepseek_v3", "deepseek_v32", "kimi_k2", "glm4_moe"), _DEEPSEEK_BIASED_ROUTER),
+    **dict.fromkeys(("olmo2", "olmo3", "olmo_hybrid"), Style(qk_norm="full", tie=False, dense=True)),
+    "flex_olmo": Style(qk_norm="full", tie=False, sparse=True),
+    "deepseek_v2": _DEEPSEEK,
+    # (GLM-5's router keeps an e_score_correction_bias whatever topk_method says: transformers' GlmMoeDsaTopkRouter)
+    **dict.fromkeys(("deepseek_v3", "deepseek_v32", "kimi_k2", "glm4_moe", "glm_moe_dsa"), _DEEPSEEK_BIASED_ROUTER),
     # MiniMax-M2: q_norm over all query heads, k_norm over all KV heads; fp32 router bias; no shared expert
     "minimax_m2": Style(qk_norm="full", router_bias=True, **_MINIMAX_MOE),
     # Llama 4: QK norm without weights; experts and one shared expert under feed_forward
@@ -126,6 +155,14 @@ STYLES: dict[str, Style] = {
         qk_norm="head", shared_names=("gate_proj", "up_proj", "down_proj"), extra_heads="msa_index",
         **_MINIMAX_MOE)),
     **dict.fromkeys(("mamba", "falcon_mamba", "mamba_ssm"), _MAMBA),
+    # Mamba-attention hybrids whose Mamba layers keep a feed-forward: Jamba (experts every expert_layer_period
+    # layers, dt/B/C norms in the mixer), Bamba (a dense MLP), GraniteMoeHybrid (experts and a shared MLP)
+    "jamba": Style(mixer="mamba", mlp="feed_forward", moe="feed_forward", router="router", final_norm="final_layernorm",
+                   ssm_ffn=True, mamba_norms=True, tie=False, expert_size=("intermediate_size",)),
+    "bamba": Style(mixer="mamba", mlp="feed_forward", final_norm="final_layernorm", ssm_ffn=True, tie=False,
+                   dense=True),
+    "granitemoehybrid": Style(mixer="mamba", moe="block_sparse_moe", router="router", shared="shared_mlp",
+                              ssm_ffn=True, expert_size=("intermediate_size",)),
     "nemotron_h": Style(prefix="model", embed="embeddings", final_norm="norm_f", norms=1, norm="norm", attn="mixer",
                         mixer="mixer", mlp="mixer", moe="mixer", ffn="nemotron", gated=False, router_bias=True,
                         tie=False, expert_size=_MOE_WIDTH),

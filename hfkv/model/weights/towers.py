@@ -1,5 +1,6 @@
 """Vision and audio encoders in front of a language model: SigLIP, Gemma 4's vision and audio towers,
-the Qwen-VL tower, MoonViT, and a generic ViT formula (an estimate, flagged) for the others."""
+the Qwen-VL towers (Qwen2-VL's, EXAONE 4.5's), GLM-4.1V's, Llama 4's, MoonViT, and a generic ViT formula (an
+estimate, flagged) for the others."""
 
 from __future__ import annotations
 
@@ -110,21 +111,98 @@ def qwen_vl_tower(b: Builder, v: Cfg, text_hidden: int):
 def qwen25_vl_tower(b: Builder, v: Cfg, text_hidden: int):
     """Qwen2.5-VL's vision tower: an unbiased Conv3d patch embedding, RMS-normed blocks (norm1/norm2
     without bias) with a biased fused qkv and proj and a biased gated MLP, and a merger (RMS ln_q,
-    two biased linears over the 2×2-merged width)."""
+    two biased linears over the 2×2-merged width). EXAONE 4.5's is the same with grouped KV heads
+    (``num_key_value_heads`` of ``num_heads``): its qkv is q's width plus two of the KV heads'."""
     h, inter, depth = v.req("hidden_size"), v.req("intermediate_size"), v.req("depth", "num_hidden_layers")
     patch = v.req("patch_size")
     tp = v.opt("temporal_patch_size", default=2)
     ch = v.opt("in_channels", "in_chans", default=3)
     wide = h * v.opt("spatial_merge_size", default=2) ** 2
+    heads = v.opt("num_heads", default=1)
+    kv_width = h * v.opt("num_key_value_heads", default=heads) // heads
     pre = "visual"
     b.add(f"{pre}.patch_embed.proj", "towers", "conv", (h, ch, tp, patch, patch))
-    b.linear(f"{pre}.blocks.attn.qkv", 3 * h, h, "towers", bias=True, count=depth)
+    b.linear(f"{pre}.blocks.attn.qkv", h + 2 * kv_width, h, "towers", bias=True, count=depth)
     b.linear(f"{pre}.blocks.attn.proj", h, h, "towers", bias=True, count=depth)
     b.mlp(f"{pre}.blocks.mlp", h, inter, "towers", bias=True, count=depth)
     b.norm(f"{pre}.blocks.norm1", h, "towers", count=2 * depth)
     b.norm(f"{pre}.merger.ln_q", h, "towers")
     b.linear(f"{pre}.merger.mlp.0", wide, wide, "towers", bias=True)
     b.linear(f"{pre}.merger.mlp.2", v.opt("out_hidden_size", default=text_hidden), wide, "towers", bias=True)
+
+
+def qwen2_vl_tower(b: Builder, v: Cfg, text_hidden: int):
+    """Qwen2-VL's vision tower (transformers' Qwen2VisionTransformerPretrainedModel): an unbiased Conv3d patch
+    embedding to embed_dim, blocks of two biased LayerNorms, a biased fused qkv and proj and a biased
+    fc1/fc2 MLP embed_dim × mlp_ratio wide, and the merger: a biased LayerNorm (ln_q) and two biased
+    linears over the spatial_merge_size²-merged width, the second to the vision config's hidden_size."""
+    h, depth = v.req("embed_dim"), v.req("depth")
+    inter = int(h * v.req("mlp_ratio"))
+    patch = v.req("patch_size")
+    tp = v.opt("temporal_patch_size", default=2)
+    wide = h * v.opt("spatial_merge_size", default=2) ** 2
+    pre = "model.visual"
+    b.add(f"{pre}.patch_embed.proj", "towers", "conv", (h, v.opt("in_channels", default=3), tp, patch, patch))
+    b.linear(f"{pre}.blocks.attn.qkv", 3 * h, h, "towers", bias=True, count=depth)
+    b.linear(f"{pre}.blocks.attn.proj", h, h, "towers", bias=True, count=depth)
+    b.linear(f"{pre}.blocks.mlp.fc1", inter, h, "towers", bias=True, count=depth)
+    b.linear(f"{pre}.blocks.mlp.fc2", h, inter, "towers", bias=True, count=depth)
+    b.norm(f"{pre}.blocks.norm1", h, "towers", bias=True, count=2 * depth)
+    b.norm(f"{pre}.merger.ln_q", h, "towers", bias=True)
+    b.linear(f"{pre}.merger.mlp.0", wide, wide, "towers", bias=True)
+    b.linear(f"{pre}.merger.mlp.2", v.opt("hidden_size", default=text_hidden), wide, "towers", bias=True)
+
+
+def glm4v_tower(b: Builder, v: Cfg, text_hidden: int):
+    """GLM-4.1V's vision tower (transformers' Glm4vVisionModel): a biased Conv3d patch embedding, learned
+    positions ((image_size / patch)² of them), RMS-normed blocks (norm1/norm2) with a fused qkv (biased as
+    attention_bias says), an unbiased proj and an unbiased gated MLP out_hidden_size wide, the post-conv and
+    post RMSNorms, a biased Conv2d downsample (spatial_merge_size² patches to out_hidden_size), and a merger:
+    an unbiased proj, a biased LayerNorm and an unbiased gated MLP of intermediate_size."""
+    h, inter, depth = v.req("hidden_size"), v.req("intermediate_size"), v.req("depth", "num_hidden_layers")
+    patch, size = v.req("patch_size"), v.req("image_size")
+    tp = v.opt("temporal_patch_size", default=2)
+    ch = v.opt("in_channels", default=3)
+    merge = v.opt("spatial_merge_size", default=2)
+    out = v.opt("out_hidden_size", default=text_hidden)
+    pre = "model.visual"
+    b.add(f"{pre}.patch_embed.proj", "towers", "conv", (h, ch, tp, patch, patch))
+    b.add(f"{pre}.patch_embed.proj.bias", "towers", "bias", (h,))
+    b.add(f"{pre}.embeddings.position_embedding", "towers", "embedding", ((size // patch) ** 2, h))
+    b.linear(f"{pre}.blocks.attn.qkv", 3 * h, h, "towers", bias=v.flag("attention_bias"), count=depth)
+    b.linear(f"{pre}.blocks.attn.proj", h, h, "towers", count=depth)
+    b.mlp(f"{pre}.blocks.mlp", h, out, "towers", count=depth)
+    b.norm(f"{pre}.blocks.norm1", h, "towers", count=2 * depth)
+    b.norm(f"{pre}.post_conv_layernorm", h, "towers", count=2)  # and post_layernorm
+    b.add(f"{pre}.downsample", "towers", "conv", (out, h, merge, merge))
+    b.add(f"{pre}.downsample.bias", "towers", "bias", (out,))
+    b.linear(f"{pre}.merger.proj", out, out, "towers")
+    b.norm(f"{pre}.merger.post_projection_norm", out, "towers", bias=True)
+    b.mlp(f"{pre}.merger", out, inter, "towers")
+
+
+def llama4_tower(b: Builder, v: Cfg, text_hidden: int):
+    """Llama 4's vision model (transformers' Llama4VisionModel) and projector: an unbiased unfold-and-linear
+    patch embedding, a class embedding and (image_size / patch)² + 1 learned positions, pre and post
+    LayerNorms, encoder layers (biased q/k/v/o and fc1/fc2, two biased LayerNorms), the pixel-shuffle
+    adapter (unbiased fc1 intermediate_size → projector_input_dim, fc2 projector_output_dim square) and
+    the unbiased multi_modal_projector from vision_output_dim to the text width."""
+    h, inter, layers = v.req("hidden_size"), v.req("intermediate_size"), v.req("num_hidden_layers")
+    patch, size = v.req("patch_size"), v.req("image_size")
+    ch = v.opt("num_channels", default=3)
+    pre = "vision_model"
+    b.linear(f"{pre}.patch_embedding.linear", h, ch * patch * patch, "towers")
+    b.param(f"{pre}.class_embedding", (h,), "towers")
+    b.param(f"{pre}.positional_embedding_vlm", ((size // patch) ** 2 + 1, h), "towers")
+    b.norm(f"{pre}.layernorm_pre", h, "towers", bias=True, count=2)  # and layernorm_post
+    for n in ("q_proj", "k_proj", "v_proj", "o_proj"):
+        b.linear(f"{pre}.model.layers.self_attn.{n}", h, h, "towers", bias=True, count=layers)
+    b.linear(f"{pre}.model.layers.mlp.fc1", inter, h, "towers", bias=True, count=layers)
+    b.linear(f"{pre}.model.layers.mlp.fc2", h, inter, "towers", bias=True, count=layers)
+    b.norm(f"{pre}.model.layers.input_layernorm", h, "towers", bias=True, count=2 * layers)
+    b.linear(f"{pre}.vision_adapter.mlp.fc1", v.req("projector_input_dim"), inter, "towers")
+    b.linear(f"{pre}.vision_adapter.mlp.fc2", v.req("projector_output_dim"), v.req("projector_output_dim"), "towers")
+    b.linear("multi_modal_projector.linear_1", text_hidden, v.req("vision_output_dim"), "towers")
 
 
 def moonvit_tower(b: Builder, v: Cfg, text_hidden: int):
