@@ -308,10 +308,6 @@ XFAIL: dict[str, str] = {
         "swa_num_key_value_heads, and the mapper gives them num_key_value_heads (4; the KV cache too: a mapper "
         "question); k/v 204,472,320 of it, the rest the sliding layers' sinks (2,496) and the routers' "
         "e_score_correction_bias (12,032), which no MiMo style here adds",
-    "fixtures/inclusionAI__Ling-3.0-Flash-transformers-defaults":
-        "674,959,360 short: BailingHybrid's linear-attention layers have a full-rank forget gate (f_proj) and "
-        "output gate (g_proj, biased) where hfkv prices Kimi Delta Attention's low-rank f_a/f_b and g_a/g_b, and "
-        "their router's e_score_correction_bias",
     "fixtures/meta-llama__Llama-3.2-11B-Vision-transformers-defaults":
         "232,106,531 short: Mllama's vision model (a local and a global encoder, gated layers, tiled positions) is "
         "priced by the generic ViT formula, and the text model's cross-attention layers as self-attention ones",

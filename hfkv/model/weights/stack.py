@@ -293,6 +293,8 @@ def _mla(b: Builder, sh: Shapes, a: str, key: tuple, role: str) -> int:
     b.linear(f"{a}.o_proj", hidden, heads * vdim, role, bias)
     if c.flag("mla_use_output_gate"):  # Kimi-Linear's MLA layers gate their output per head
         b.linear(f"{a}.g_proj", heads * vdim, hidden, role)
+    elif sh.s.mla_head_gate:  # one gate value a head (BailingHybrid)
+        b.linear(f"{a}.g_proj", heads, hidden, role)
     return q_rank
 
 
@@ -329,7 +331,8 @@ def _gdn(b: Builder, sh: Shapes, p: str, key: tuple, role: str) -> None:
 def _kda(b: Builder, sh: Shapes, p: str, key: tuple, role: str) -> None:
     """Kimi Delta Attention (Kimi-Linear): q, k, v with a short conv each, the decay's low-rank f_a/f_b,
     fp32 dt_bias and A_log, a beta projection, the output gate (full rank when linear_attn_config says
-    use_full_rank_gate, else low rank) and the output norm."""
+    use_full_rank_gate, else low rank) and the output norm; a style's ``kda_full_rank`` makes the decay
+    and the gate full rank (Ling 3)."""
     _, _, kh, vh, kd, vd, k = key
     m = f"{p}.{sh.s.mixer or 'self_attn'}"
     hidden, kw, vw = sh.hidden, kh * kd, vh * vd
@@ -339,12 +342,15 @@ def _kda(b: Builder, sh: Shapes, p: str, key: tuple, role: str) -> None:
     b.linear(f"{m}.k_proj", kw, hidden, role)
     b.linear(f"{m}.v_proj", vw, hidden, role)
     b.add(f"{m}.conv1d", role, "conv", (2 * kw + vw, 1, k))
-    b.linear(f"{m}.f_a_proj", kd, hidden, role)
-    b.linear(f"{m}.f_b_proj", kw, kd, role)
+    if sh.s.kda_full_rank:
+        b.linear(f"{m}.f_proj", kw, hidden, role)
+    else:
+        b.linear(f"{m}.f_a_proj", kd, hidden, role)
+        b.linear(f"{m}.f_b_proj", kw, kd, role)
     b.param(f"{m}.dt_bias", (kw,), role, dtype_bytes=4)
     b.param(f"{m}.A_log", (kh,), role, dtype_bytes=4)
     b.linear(f"{m}.b_proj", kh, hidden, role)
-    if full_rank_gate:
+    if full_rank_gate or sh.s.kda_full_rank:
         b.linear(f"{m}.g_proj", vw, hidden, role)
     else:
         b.linear(f"{m}.g_a_proj", vd, hidden, role)

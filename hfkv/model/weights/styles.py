@@ -65,6 +65,9 @@ class Style:
     router_bias: bool | None = None  # fp32 e_score_correction_bias; None: topk_method noaux_tc / use_routing_bias
     # Qwen3-Next's linear attention fuses q, k, v and z (and b, a) in one projection each
     gdn_fused: bool = False
+    # Kimi Delta Attention with a full-rank decay (f_proj) and output gate (g_proj), not KDA's low-rank pairs
+    kda_full_rank: bool = False
+    mla_head_gate: bool = False  # MLA layers gate their output by head (g_proj: hidden → heads)
     # MTP layers that ship with the checkpoint: "deepseek" (a full MoE layer, eh_proj, its own embed and
     # head copies), "qwen3_next" (fc, three norms, full-attention layers); their count when unwritten
     mtp: str | None = None
@@ -167,6 +170,10 @@ STYLES: dict[str, Style] = {
                         mixer="mixer", mlp="mixer", moe="mixer", ffn="nemotron", gated=False, router_bias=True,
                         tie=False, expert_size=_MOE_WIDTH),
     **dict.fromkeys(("kimi_linear", "kimi_k3"), Style(router_bias=True, tie=False, sparse=True, expert_size=_MOE_WIDTH)),
+    # Ling 3 (transformers' BailingHybrid): KDA-like linear layers with full-rank f_proj and g_proj, MLA layers
+    # with a per-head output gate, a routing bias (e_score_correction_bias)
+    "bailing_hybrid": Style(router_bias=True, kda_full_rank=True, mla_head_gate=True, tie=False, sparse=True,
+                            expert_size=_MOE_WIDTH),
     # Hunyuan-Large: cross-layer attention (a layer reading another's KV has no k/v projections), one
     # shared expert of intermediate_size (num_shared_expert)
     "hunyuan": Style(qk_norm="head"),
