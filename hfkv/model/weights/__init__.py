@@ -118,7 +118,7 @@ def _towers(b: Builder, config: dict, text_hidden: int, klass: ClassValues) -> N
             minimax_m3_tower(b, v, config, text_hidden)
         elif mt.startswith("qwen3_5") or mt.startswith("qwen3_vl"):
             qwen_vl_tower(b, v, text_hidden)
-        elif mt == "kimi_k3" or "vt_hidden_size" in vision:
+        elif mt == "kimi_k3" or "vt_hidden_size" in vision or vmt == "kimi_k25_vision":
             moonvit_tower(b, v, text_hidden)
         elif vmt in ("siglip_vision_model", "siglip2_vision_model"):
             siglip_tower(b, v, "model.vision_tower")
@@ -174,7 +174,7 @@ def _build(config: dict, layers: Sequence[LayerSpec] | None, collapse: bool = Fa
                           "(hfkv.inspect_config builds them)", ["model_type"])
         # mamba_ssm's own config format names no model type (its keys say it: ssm_cfg)
         style = style_for(text_mt, mt, "mamba_ssm" if not text_mt and "ssm_cfg" in data else None)
-        c = Cfg(data, style.defaults, where or "", klass.at(where or ""))
+        c = Cfg(data, style.defaults, where or "", klass.at(where or ""), klass if data is not config else None)
         architectures = [a for a in config.get("architectures") or [] if isinstance(a, str)]
         b.notes += stack.price(b, c, style, text_mt, config if data is not config else None, layers, architectures)
         known = style.known

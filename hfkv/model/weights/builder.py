@@ -26,12 +26,13 @@ class Cfg:
     or ``save_pretrained``'s diff omits a key. A key written as null is the author's and is never replaced."""
 
     def __init__(self, data: dict, defaults: dict | None = None, where: str = "",
-                 klass: "dict | Callable[[], dict] | None" = None):
+                 klass: "dict | Callable[[], dict] | None" = None, wrapper: "ClassValues | None" = None):
         self.data = data
         self.defaults = defaults or {}
         self.where = where
         self.read: set[str] = set()  # the keys asked for (a generic layout says which size keys it left)
         self._klass = klass
+        self.wrapper = wrapper  # a text config's: the whole config's class values (the head's tying is read there)
 
     @property
     def klass(self) -> dict:

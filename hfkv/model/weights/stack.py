@@ -621,6 +621,8 @@ def untied(c: Cfg, s: Style, top: dict | None, architectures: Sequence[str], not
         for key in ("tie_word_embeddings", "tie_embedding", "tie_embeddings"):
             if source.get(key) is not None:
                 return not bool(source[key])
+    if top is not None and c.wrapper is not None and c.wrapper.missing("tie_word_embeddings") is not None:
+        return not bool(c.wrapper.missing("tie_word_embeddings"))  # the wrapper's class, as above
     for key in ("tie_word_embeddings", "tie_embedding", "tie_embeddings"):
         if c.class_value(key) is not None:  # the config leaves it out: what transformers' class ties
             return not bool(c.class_value(key))
