@@ -48,19 +48,36 @@ ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "fixtures"
 
 
-def usable_configs(dense_only: bool = False) -> list[bytes]:
-    """config.json bytes of every fixture hfkv reports on without error (so every row is a success);
-    with ``dense_only``, only those whose report needs no transformers defaults (no helper)."""
+def usable_configs(dense_only: bool = False, source: Path = FIXTURES) -> list[bytes]:
+    """config.json bytes of every config under ``source`` (a fixture folder's config.json, or a folder of
+    *.json files such as ../shared/hub-configs) that hfkv reports on without error (so every row is a
+    success); with ``dense_only``, only those whose report asks transformers' config class nothing (no
+    helper process): neither a default it takes nor one it looks up and finds absent."""
     import hfkv
+    from hfkv.model import defaults
 
+    asked: list[object] = []
+    real_lookup = defaults.lookup
+
+    def spy(*args, **kwargs):
+        asked.append(args[0])
+        return real_lookup(*args, **kwargs)
+
+    defaults.lookup = spy
     found = []
-    for path in sorted(FIXTURES.glob("*/config.json")):
-        try:
-            report = hfkv.inspect(str(path))
-        except hfkv.HfkvError:
-            continue
-        if not (dense_only and report.transformers_defaults):
-            found.append(path.read_bytes())
+    paths = sorted(source.glob("*/config.json")) or sorted(source.glob("*.json"))
+    try:
+        for path in paths:
+            asked.clear()
+            try:
+                report = hfkv.inspect(str(path))
+                report.to_dict()
+            except hfkv.HfkvError:
+                continue
+            if not (dense_only and (report.transformers_defaults or asked)):
+                found.append(path.read_bytes())
+    finally:
+        defaults.lookup = real_lookup
     return found
 
 
@@ -208,7 +225,7 @@ def latency_runs(args: argparse.Namespace, configs: list[bytes]) -> None:
     """``--runs`` rounds of a cold scan, a warm scan and the floor at ``--latency`` (each round in a
     fresh cache), one line each, then the medians of the per-round ratios to the floor."""
     server = Server(configs, args.repos, args.latency)
-    print(f"{args.repos} repos ({len(configs)} distinct fixture configs), --jobs {args.jobs}, "
+    print(f"{args.repos} repos ({len(configs)} distinct configs from {args.configs.name}), --jobs {args.jobs}, "
           f"{args.latency * 1000:.0f} ms per request, fake Hub in its own process, {args.runs} round(s)")
     print(f"load average before: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs (timings are shared-machine noisy)")
     print(f"{'run':<6} {'requests':>8} {'per repo':>8} {'wall s':>7} {'limit s':>7} {'ratio':>6} "
@@ -288,14 +305,18 @@ def main() -> None:
     parser.add_argument("--cache-root", metavar="DIR", help="where the scans' HF_HOME folders are made "
                         "(default: the system's temporary folder; a tmpfs such as /dev/shm leaves out the disk)")
     parser.add_argument("--no-sparse", action="store_true",
-                        help="only fixtures whose report needs no transformers defaults (no helper process)")
+                        help="only configs whose report asks transformers nothing (no helper process)")
+    parser.add_argument("--configs", type=Path, default=FIXTURES, metavar="DIR",
+                        help="the configs to serve: fixture folders (the default: trimmed, and without the "
+                        "transformers_version save_pretrained writes, so read as hand-written) or a folder of "
+                        "*.json as the Hub serves them, e.g. ../shared/hub-configs")
     args = parser.parse_args()
 
     # An installed hfkv has bytecode (pip compiles it); an editable checkout under
     # PYTHONDONTWRITEBYTECODE=1 would recompile every module at every start: compile once here.
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "hfkv"), str(ROOT / "mappings")],
                    check=True, capture_output=True)
-    configs = usable_configs(dense_only=args.no_sparse)
+    configs = usable_configs(dense_only=args.no_sparse, source=args.configs)
     side_costs(args.cache_root, args.repos)
     latency_runs(args, configs)
     if args.memory:
