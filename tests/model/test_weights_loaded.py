@@ -165,3 +165,17 @@ def test_the_hubs_count_loses_the_estimated_mtp_layer_when_it_holds_one():
     fewer = {**counts, "F8_E4M3": counts["F8_E4M3"] - 13_000_000_000}
     weights = attach(report, weights_summary(fewer, None, source="metadata")).extra["weights"]
     assert weights["mtp_bytes"] is None
+
+
+def test_keys_taken_from_transformers_class_are_named():
+    # a trimmed Qwen3-MoE config without moe_intermediate_size: the estimate takes Qwen3MoeConfig's own value
+    # (transformers', asked here directly) and says so, where before it priced it silently
+    transformers = pytest.importorskip("transformers")
+    default = transformers.Qwen3MoeConfig().moe_intermediate_size
+    config = json.loads((FIXTURES / "Qwen__Qwen3-235B-A22B-FP8-from-engine-log" / "config.json").read_text())
+    assert "moe_intermediate_size" not in config
+    note = hfkv.inspect_config(config).extra["weights"]["note"]
+    assert f"moe_intermediate_size={default}" in note and "transformers' config class for 'qwen3_moe'" in note
+    # a complete config says nothing of the kind
+    full = json.loads((FIXTURES / "meta-llama__Meta-Llama-3.1-8B" / "config.json").read_text())
+    assert "transformers' config class" not in (hfkv.inspect_config(full).extra["weights"]["note"] or "")

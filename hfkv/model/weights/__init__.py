@@ -185,6 +185,14 @@ def _build(config: dict, layers: Sequence[LayerSpec] | None, collapse: bool = Fa
     if data is not config or _sub_config(config, "vision_config", klass) or _sub_config(config, "audio_config", klass):
         _towers(b, config, c.req("hidden_size", "d_model"), klass)
     _refuse_undescribed(config, data, klass)
+    # (a False from the class builds what the key's absence would: not worth a line)
+    taken = {k: v for k, v in klass.taken.items() if v is not False and not isinstance(v, (dict, list))}
+    if taken:
+        shown = ", ".join(f"{k}={v}" for k, v in sorted(taken.items())[:8])
+        more = len(taken) - min(len(taken), 8)
+        b.notes.append(f"keys the config leaves out, as transformers' config class for {config.get('model_type')!r} "
+                       f"gives them (what it and the engines build from this config): {shown}"
+                       + (f" and {more} more" if more > 0 else ""))
     return _Built(b, known, text_mt)
 
 

@@ -32,6 +32,8 @@ class Cfg:
         self.where = where
         self.read: set[str] = set()  # the keys asked for (a generic layout says which size keys it left)
         self._klass = klass
+        # where a class value taken is recorded (``ClassValues.taken``, by dotted key), when the values are its
+        self._taken: dict[str, Any] | None = getattr(klass, "taken", None)
         self.wrapper = wrapper  # a text config's: the whole config's class values (the head's tying is read there)
 
     @property
@@ -62,6 +64,8 @@ class Cfg:
         for key in keys:
             found = self.class_value(key)
             if found is not None:
+                if self._taken is not None:
+                    self._taken[f"{self.where}.{key}" if self.where else key] = found
                 return found
         return default
 
@@ -98,6 +102,7 @@ class ClassValues:
         self.config = config
         self.may_omit = may_omit and isinstance(config.get("model_type"), str)
         self._values: dict | None = None
+        self.taken: dict[str, Any] = {}  # the keys a reader took from the class, dotted, with their values
 
     def values(self) -> dict:
         if self._values is None:
@@ -117,6 +122,7 @@ class ClassValues:
             for part in path.split(".") if path else ():
                 node = node.get(part) if isinstance(node, dict) else None
             return node if isinstance(node, dict) else {}
+        values.taken = self.taken  # type: ignore[attr-defined]  (where a Cfg records what it took)
         return values
 
     def builds_none(self, key: str) -> bool:
