@@ -6,6 +6,16 @@ from __future__ import annotations
 from hfkv.model.weights.builder import Builder, Cfg, Missing, dense_only, is_untied
 
 
+def _learned_positions(b: Builder, c: Cfg, top: dict | None, vocab: int, hidden: int, positions: int) -> None:
+    """GPT-2's and GPT-Neo's ends: token and learned position tables, the final biased LayerNorm, and a
+    head of its own only where the config unties it."""
+    b.add("transformer.wte", "embedding", "embedding", (vocab, hidden))
+    b.add("transformer.wpe", "embedding", "embedding", (positions, hidden))
+    b.norm("transformer.ln_f", hidden, bias=True)
+    if is_untied(c, True, top):
+        b.add("lm_head", "embedding", "lm_head", (vocab, hidden))
+
+
 def gpt2(b: Builder, c: Cfg, mt: str, top: dict | None) -> None:
     """GPT-2: token and position embeddings, per block c_attn (3h) and c_proj, c_fc (4h or n_inner)
     and c_proj, all biased, two biased LayerNorms; the head is tied. The causal-mask buffers old
@@ -16,11 +26,7 @@ def gpt2(b: Builder, c: Cfg, mt: str, top: dict | None) -> None:
     vocab = c.req("vocab_size")
     positions = c.req("n_positions", "max_position_embeddings")
     inner = c.opt("n_inner", default=4 * hidden)
-    b.add("transformer.wte", "embedding", "embedding", (vocab, hidden))
-    b.add("transformer.wpe", "embedding", "embedding", (positions, hidden))
-    b.norm("transformer.ln_f", hidden, bias=True)
-    if is_untied(c, True, top):
-        b.add("lm_head", "embedding", "lm_head", (vocab, hidden))
+    _learned_positions(b, c, top, vocab, hidden, positions)
     p = "transformer.h"
     b.linear(f"{p}.attn.c_attn", 3 * hidden, hidden, "attention", bias=True, count=layers)
     b.linear(f"{p}.attn.c_proj", hidden, hidden, "attention", bias=True, count=layers)
@@ -39,11 +45,7 @@ def gpt_neo(b: Builder, c: Cfg, mt: str, top: dict | None) -> None:
     vocab = c.req("vocab_size")
     positions = c.req("max_position_embeddings")
     inner = c.opt("intermediate_size", default=4 * hidden)
-    b.add("transformer.wte", "embedding", "embedding", (vocab, hidden))
-    b.add("transformer.wpe", "embedding", "embedding", (positions, hidden))
-    b.norm("transformer.ln_f", hidden, bias=True)
-    if is_untied(c, True, top):
-        b.add("lm_head", "embedding", "lm_head", (vocab, hidden))
+    _learned_positions(b, c, top, vocab, hidden, positions)
     p = "transformer.h"
     for n in ("q_proj", "k_proj", "v_proj"):
         b.linear(f"{p}.attn.attention.{n}", hidden, hidden, "attention", count=layers)

@@ -82,16 +82,21 @@ def gemma4_audio(b: Builder, a: Cfg, text_hidden: int):
     b.linear("model.embed_audio.embedding_projection", text_hidden, out, "towers")
 
 
-def qwen_vl_tower(b: Builder, v: Cfg, text_hidden: int):
-    h, inter, depth = v.req("hidden_size"), v.req("intermediate_size"), v.req("depth", "num_hidden_layers")
-    patch = v.req("patch_size")
+def _conv3d_patches(b: Builder, v: Cfg, h: int, patch: int, text_hidden: int) -> tuple[int, int, str]:
+    """The Qwen-VL family's biased Conv3d patch embedding (temporal_patch_size frames of in_channels);
+    returns (spatial_merge_size, out_hidden_size, the tower's prefix)."""
     tp = v.opt("temporal_patch_size", default=2)
     ch = v.opt("in_channels", default=3)
-    merge = v.opt("spatial_merge_size", default=2)
-    out = v.opt("out_hidden_size", default=text_hidden)
     pre = "model.visual"
     b.add(f"{pre}.patch_embed.proj", "towers", "conv", (h, ch, tp, patch, patch))
     b.add(f"{pre}.patch_embed.proj.bias", "towers", "bias", (h,))
+    return v.opt("spatial_merge_size", default=2), v.opt("out_hidden_size", default=text_hidden), pre
+
+
+def qwen_vl_tower(b: Builder, v: Cfg, text_hidden: int):
+    h, inter, depth = v.req("hidden_size"), v.req("intermediate_size"), v.req("depth", "num_hidden_layers")
+    patch = v.req("patch_size")
+    merge, out, pre = _conv3d_patches(b, v, h, patch, text_hidden)
     if v.opt("num_position_embeddings"):
         b.add(f"{pre}.pos_embed", "towers", "embedding", (v.opt("num_position_embeddings"), h))
     for p, _ in b.layers(f"{pre}.blocks", [0] * depth):
@@ -161,13 +166,7 @@ def glm4v_tower(b: Builder, v: Cfg, text_hidden: int):
     an unbiased proj, a biased LayerNorm and an unbiased gated MLP of intermediate_size."""
     h, inter, depth = v.req("hidden_size"), v.req("intermediate_size"), v.req("depth", "num_hidden_layers")
     patch, size = v.req("patch_size"), v.req("image_size")
-    tp = v.opt("temporal_patch_size", default=2)
-    ch = v.opt("in_channels", default=3)
-    merge = v.opt("spatial_merge_size", default=2)
-    out = v.opt("out_hidden_size", default=text_hidden)
-    pre = "model.visual"
-    b.add(f"{pre}.patch_embed.proj", "towers", "conv", (h, ch, tp, patch, patch))
-    b.add(f"{pre}.patch_embed.proj.bias", "towers", "bias", (h,))
+    merge, out, pre = _conv3d_patches(b, v, h, patch, text_hidden)
     b.add(f"{pre}.embeddings.position_embedding", "towers", "embedding", ((size // patch) ** 2, h))
     b.linear(f"{pre}.blocks.attn.qkv", 3 * h, h, "towers", bias=v.flag("attention_bias"), count=depth)
     b.linear(f"{pre}.blocks.attn.proj", h, h, "towers", count=depth)
