@@ -69,15 +69,15 @@ def per_gpu(weights_bytes: int, layout: Layout, split: Shares | None) -> tuple[i
     under-count the text says)."""
     padding = _rank_padding(layout, split)
     held = _held_beyond_share(int(weights_bytes), layout, split)
-    padded = (f"; plus {padding:,} B of padded experts a rank holds beyond its share (each of the {layout.tp} TP "
+    extra = (f"; plus {padding:,} B of padded experts a rank holds beyond its share (each of the {layout.tp} TP "
               "ranks pads its own slice of every expert, as vLLM's Marlin MXFP4 backend does)") if padding else ""
     if held:
-        padded += (f"; plus {held:,} B of tensors TP does not split {layout.tp} ways (norms, routers, MLA's "
+        extra += (f"; plus {held:,} B of tensors TP does not split {layout.tp} ways (norms, routers, MLA's "
                    "down-projections and DSA's indexer held whole by every rank; key/value heads replicated when "
                    "TP exceeds them)")
     if layout.expert_shards == layout.attention_tp == layout.tp:
         return (-(-int(weights_bytes) // (layout.tp * layout.pp)) + padding + held,
-                "weights per GPU = weights / (TP × PP)" + padded)
+                "weights per GPU = weights / (TP × PP)" + extra)
     if split is None:
         return (-(-int(weights_bytes) // (layout.tp * layout.pp)),
                 "weights per GPU = weights / (TP × PP): the split by role is unknown (the estimate could not "
@@ -87,9 +87,9 @@ def per_gpu(weights_bytes: int, layout: Layout, split: Shares | None) -> tuple[i
               + w * split.rest / layout.tp) / layout.pp
     how = (f"weights per GPU = (routed experts {float(split.experts):.1%} ÷ {layout.expert_shards} + attention "
            f"{float(split.attention):.1%} ÷ {layout.attention_tp} + the rest ÷ {layout.tp}) ÷ PP {layout.pp}: the "
-           "shares from the estimate's split by role; replicated norms and the embeddings' placement on the "
-           "first and last stage are not modelled")
-    return math.ceil(bytes_) + padding + held, how + padded
+           "shares from the estimate's split by role; the embeddings' placement on the first and last stage is "
+           "not modelled")
+    return math.ceil(bytes_) + padding + held, how + extra
 
 
 def _held_beyond_share(weights_bytes: int, layout: Layout, split: Shares | None) -> int:
