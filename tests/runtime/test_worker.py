@@ -17,6 +17,14 @@ from hfkv.errors import SourceError
 from hfkv.runtime import worker
 from hfkv.runtime.worker import Limits, WorkerCrashed, WorkerOutOfMemory, WorkerTimeout
 
+
+@pytest.fixture(autouse=True)
+def no_zygote_left():
+    """Each test's zygote ends with it: one started here (with this module's preload list, without the page's
+    report stack) would otherwise serve the web tests that run later, cold, and miss their deadlines."""
+    yield
+    worker.stop()
+
 pytestmark = pytest.mark.skipif(not worker.available(), reason="worker processes need os.fork and socket.send_fds")
 
 MiB = 1 << 20
