@@ -39,7 +39,7 @@ from hfkv.model.weights.towers import (gemma4_audio, gemma4_vision, generic_towe
                                       siglip_tower)
 from hfkv.model.weights.encoders import bart, t5, whisper
 from hfkv.model.weights.loaded import DOWNCAST_NOTE, MTP_NOTE, PADDED_NOTE, as_loaded, downcast_checkpoint, loaded_base
-from hfkv.model.weights.quantization import base_dtype, Quantization, quantization_config
+from hfkv.model.weights.quantization import base_dtype, loaded_quantization
 from hfkv.model.weights.records import ROLES, RoleWeights, Tensor, Unknown, WeightsEstimate
 from hfkv.model.weights.styles import style_for
 
@@ -241,15 +241,12 @@ def estimate_weights(config: dict, layers: Sequence[LayerSpec] | None = None) ->
     try:
         files_base, dtype_name, stated = base_dtype(config)
         base = loaded_base(files_base)
-        quant = Quantization(quantization_config(config), base)
+        quant = loaded_quantization(config)
         built = _build(config, layers, collapse=not quant.names_layers())
     except Missing as exc:
         return Unknown(exc.reason, exc.keys)
     if quant.unknown is not None:
         return Unknown(quant.unknown.reason, quant.unknown.keys)
-    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
-    if str(text.get("expert_dtype") or config.get("expert_dtype") or "").lower() in ("fp4", "mxfp4"):
-        quant.fp4_experts()
     # MTP layers ship with the checkpoint, but the engines load them only as a speculative-decoding draft
     # (vLLM's load_weights skips get_spec_layer_idx_from_weight_name's layers; SGLang's too)
     tensors = [t._replace(loaded=False) if t.role == "mtp" and t.loaded else t for t in built.builder.tensors]

@@ -11,7 +11,7 @@ from fractions import Fraction
 from typing import Any, Callable
 
 from hfkv.model.weights.builder import Missing
-from hfkv.model.weights.loaded import mxfp4_marlin_shape
+from hfkv.model.weights.loaded import loaded_base, mxfp4_marlin_shape
 from hfkv.model.weights.records import Tensor
 
 
@@ -410,3 +410,14 @@ class Quantization:
             return t.numel * (t.dtype_bytes or self.base)
         out, inp = t.shape
         return scheme.linear_bytes(out, inp, t.count)
+
+
+def loaded_quantization(config: dict) -> Quantization:
+    """How ``config``'s tensors are held once loaded: its quantization_config's method over unquantised
+    elements at the width the engines load (``loaded_base``), with fp4 routed experts where the config's
+    ``expert_dtype`` says so (DeepSeek-V4). The one place the estimate and the per-rank padding take it from."""
+    quant = Quantization(quantization_config(config), loaded_base(base_dtype(config)[0]))
+    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
+    if str(text.get("expert_dtype") or config.get("expert_dtype") or "").lower() in ("fp4", "mxfp4"):
+        quant.fp4_experts()
+    return quant

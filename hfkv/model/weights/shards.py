@@ -25,10 +25,8 @@ projection of K heads splits at most K ways: ``QKVParallelLinear`` gives each ra
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import Any
 
-from hfkv.model.weights.loaded import loaded_base
-from hfkv.model.weights.quantization import Quantization, base_dtype, quantization_config
+from hfkv.model.weights.quantization import loaded_quantization
 from hfkv.model.weights.records import Tensor, WeightsEstimate
 
 
@@ -55,7 +53,7 @@ def shard_padding(estimate: WeightsEstimate, config: dict, shards: int) -> int:
     Exact under the padding ``estimate`` assumes (vLLM's Marlin backend)."""
     if shards <= 1 or not estimate.padding:
         return 0
-    quant = _quantization(config)
+    quant = loaded_quantization(config)
     if quant.padded is None:
         return 0
     whole: Fraction | int = 0
@@ -90,7 +88,7 @@ KV_NAMES = ("self_attn.k_proj", "self_attn.v_proj", "self_attn.k_proj.bias", "se
 def limited_splits(estimate: WeightsEstimate, config: dict) -> dict[tuple[str, int], int]:
     """Loaded bytes of the tensors TP cannot split as many ways as it has ranks, by (role, the most
     ranks that split them): 1 for what every rank holds whole, K for a key/value projection of K heads."""
-    quant = _quantization(config)
+    quant = loaded_quantization(config)
     heads = _kv_heads(config)
     found: dict[tuple[str, int], Fraction | int] = {}
     for t in estimate.tensors:
@@ -111,8 +109,3 @@ def _kv_heads(config: dict) -> int:
     text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
     heads = text.get("num_key_value_heads") or text.get("num_attention_heads")
     return heads if isinstance(heads, int) and heads > 0 else 0
-
-
-def _quantization(config: dict) -> Any:
-    files_base, _, _ = base_dtype(config)
-    return Quantization(quantization_config(config), loaded_base(files_base))
